@@ -1,0 +1,47 @@
+import { loadConfig, type Config } from '../config.js';
+import { openDatabase, type Database } from '../db/database.js';
+import { ConfigError, LeaseholdError } from '../errors.js';
+import { createLogger, type Logger } from '../observability/logger.js';
+
+/** Exit codes: 0 ok, 1 failure, 2 usage or configuration. */
+export const EXIT_OK = 0;
+export const EXIT_FAILURE = 1;
+export const EXIT_USAGE = 2;
+
+/** Thrown by commands to end with a specific exit code and one line. */
+export class CliExit extends Error {
+  constructor(
+    readonly code: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export interface CommandContext {
+  config: Config;
+  logger: Logger;
+  /** Opens (and migrates) the database; the command closes it. */
+  database(options?: { poolSize?: number }): Promise<Database>;
+  out: (line: string) => void;
+}
+
+export function createContext(env: Record<string, string | undefined>, out: (line: string) => void): CommandContext {
+  const config = loadConfig(env);
+  // Logs go to stderr so command output on stdout stays clean for scripts.
+  const logger = createLogger({ level: config.logLevel, destination: process.stderr });
+  return {
+    config,
+    logger,
+    out,
+    database: (options = {}) => openDatabase(config, logger, { migrate: true, ...options }),
+  };
+}
+
+/** Map an error to the one line printed and the exit code. */
+export function describeFailure(error: unknown): { code: number; line: string } {
+  if (error instanceof CliExit) return { code: error.code, line: error.message };
+  if (error instanceof ConfigError) return { code: EXIT_USAGE, line: `leasehold: invalid configuration: ${error.message}` };
+  if (error instanceof LeaseholdError) return { code: EXIT_FAILURE, line: `leasehold: ${error.message}` };
+  return { code: EXIT_FAILURE, line: `leasehold: ${(error as Error)?.message ?? String(error)}` };
+}

@@ -1,0 +1,40 @@
+import { Command, CommanderError } from 'commander';
+import { createContext, describeFailure, EXIT_OK, EXIT_USAGE, type CommandContext } from './context.js';
+import { registerMigrate } from './commands/migrate.js';
+import { registerWorkers } from './commands/workers.js';
+
+export type ContextFactory = () => CommandContext;
+
+/**
+ * Build the `leasehold` program. Each command file registers its commands;
+ * the context (configuration, logger, database) is created only when a
+ * command runs, so `--help` works without a valid configuration.
+ */
+export function buildProgram(context: ContextFactory): Command {
+  const program = new Command('leasehold')
+    .description('Durable hold expiry and rate-limited email notification on PostgreSQL')
+    .showHelpAfterError('(run with --help for usage)')
+    .exitOverride();
+  registerMigrate(program, context);
+  registerWorkers(program, context);
+  for (const command of program.commands) command.exitOverride();
+  return program;
+}
+
+export async function main(argv: string[], env: Record<string, string | undefined> = process.env): Promise<number> {
+  const out = (line: string) => process.stdout.write(line + '\n');
+  let context: CommandContext | undefined;
+  const program = buildProgram(() => (context ??= createContext(env, out)));
+  try {
+    await program.parseAsync(argv);
+    return EXIT_OK;
+  } catch (error) {
+    if (error instanceof CommanderError) {
+      if (error.code === 'commander.helpDisplayed' || error.code === 'commander.version' || error.exitCode === 0) return EXIT_OK;
+      return EXIT_USAGE;
+    }
+    const { code, line } = describeFailure(error);
+    process.stderr.write(line + '\n');
+    return code;
+  }
+}

@@ -1,0 +1,105 @@
+import { z } from 'zod';
+import { ConfigError } from './errors.js';
+
+const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
+
+/**
+ * Every environment variable leasehold reads, with its default. Parsing
+ * fails on the first bad variable with a ConfigError naming it; the CLI
+ * prints that one line and exits 2.
+ */
+const schema = z.object({
+  DATABASE_URL: z
+    .string()
+    .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// or postgresql:// URL')
+    .optional(),
+  LEASEHOLD_DATA_DIR: z.string().min(1).default('./.leasehold'),
+  LEASEHOLD_SCHEMA: z
+    .string()
+    .regex(/^[a-z_][a-z0-9_]{0,62}$/, 'must be a lowercase SQL identifier (letters, digits, underscore)')
+    .default('leasehold'),
+  PORT: int(0, 65535).default(8787),
+  LEASEHOLD_API_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
+  EMAIL_PROVIDER: z.enum(['sandbox', 'resend', 'postmark', 'ses', 'smtp']).default('sandbox'),
+  EMAIL_FROM: z.string().min(3).default('Support <support@example.com>'),
+  LEASEHOLD_RATE_PER_SECOND: z.coerce.number().positive().max(1_000_000).default(10),
+  LEASEHOLD_RATE_BURST: int(1, 1_000_000).default(10),
+  LEASEHOLD_EXPIRY_INTERVAL_MS: int(10, 3_600_000).default(1000),
+  LEASEHOLD_EXPIRY_BATCH: int(1, 100_000).default(500),
+  LEASEHOLD_LEASE_MS: int(1000, 3_600_000).default(30_000),
+  LEASEHOLD_DELIVERY_BATCH: int(1, 10_000).default(50),
+  LEASEHOLD_DELIVERY_CONCURRENCY: int(1, 1000).default(8),
+  LEASEHOLD_SEND_TIMEOUT_MS: int(100, 3_600_000).optional(),
+  LEASEHOLD_MAX_ATTEMPTS: int(1, 1000).default(10),
+  LEASEHOLD_EXPIRY_PROMISE_S: int(1, 31_536_000).default(60),
+  LEASEHOLD_EMAIL_PROMISE_S: int(1, 31_536_000).default(900),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+});
+
+type Env = z.infer<typeof schema>;
+
+export interface Config {
+  databaseUrl: string | undefined;
+  dataDir: string;
+  schema: string;
+  port: number;
+  apiToken: string | undefined;
+  emailProvider: Env['EMAIL_PROVIDER'];
+  emailFrom: string;
+  ratePerSecond: number;
+  rateBurst: number;
+  expiryIntervalMs: number;
+  expiryBatch: number;
+  leaseMs: number;
+  deliveryBatch: number;
+  deliveryConcurrency: number;
+  /** Provider call timeout; always shorter than the lease. */
+  sendTimeoutMs: number;
+  maxAttempts: number;
+  expiryPromiseS: number;
+  emailPromiseS: number;
+  logLevel: Env['LOG_LEVEL'];
+  /** The raw environment, for provider adapters reading their own variables. */
+  env: Readonly<Record<string, string | undefined>>;
+}
+
+export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+  // Empty strings mean "unset", as in most shells' `VAR= cmd`.
+  const cleaned = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== ''));
+  const parsed = schema.safeParse(cleaned);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    const variable = String(issue.path[0] ?? 'environment');
+    throw new ConfigError(variable, `${issue.message} (got ${JSON.stringify(cleaned[variable] ?? null)})`);
+  }
+  const e = parsed.data;
+  const sendTimeoutMs = e.LEASEHOLD_SEND_TIMEOUT_MS ?? Math.min(10_000, Math.floor(e.LEASEHOLD_LEASE_MS / 2));
+  if (sendTimeoutMs >= e.LEASEHOLD_LEASE_MS) {
+    throw new ConfigError(
+      'LEASEHOLD_SEND_TIMEOUT_MS',
+      `must be shorter than LEASEHOLD_LEASE_MS (${e.LEASEHOLD_LEASE_MS}), or a lease could expire mid-send`,
+    );
+  }
+  return {
+    databaseUrl: e.DATABASE_URL,
+    dataDir: e.LEASEHOLD_DATA_DIR,
+    schema: e.LEASEHOLD_SCHEMA,
+    port: e.PORT,
+    apiToken: e.LEASEHOLD_API_TOKEN,
+    emailProvider: e.EMAIL_PROVIDER,
+    emailFrom: e.EMAIL_FROM,
+    ratePerSecond: e.LEASEHOLD_RATE_PER_SECOND,
+    rateBurst: e.LEASEHOLD_RATE_BURST,
+    expiryIntervalMs: e.LEASEHOLD_EXPIRY_INTERVAL_MS,
+    expiryBatch: e.LEASEHOLD_EXPIRY_BATCH,
+    leaseMs: e.LEASEHOLD_LEASE_MS,
+    deliveryBatch: e.LEASEHOLD_DELIVERY_BATCH,
+    deliveryConcurrency: e.LEASEHOLD_DELIVERY_CONCURRENCY,
+    sendTimeoutMs,
+    maxAttempts: e.LEASEHOLD_MAX_ATTEMPTS,
+    expiryPromiseS: e.LEASEHOLD_EXPIRY_PROMISE_S,
+    emailPromiseS: e.LEASEHOLD_EMAIL_PROMISE_S,
+    logLevel: e.LOG_LEVEL,
+    env,
+  };
+}

@@ -1,0 +1,99 @@
+import { readdir, readFile } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
+import path from 'node:path';
+import type pg from 'pg';
+import { ident } from './pool.js';
+
+/** migrations/ at the package root, found from both src/ and dist/src/. */
+async function migrationsDir(): Promise<string> {
+  let dir = path.dirname(fileURLToPath(import.meta.url));
+  for (let i = 0; i < 5; i++) {
+    const candidate = path.join(dir, 'migrations');
+    try {
+      await readdir(candidate);
+      return candidate;
+    } catch {
+      dir = path.dirname(dir);
+    }
+  }
+  throw new Error('leasehold: migrations/ directory not found beside the package');
+}
+
+export interface Migration {
+  id: number;
+  name: string;
+  sql: string;
+}
+
+export async function loadMigrations(): Promise<Migration[]> {
+  const dir = await migrationsDir();
+  const files = (await readdir(dir)).filter((f) => /^\d{4}_[a-z0-9_]+\.sql$/.test(f)).sort();
+  return Promise.all(
+    files.map(async (file) => ({
+      id: Number.parseInt(file.slice(0, 4), 10),
+      name: file.replace(/\.sql$/, ''),
+      sql: await readFile(path.join(dir, file), 'utf8'),
+    })),
+  );
+}
+
+export interface MigrateResult {
+  applied: string[];
+}
+
+/**
+ * Apply the numbered forward-only migrations not yet applied to `schema`.
+ * A session advisory lock keyed on the schema serialises concurrent
+ * migrators (several instances starting at once): the second waits, then
+ * finds nothing left to do. Each migration runs in its own transaction with
+ * the schema on the search_path, so the SQL files name no schema.
+ */
+export async function migrate(pool: pg.Pool, schema: string): Promise<MigrateResult> {
+  const migrations = await loadMigrations();
+  const client = await pool.connect();
+  const s = ident(schema);
+  const applied: string[] = [];
+  try {
+    await client.query(`SELECT pg_advisory_lock(hashtextextended('leasehold.migrate:' || $1, 0))`, [schema]);
+    try {
+      await client.query(`CREATE SCHEMA IF NOT EXISTS ${s}`);
+      await client.query(
+        `CREATE TABLE IF NOT EXISTS ${s}.migrations (
+           id integer PRIMARY KEY,
+           name text NOT NULL,
+           applied_at timestamptz NOT NULL DEFAULT now()
+         )`,
+      );
+      const done = await client.query<{ id: number }>(`SELECT id FROM ${s}.migrations`);
+      const doneIds = new Set(done.rows.map((r) => r.id));
+      const latestKnown = migrations.at(-1)?.id ?? 0;
+      const newer = [...doneIds].filter((id) => id > latestKnown);
+      if (newer.length > 0) {
+        throw new Error(
+          `schema ${schema} has migration ${Math.max(...newer)} applied, newer than this leasehold knows (${latestKnown}); upgrade leasehold`,
+        );
+      }
+      for (const migration of migrations) {
+        if (doneIds.has(migration.id)) continue;
+        await client.query('BEGIN');
+        try {
+          await client.query(`SET LOCAL search_path TO ${s}`);
+          // Insert the row first: a migrator that somehow got past the lock
+          // fails on the primary key instead of applying twice.
+          await client.query(`INSERT INTO ${s}.migrations (id, name) VALUES ($1, $2)`, [migration.id, migration.name]);
+          await client.query(migration.sql);
+          await client.query('COMMIT');
+          applied.push(migration.name);
+        } catch (error) {
+          await client.query('ROLLBACK').catch(() => {});
+          throw new Error(`migration ${migration.name} failed: ${(error as Error).message}`, { cause: error });
+        }
+      }
+    } finally {
+      await client.query(`SELECT pg_advisory_unlock(hashtextextended('leasehold.migrate:' || $1, 0))`, [schema]).catch(() => {});
+    }
+  } finally {
+    client.release();
+  }
+  return { applied };
+}

@@ -1,0 +1,105 @@
+import type pg from 'pg';
+import { withTransaction } from '../db/pool.js';
+import type { Clock } from '../runtime/clock.js';
+import { databaseClock } from '../runtime/clock.js';
+import { noFaults, type Faults } from '../runtime/faults.js';
+import { ServiceLoop, type TickResult } from '../runtime/loop.js';
+import type { Logger } from '../observability/logger.js';
+import { silentLogger } from '../observability/logger.js';
+import type { Metrics } from '../observability/metrics.js';
+import { holdsDueOutlook, holdsExpireDue, type ExpiredHold } from './queries.js';
+
+export interface ExpiryWorkerOptions {
+  pool: pg.Pool;
+  schema?: string;
+  /** Longest sleep between scans when nothing is due sooner (ms). */
+  intervalMs?: number;
+  /** Most holds locked and expired per transaction. */
+  batchSize?: number;
+  clock?: Clock;
+  logger?: Logger;
+  metrics?: Metrics;
+  faults?: Faults;
+}
+
+export interface ExpiryRun {
+  expired: ExpiredHold[];
+  full: boolean;
+}
+
+/**
+ * The expiry lane. Each tick is one transaction running one set-based
+ * statement (lock due holds with SKIP LOCKED, expire them, insert their
+ * intents). Full batches loop at once; otherwise the worker sleeps until the
+ * next hold falls due, never longer than the interval, which is what keeps
+ * lateness far below the interval. Any number may run, in any processes.
+ */
+export class ExpiryWorker {
+  private readonly loop: ServiceLoop;
+  private readonly schema: string;
+  private readonly batchSize: number;
+  private readonly clock: Clock;
+  private readonly logger: Logger;
+  private readonly faults: Faults;
+
+  constructor(private readonly options: ExpiryWorkerOptions) {
+    this.schema = options.schema ?? 'leasehold';
+    this.batchSize = options.batchSize ?? 500;
+    this.clock = options.clock ?? databaseClock;
+    this.logger = options.logger ?? silentLogger;
+    this.faults = options.faults ?? noFaults;
+    this.loop = new ServiceLoop({
+      name: 'expiry',
+      intervalMs: options.intervalMs ?? 1000,
+      logger: this.logger,
+      tick: () => this.tick(),
+    });
+  }
+
+  start(): void {
+    this.loop.start();
+  }
+
+  stop(): Promise<void> {
+    return this.loop.stop();
+  }
+
+  /** Cut the current sleep short (a hold due sooner was created). */
+  wake(): void {
+    this.loop.wake();
+  }
+
+  /** One batch: expire up to batchSize due holds in one transaction. */
+  async runOnce(): Promise<ExpiryRun> {
+    const started = process.hrtime.bigint();
+    const now = this.clock.now();
+    const expired = await withTransaction(this.options.pool, async (client) => {
+      const rows = await holdsExpireDue(client, this.schema, this.batchSize, now);
+      if (rows.length > 0) await this.faults.at('expiry.locked', { holds: rows.map((r) => r.id) });
+      return rows;
+    });
+    const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+    if (expired.length > 0) await this.faults.at('expiry.committed', { holds: expired.map((r) => r.id) });
+
+    const metrics = this.options.metrics;
+    metrics?.holdsExpired.inc(expired.length);
+    metrics?.expiryBatchSize.observe(expired.length);
+    metrics?.expiryTransactionSeconds.observe(seconds);
+    for (const hold of expired) {
+      const latenessMs = hold.expired_at.getTime() - hold.expires_at.getTime();
+      this.logger.info({ event: 'hold.expired', holdId: hold.id, latenessMs }, 'hold expired');
+      if (hold.intent_id) this.logger.info({ event: 'intent.created', holdId: hold.id, intentId: hold.intent_id }, 'intent created');
+    }
+    return { expired, full: expired.length >= this.batchSize };
+  }
+
+  private async tick(): Promise<TickResult> {
+    const run = await this.runOnce();
+    if (run.full) return { full: true };
+    const outlook = await holdsDueOutlook(this.options.pool, this.schema, this.clock.now());
+    this.options.metrics?.expiryLockContention.set(outlook.lockedElsewhere);
+    // A test clock does not move while we sleep: fall back to the interval.
+    if (this.clock !== databaseClock || outlook.nextDueInMs === null) return { full: false };
+    return { full: false, nextInMs: Math.ceil(outlook.nextDueInMs) };
+  }
+}

@@ -1,0 +1,81 @@
+import type { Queryable } from '../db/pool.js';
+import { HoldNotHeldError, IdempotencyConflictError, NotFoundError } from '../errors.js';
+import type { Clock } from '../runtime/clock.js';
+import { holdFromRow, holdsGet, holdsInsert, holdsSettle } from './queries.js';
+import type { Hold } from './states.js';
+import { validateCreateHold, validateHoldId, type CreateHoldInput } from './validate.js';
+
+/**
+ * The hold API for applications. Every function takes any `pg` Pool, Client
+ * or PoolClient, so a caller can create or confirm a hold inside its own
+ * transaction (the hold commits or rolls back with the caller's work).
+ */
+export interface HoldOptions {
+  /** Schema holding leasehold's tables (default `leasehold`). */
+  schema?: string;
+  /** Clock for timestamps and validation; default is the database clock. */
+  clock?: Clock;
+}
+
+export interface CreateHoldResult {
+  hold: Hold;
+  /** False when this was an idempotent retry of an earlier create. */
+  created: boolean;
+}
+
+const schemaOf = (options: HoldOptions) => options.schema ?? 'leasehold';
+
+/**
+ * Create a hold. With a client-supplied `id` it is idempotent: the same id
+ * with the same request returns the existing hold (`created: false`); the
+ * same id with a different request throws IdempotencyConflictError.
+ * Bad input throws ValidationError naming the field.
+ */
+export async function createHold(db: Queryable, input: CreateHoldInput, options: HoldOptions = {}): Promise<CreateHoldResult> {
+  const now = options.clock?.now() ?? null;
+  const valid = validateCreateHold(input, now ?? new Date());
+  const schema = schemaOf(options);
+  const inserted = await holdsInsert(
+    db,
+    schema,
+    {
+      id: valid.id,
+      customerEmail: valid.customerEmail,
+      expiresAt: valid.expiresAt ?? null,
+      ttlSeconds: valid.ttlSeconds ?? null,
+      metadata: valid.metadata,
+      requestHash: valid.requestHash,
+    },
+    now,
+  );
+  if (inserted) return { hold: holdFromRow(inserted), created: true };
+  const existing = await holdsGet(db, schema, valid.id);
+  if (!existing || existing.request_hash !== valid.requestHash) throw new IdempotencyConflictError(valid.id);
+  return { hold: holdFromRow(existing), created: false };
+}
+
+export async function getHold(db: Queryable, id: string, options: HoldOptions = {}): Promise<Hold> {
+  const row = await holdsGet(db, schemaOf(options), validateHoldId(id));
+  if (!row) throw new NotFoundError('hold', id);
+  return holdFromRow(row);
+}
+
+async function settle(db: Queryable, id: string, to: 'confirmed' | 'cancelled', options: HoldOptions): Promise<Hold> {
+  const schema = schemaOf(options);
+  const holdId = validateHoldId(id);
+  const row = await holdsSettle(db, schema, holdId, to, options.clock?.now() ?? null);
+  if (row) return holdFromRow(row);
+  const current = await holdsGet(db, schema, holdId);
+  if (!current) throw new NotFoundError('hold', holdId);
+  throw new HoldNotHeldError(holdId, current.status);
+}
+
+/** held -> confirmed. Throws HoldNotHeldError if it already left held (e.g. expired first). */
+export function confirmHold(db: Queryable, id: string, options: HoldOptions = {}): Promise<Hold> {
+  return settle(db, id, 'confirmed', options);
+}
+
+/** held -> cancelled. No email is sent for a cancelled hold. */
+export function cancelHold(db: Queryable, id: string, options: HoldOptions = {}): Promise<Hold> {
+  return settle(db, id, 'cancelled', options);
+}

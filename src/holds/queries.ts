@@ -1,0 +1,173 @@
+import type { Queryable } from '../db/pool.js';
+import { ident } from '../db/pool.js';
+import type { Hold, HoldStatus } from './states.js';
+
+/**
+ * Every statement on support_reservations, as small named functions. Values
+ * are always parameters; only the schema identifier is spliced in (quoted).
+ * `now` parameters are `coalesce($n, now())`: null means the database clock.
+ */
+
+export interface HoldRow {
+  id: string;
+  customer_email: string;
+  status: HoldStatus;
+  expires_at: Date;
+  created_at: Date;
+  confirmed_at: Date | null;
+  cancelled_at: Date | null;
+  expired_at: Date | null;
+  metadata: Record<string, unknown>;
+  request_hash: string;
+}
+
+export function holdFromRow(row: HoldRow): Hold {
+  return {
+    id: row.id,
+    customerEmail: row.customer_email,
+    status: row.status,
+    expiresAt: row.expires_at,
+    createdAt: row.created_at,
+    confirmedAt: row.confirmed_at,
+    cancelledAt: row.cancelled_at,
+    expiredAt: row.expired_at,
+    metadata: row.metadata,
+  };
+}
+
+export interface HoldInsert {
+  id: string;
+  customerEmail: string;
+  expiresAt: Date | null;
+  ttlSeconds: number | null;
+  metadata: Record<string, unknown>;
+  requestHash: string;
+}
+
+/** Insert unless the id exists; returns the row only when this call created it. */
+export async function holdsInsert(db: Queryable, schema: string, hold: HoldInsert, now: Date | null): Promise<HoldRow | undefined> {
+  const { rows } = await db.query<HoldRow>(
+    `INSERT INTO ${ident(schema)}.support_reservations
+       (id, customer_email, status, expires_at, created_at, metadata, request_hash)
+     VALUES ($1, $2, 'held',
+             coalesce($3::timestamptz, coalesce($4::timestamptz, now()) + make_interval(secs => $5::int)),
+             coalesce($4::timestamptz, now()), $6::jsonb, $7)
+     ON CONFLICT (id) DO NOTHING
+     RETURNING *`,
+    [hold.id, hold.customerEmail, hold.expiresAt, now, hold.ttlSeconds, JSON.stringify(hold.metadata), hold.requestHash],
+  );
+  return rows[0];
+}
+
+export async function holdsGet(db: Queryable, schema: string, id: string): Promise<HoldRow | undefined> {
+  const { rows } = await db.query<HoldRow>(`SELECT * FROM ${ident(schema)}.support_reservations WHERE id = $1`, [id]);
+  return rows[0];
+}
+
+/**
+ * Move a held hold to confirmed or cancelled. Conditional on status = 'held':
+ * if the expiry worker holds the row lock, this waits for it and then finds
+ * the hold expired, so exactly one terminal state wins.
+ */
+export async function holdsSettle(
+  db: Queryable,
+  schema: string,
+  id: string,
+  to: 'confirmed' | 'cancelled',
+  now: Date | null,
+): Promise<HoldRow | undefined> {
+  const column = to === 'confirmed' ? 'confirmed_at' : 'cancelled_at';
+  const { rows } = await db.query<HoldRow>(
+    `UPDATE ${ident(schema)}.support_reservations
+        SET status = $2, ${column} = coalesce($3::timestamptz, now())
+      WHERE id = $1 AND status = 'held'
+      RETURNING *`,
+    [id, to, now],
+  );
+  return rows[0];
+}
+
+export interface ExpiredHold {
+  id: string;
+  intent_id: string | null;
+  expires_at: Date;
+  expired_at: Date;
+}
+
+/**
+ * The expiry lane's one statement per batch: lock up to `limit` due holds
+ * (skipping rows other workers hold), move them to expired with one captured
+ * now, and insert one intent per expired hold. The intent id is derived from
+ * the hold id and ON CONFLICT DO NOTHING makes the unique key the final guard
+ * against duplicates. Run it inside a transaction: the caller commits.
+ */
+export async function holdsExpireDue(db: Queryable, schema: string, limit: number, now: Date | null): Promise<ExpiredHold[]> {
+  const s = ident(schema);
+  const { rows } = await db.query<ExpiredHold>(
+    `WITH clock AS (
+       SELECT coalesce($2::timestamptz, now()) AS now
+     ), due AS (
+       SELECT r.id
+         FROM ${s}.support_reservations r, clock
+        WHERE r.status = 'held' AND r.expires_at <= clock.now
+        ORDER BY r.expires_at
+        LIMIT $1
+        FOR UPDATE OF r SKIP LOCKED
+     ), expired AS (
+       UPDATE ${s}.support_reservations r
+          SET status = 'expired', expired_at = clock.now
+         FROM due, clock
+        WHERE r.id = due.id AND r.status = 'held'
+        RETURNING r.id, r.customer_email, r.expires_at, r.expired_at
+     ), intents AS (
+       INSERT INTO ${s}.email_outbox (id, reservation_id, recipient, template, state, available_at, created_at)
+       SELECT 'reservation-expired:' || e.id, e.id, e.customer_email, 'reservation-expired', 'pending', e.expired_at, e.expired_at
+         FROM expired e
+       ON CONFLICT (id) DO NOTHING
+       RETURNING id, reservation_id
+     )
+     SELECT e.id, i.id AS intent_id, e.expires_at, e.expired_at
+       FROM expired e LEFT JOIN intents i ON i.reservation_id = e.id`,
+    [limit, now],
+  );
+  return rows;
+}
+
+export interface DueOutlook {
+  /** Due holds still held right now: locked by another worker's open transaction. */
+  lockedElsewhere: number;
+  /** Milliseconds until the next hold falls due, or null when none are held. */
+  nextDueInMs: number | null;
+}
+
+/** After a non-full batch: how much contention, and how long to sleep. */
+export async function holdsDueOutlook(db: Queryable, schema: string, now: Date | null): Promise<DueOutlook> {
+  const s = ident(schema);
+  const { rows } = await db.query<{ locked: number; next_in_ms: number | null }>(
+    `SELECT
+       (SELECT count(*) FROM (
+          SELECT 1 FROM ${s}.support_reservations r
+           WHERE r.status = 'held' AND r.expires_at <= coalesce($1::timestamptz, now()) LIMIT 10000) d)::int AS locked,
+       (SELECT extract(epoch FROM min(r.expires_at) - coalesce($1::timestamptz, now())) * 1000
+          FROM ${s}.support_reservations r
+         WHERE r.status = 'held' AND r.expires_at > coalesce($1::timestamptz, now()))::float8 AS next_in_ms`,
+    [now],
+  );
+  const row = rows[0]!;
+  return { lockedElsewhere: row.locked, nextDueInMs: row.next_in_ms };
+}
+
+/** Oldest due-but-still-held hold, in seconds past its deadline (0 when none). */
+export async function holdsOldestDueAge(db: Queryable, schema: string, now: Date | null): Promise<{ ageSeconds: number; due: number }> {
+  const s = ident(schema);
+  const { rows } = await db.query<{ age: number | null; due: number }>(
+    `WITH clock AS (SELECT coalesce($1::timestamptz, now()) AS now)
+     SELECT extract(epoch FROM clock.now - min(r.expires_at))::float8 AS age,
+            count(*)::int AS due
+       FROM ${s}.support_reservations r, clock
+      WHERE r.status = 'held' AND r.expires_at <= clock.now
+      GROUP BY clock.now`,
+    [now],
+  );
+  return { ageSeconds: Math.max(0, rows[0]?.age ?? 0), due: rows[0]?.due ?? 0 };
+}

@@ -1,0 +1,106 @@
+import { createHash, randomUUID } from 'node:crypto';
+import { z } from 'zod';
+import { ValidationError } from '../errors.js';
+
+export const HOLD_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
+export const MAX_TTL_SECONDS = 30 * 24 * 3600;
+export const MAX_METADATA_BYTES = 16 * 1024;
+
+export const holdIdSchema = z
+  .string()
+  .regex(HOLD_ID_PATTERN, 'must be 1-128 characters of letters, digits, ".", "_", ":" or "-", starting with a letter or digit');
+
+/**
+ * The create-hold request, as the library and the HTTP API accept it.
+ * Exactly one of expiresAt (ISO 8601 or Date, in the future, within 30 days)
+ * and ttlSeconds (1..2592000).
+ */
+export const createHoldSchema = z
+  .object({
+    id: holdIdSchema.optional(),
+    customerEmail: z.string().max(254, 'must be at most 254 characters').pipe(z.email('must be an email address')),
+    expiresAt: z
+      .union([z.iso.datetime({ offset: true, message: 'must be an ISO 8601 date-time with a time zone' }), z.date()])
+      .optional(),
+    ttlSeconds: z
+      .number('must be a number')
+      .int('must be a whole number of seconds')
+      .min(1, 'must be at least 1')
+      .max(MAX_TTL_SECONDS, `must be at most ${MAX_TTL_SECONDS} (30 days)`)
+      .optional(),
+    metadata: z.record(z.string(), z.unknown()).optional(),
+  })
+  .strict();
+
+export type CreateHoldInput = z.input<typeof createHoldSchema>;
+
+export interface ValidHold {
+  id: string;
+  /** True when the caller supplied the id (so retries are idempotent). */
+  clientId: boolean;
+  customerEmail: string;
+  expiresAt?: Date;
+  ttlSeconds?: number;
+  metadata: Record<string, unknown>;
+  requestHash: string;
+}
+
+/** First zod issue as a ValidationError naming the field. */
+export function toValidationError(error: z.ZodError, prefix = ''): ValidationError {
+  const issue = error.issues[0]!;
+  let field = [prefix, ...issue.path.map(String)].filter(Boolean).join('.');
+  let message = issue.message;
+  if (issue.code === 'unrecognized_keys') {
+    field = [prefix, ...issue.path.map(String), issue.keys[0]].filter(Boolean).join('.');
+    message = 'is not a known field';
+  }
+  return new ValidationError(field || 'body', message);
+}
+
+/**
+ * Validate a create-hold request against `now` (the caller's view of the
+ * clock; the database enforces nothing about the future, so this is where
+ * "in the past" and "absurdly far" are caught).
+ */
+export function validateCreateHold(input: unknown, now: Date): ValidHold {
+  const parsed = createHoldSchema.safeParse(input);
+  if (!parsed.success) throw toValidationError(parsed.error);
+  const v = parsed.data;
+  if ((v.expiresAt === undefined) === (v.ttlSeconds === undefined)) {
+    throw new ValidationError('expiresAt', 'give exactly one of expiresAt and ttlSeconds');
+  }
+  let expiresAt: Date | undefined;
+  if (v.expiresAt !== undefined) {
+    expiresAt = new Date(v.expiresAt);
+    if (Number.isNaN(expiresAt.getTime())) throw new ValidationError('expiresAt', 'is not a valid date');
+    if (expiresAt.getTime() <= now.getTime()) throw new ValidationError('expiresAt', 'must be in the future');
+    if (expiresAt.getTime() > now.getTime() + MAX_TTL_SECONDS * 1000) {
+      throw new ValidationError('expiresAt', 'must be within 30 days');
+    }
+  }
+  const metadata = v.metadata ?? {};
+  const metadataJson = JSON.stringify(metadata);
+  if (Buffer.byteLength(metadataJson) > MAX_METADATA_BYTES) {
+    throw new ValidationError('metadata', `must be at most ${MAX_METADATA_BYTES} bytes as JSON`);
+  }
+  const customerEmail = v.customerEmail;
+  const requestHash = createHash('sha256')
+    .update(
+      JSON.stringify([customerEmail, v.expiresAt !== undefined ? expiresAt!.toISOString() : null, v.ttlSeconds ?? null, metadataJson]),
+    )
+    .digest('base64url');
+  return {
+    id: v.id ?? `hold_${randomUUID()}`,
+    clientId: v.id !== undefined,
+    customerEmail,
+    ...(expiresAt ? { expiresAt } : { ttlSeconds: v.ttlSeconds! }),
+    metadata,
+    requestHash,
+  };
+}
+
+export function validateHoldId(id: unknown, field = 'id'): string {
+  const parsed = holdIdSchema.safeParse(id);
+  if (!parsed.success) throw new ValidationError(field, parsed.error.issues[0]!.message);
+  return parsed.data;
+}

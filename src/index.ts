@@ -1,0 +1,26 @@
+/**
+ * leasehold as a library. The hold functions take your own `pg` client, so
+ * holds can be created or confirmed inside your application's transaction.
+ */
+export { loadConfig, type Config } from './config.js';
+export {
+  LeaseholdError,
+  ValidationError,
+  NotFoundError,
+  IdempotencyConflictError,
+  HoldNotHeldError,
+  IntentStateError,
+  ConfigError,
+} from './errors.js';
+export { createPool, withTransaction, type Queryable } from './db/pool.js';
+export { migrate } from './db/migrate.js';
+export { openDatabase, type Database } from './db/database.js';
+export { startEmbeddedPostgres, type EmbeddedPostgres } from './db/embedded.js';
+export { HoldStatus, intentIdForHold, type Hold } from './holds/states.js';
+export { createHold, getHold, confirmHold, cancelHold, type HoldOptions, type CreateHoldResult } from './holds/holds.js';
+export type { CreateHoldInput } from './holds/validate.js';
+export { ExpiryWorker, type ExpiryWorkerOptions } from './holds/expiry-worker.js';
+export { ManualClock, databaseClock, type Clock } from './runtime/clock.js';
+export { Faults, type FaultPoint, type FaultHook } from './runtime/faults.js';
+export { createLogger, type Logger } from './observability/logger.js';
+export { createMetrics, type Metrics } from './observability/metrics.js';

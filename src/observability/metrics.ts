@@ -1,0 +1,84 @@
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+
+/**
+ * Process-local counters and histograms of the two lanes. Shared state (ages,
+ * backlog) is not counted here but read from the database at scrape time
+ * (see database gauges), so every instance reports the same truth. Labels
+ * never carry a recipient, hold id or intent id.
+ */
+export interface Metrics {
+  registry: Registry;
+  holdsExpired: Counter;
+  expiryBatchSize: Histogram;
+  expiryTransactionSeconds: Histogram;
+  expiryLockContention: Gauge;
+  sends: Counter<'outcome'>;
+  rateLimited: Counter;
+  leaseExpirations: Counter;
+  attemptsPerIntent: Histogram<'state'>;
+  limiterWaitSeconds: Histogram;
+  outcomeUnknown: Counter;
+}
+
+export function createMetrics(registry: Registry = new Registry()): Metrics {
+  const r = [registry];
+  return {
+    registry,
+    holdsExpired: new Counter({
+      name: 'leasehold_holds_expired_total',
+      help: 'Holds moved from held to expired by this process (each with its intent).',
+      registers: r,
+    }),
+    expiryBatchSize: new Histogram({
+      name: 'leasehold_expiry_batch_size',
+      help: 'Holds expired per expiry run.',
+      buckets: [0, 1, 5, 10, 50, 100, 250, 500, 1000, 5000],
+      registers: r,
+    }),
+    expiryTransactionSeconds: new Histogram({
+      name: 'leasehold_expiry_transaction_seconds',
+      help: 'Duration of one expiry transaction (lock, expire, insert intents, commit).',
+      buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+      registers: r,
+    }),
+    expiryLockContention: new Gauge({
+      name: 'leasehold_expiry_lock_contention',
+      help: 'Due holds skipped at the last non-full expiry run because another worker held their lock.',
+      registers: r,
+    }),
+    sends: new Counter({
+      name: 'leasehold_email_sends_total',
+      help: 'Send attempts by outcome (accepted, rate_limited, rejected, failed, paused).',
+      labelNames: ['outcome'],
+      registers: r,
+    }),
+    rateLimited: new Counter({
+      name: 'leasehold_email_rate_limited_total',
+      help: 'Attempts the provider answered with a rate limit.',
+      registers: r,
+    }),
+    leaseExpirations: new Counter({
+      name: 'leasehold_email_lease_expirations_total',
+      help: 'Intents re-leased after a previous lease expired (a worker died or stalled).',
+      registers: r,
+    }),
+    attemptsPerIntent: new Histogram({
+      name: 'leasehold_email_attempts_per_intent',
+      help: 'Attempts an intent took, observed when it reaches a terminal state.',
+      labelNames: ['state'],
+      buckets: [1, 2, 3, 5, 8, 10, 15, 25],
+      registers: r,
+    }),
+    limiterWaitSeconds: new Histogram({
+      name: 'leasehold_limiter_wait_seconds',
+      help: 'Time a delivery worker waited on the shared rate limiter before it got permits.',
+      buckets: [0, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30],
+      registers: r,
+    }),
+    outcomeUnknown: new Counter({
+      name: 'leasehold_email_outcome_unknown_total',
+      help: 'Attempts whose request may have reached the provider without an answer (timeout, 5xx).',
+      registers: r,
+    }),
+  };
+}

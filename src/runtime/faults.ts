@@ -1,0 +1,27 @@
+/**
+ * The one fault-injection seam. Workers call `await faults.at('<point>', ctx)`
+ * at the moments a crash matters; production passes nothing and every call
+ * is a no-op. Crash tests pass a hook that, at the chosen point, tells the
+ * parent test process and then waits to be SIGKILLed, so the crash is a real
+ * process death with a real open transaction or an unrecorded send, never a
+ * thrown exception that cleanup code could catch.
+ *
+ * Points:
+ * - `expiry.locked`     rows locked and updated, intents inserted, not committed
+ * - `expiry.committed`  the expiry transaction committed
+ * - `delivery.leased`   intents leased, nothing sent yet
+ * - `delivery.accepted` the provider accepted a message, receipt not saved
+ */
+export type FaultPoint = 'expiry.locked' | 'expiry.committed' | 'delivery.leased' | 'delivery.accepted';
+
+export type FaultHook = (point: FaultPoint, context: Record<string, unknown>) => void | Promise<void>;
+
+export class Faults {
+  constructor(private readonly hook?: FaultHook) {}
+
+  async at(point: FaultPoint, context: Record<string, unknown> = {}): Promise<void> {
+    if (this.hook) await this.hook(point, context);
+  }
+}
+
+export const noFaults = new Faults();

@@ -1,0 +1,103 @@
+import type { Logger } from '../observability/logger.js';
+import { isConnectionError } from '../db/pool.js';
+
+export interface TickResult {
+  /** The batch came back full: run again at once. */
+  full: boolean;
+  /** When not full, how long until there is likely work (capped by the interval). */
+  nextInMs?: number;
+}
+
+export interface ServiceLoopOptions {
+  name: string;
+  intervalMs: number;
+  tick: () => Promise<TickResult>;
+  logger: Logger;
+  /** Longest back-off after consecutive errors (connection loss). */
+  maxBackoffMs?: number;
+}
+
+/**
+ * The one service loop both lanes run: tick at once, loop while batches come
+ * back full, otherwise sleep (the interval, or less when work is due sooner),
+ * back off with jitter on errors so a database restart is ridden out rather
+ * than crashing the process. `stop()` is idempotent and resolves after the
+ * in-flight tick finishes; `wake()` cuts a sleep short.
+ */
+export class ServiceLoop {
+  private running = false;
+  private stopping = false;
+  private loopDone: Promise<void> | undefined;
+  private sleepTimer: NodeJS.Timeout | undefined;
+  private wakeSleep: (() => void) | undefined;
+  private consecutiveErrors = 0;
+
+  constructor(private readonly options: ServiceLoopOptions) {}
+
+  start(): void {
+    if (this.running) return;
+    this.running = true;
+    this.stopping = false;
+    this.loopDone = this.run();
+  }
+
+  wake(): void {
+    this.wakeSleep?.();
+  }
+
+  /** Resolves once the current tick (if any) has finished. */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    this.wake();
+    await this.loopDone;
+    this.running = false;
+  }
+
+  get isRunning(): boolean {
+    return this.running && !this.stopping;
+  }
+
+  private async run(): Promise<void> {
+    const { logger, name, intervalMs } = this.options;
+    while (!this.stopping) {
+      let sleepMs: number;
+      try {
+        const result = await this.options.tick();
+        if (this.consecutiveErrors > 0) logger.info({ event: `${name}.recovered` }, `${name} recovered`);
+        this.consecutiveErrors = 0;
+        if (result.full) continue;
+        sleepMs = Math.max(0, Math.min(intervalMs, result.nextInMs ?? intervalMs));
+      } catch (error) {
+        this.consecutiveErrors += 1;
+        const cap = this.options.maxBackoffMs ?? 10_000;
+        const base = Math.min(cap, 100 * 2 ** Math.min(this.consecutiveErrors, 10));
+        sleepMs = base / 2 + Math.random() * (base / 2);
+        logger.error(
+          {
+            event: `${name}.error`,
+            err: error,
+            connectionLost: isConnectionError(error),
+            consecutiveErrors: this.consecutiveErrors,
+            retryInMs: Math.round(sleepMs),
+          },
+          `${name} tick failed; retrying`,
+        );
+      }
+      await this.sleep(sleepMs);
+    }
+  }
+
+  private sleep(ms: number): Promise<void> {
+    if (this.stopping || ms <= 0) return Promise.resolve();
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(this.sleepTimer);
+        this.sleepTimer = undefined;
+        this.wakeSleep = undefined;
+        resolve();
+      };
+      this.wakeSleep = done;
+      this.sleepTimer = setTimeout(done, ms);
+    });
+  }
+}
