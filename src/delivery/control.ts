@@ -1,0 +1,159 @@
+import type { Queryable } from '../db/pool.js';
+import { ident } from '../db/pool.js';
+import { ValidationError } from '../errors.js';
+
+/**
+ * Fleet-wide delivery controls stored in the database: pause/resume and the
+ * shared rate limiter's policy. Every delivery worker reads them on each
+ * permit request (at least once a second), so a change takes effect fleet-
+ * wide within a second with no deploy.
+ */
+
+export const LIMITER_NAME = 'email';
+
+export interface DeliveryControl {
+  paused: boolean;
+  reason: string | null;
+  pausedBy: string | null;
+  pausedAt: Date | null;
+  pausedUntil: Date | null;
+}
+
+export interface RateLimitPolicy {
+  perSecond: number;
+  burst: number;
+}
+
+export interface RateLimitState extends RateLimitPolicy {
+  /** Permits available now (refilled to the database clock). */
+  tokens: number;
+  cooldownUntil: Date | null;
+  updatedAt: Date;
+}
+
+export function validatePolicy(policy: { perSecond?: unknown; burst?: unknown }): RateLimitPolicy {
+  const { perSecond, burst } = policy;
+  if (typeof perSecond !== 'number' || !Number.isFinite(perSecond) || perSecond <= 0 || perSecond > 1_000_000) {
+    throw new ValidationError('perSecond', 'must be a number greater than 0 and at most 1000000');
+  }
+  if (typeof burst !== 'number' || !Number.isInteger(burst) || burst < 1 || burst > 1_000_000) {
+    throw new ValidationError('burst', 'must be a whole number from 1 to 1000000');
+  }
+  return { perSecond, burst };
+}
+
+/** Create the limiter row with the configured initial policy; an existing row (runtime changes) wins. */
+export async function rateLimiterEnsure(db: Queryable, schema: string, initial: RateLimitPolicy): Promise<void> {
+  const policy = validatePolicy(initial);
+  await db.query(
+    `INSERT INTO ${ident(schema)}.rate_limiter (name, per_second, burst, tokens)
+     VALUES ($1, $2, $3, $3) ON CONFLICT (name) DO NOTHING`,
+    [LIMITER_NAME, policy.perSecond, policy.burst],
+  );
+}
+
+export async function rateLimiterGet(db: Queryable, schema: string): Promise<RateLimitState | undefined> {
+  const { rows } = await db.query<{
+    per_second: number;
+    burst: number;
+    tokens: number;
+    cooldown_until: Date | null;
+    updated_at: Date;
+  }>(
+    `SELECT per_second, burst, updated_at, cooldown_until,
+            least(burst::float8, tokens + per_second * greatest(0, extract(epoch FROM now() - refilled_at)))::float8 AS tokens
+       FROM ${ident(schema)}.rate_limiter WHERE name = $1`,
+    [LIMITER_NAME],
+  );
+  const row = rows[0];
+  if (!row) return undefined;
+  return {
+    perSecond: row.per_second,
+    burst: row.burst,
+    tokens: row.tokens,
+    cooldownUntil: row.cooldown_until,
+    updatedAt: row.updated_at,
+  };
+}
+
+/**
+ * Change the policy at run time. Tokens are refilled under the old rate up
+ * to now, then clamped to the new burst, so a change never grants a burst
+ * beyond the new policy.
+ */
+export async function rateLimiterSet(db: Queryable, schema: string, policy: RateLimitPolicy): Promise<RateLimitState> {
+  const valid = validatePolicy(policy);
+  await db.query(
+    `INSERT INTO ${ident(schema)}.rate_limiter AS l (name, per_second, burst, tokens)
+     VALUES ($1, $2, $3, $3)
+     ON CONFLICT (name) DO UPDATE SET
+       tokens = least($3::float8, least(l.burst::float8, l.tokens + l.per_second * greatest(0, extract(epoch FROM now() - l.refilled_at)))),
+       refilled_at = now(),
+       per_second = $2,
+       burst = $3,
+       updated_at = now()`,
+    [LIMITER_NAME, valid.perSecond, valid.burst],
+  );
+  return (await rateLimiterGet(db, schema))!;
+}
+
+interface ControlRow {
+  paused: boolean;
+  reason: string | null;
+  paused_by: string | null;
+  paused_at: Date | null;
+  paused_until: Date | null;
+}
+
+const controlFromRow = (row: ControlRow): DeliveryControl => ({
+  paused: row.paused,
+  reason: row.reason,
+  pausedBy: row.paused_by,
+  pausedAt: row.paused_at,
+  pausedUntil: row.paused_until,
+});
+
+/** Current pause state; a pause whose `paused_until` has passed reads as resumed. */
+export async function deliveryControlGet(db: Queryable, schema: string): Promise<DeliveryControl> {
+  const { rows } = await db.query<ControlRow>(
+    `SELECT (paused AND (paused_until IS NULL OR paused_until > now())) AS paused,
+            reason, paused_by, paused_at, paused_until
+       FROM ${ident(schema)}.delivery_control`,
+  );
+  return controlFromRow(rows[0]!);
+}
+
+/**
+ * Pause delivery fleet-wide. `by` says who (`operator`, or a provider name
+ * when a provider answer paused it); `untilMs` makes the pause lift itself.
+ * An existing pause keeps its original reason unless this one is an operator's.
+ */
+export async function deliveryPause(
+  db: Queryable,
+  schema: string,
+  pause: { reason: string; by: string; untilMs?: number },
+): Promise<DeliveryControl> {
+  const reason = pause.reason.trim();
+  if (reason.length === 0 || reason.length > 500) throw new ValidationError('reason', 'must be 1-500 characters');
+  const { rows } = await db.query<ControlRow>(
+    `UPDATE ${ident(schema)}.delivery_control SET
+       paused = true,
+       reason = $1,
+       paused_by = $2,
+       paused_at = CASE WHEN paused AND (paused_until IS NULL OR paused_until > now()) THEN paused_at ELSE now() END,
+       paused_until = CASE WHEN $3::float8 IS NULL THEN NULL ELSE now() + make_interval(secs => $3::float8 / 1000) END,
+       updated_at = now()
+     RETURNING paused, reason, paused_by, paused_at, paused_until`,
+    [reason, pause.by, pause.untilMs ?? null],
+  );
+  return controlFromRow(rows[0]!);
+}
+
+export async function deliveryResume(db: Queryable, schema: string): Promise<DeliveryControl> {
+  const { rows } = await db.query<ControlRow>(
+    `UPDATE ${ident(schema)}.delivery_control SET
+       paused = false, reason = NULL, paused_by = NULL, paused_at = NULL, paused_until = NULL, updated_at = now()
+     RETURNING paused, reason, paused_by, paused_at, paused_until`,
+  );
+  return controlFromRow(rows[0]!);
+}

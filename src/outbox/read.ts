@@ -1,0 +1,153 @@
+import type { Queryable } from '../db/pool.js';
+import { ident } from '../db/pool.js';
+import { ValidationError } from '../errors.js';
+import type { Attempt, Intent, IntentState } from './states.js';
+
+/** Read side of the outbox: what operators, the API and `trace` look at. */
+
+interface IntentRow {
+  id: string;
+  reservation_id: string;
+  template: string;
+  state: IntentState;
+  attempts: number;
+  failed_attempts: number;
+  available_at: Date;
+  created_at: Date;
+  sent_at: Date | null;
+  finished_at: Date | null;
+  receipt: string | null;
+  last_error: string | null;
+  lease_token: string | null;
+  lease_expires_at: Date | null;
+  lease_expirations: number;
+  replays: number;
+  possible_duplicate: boolean;
+}
+
+// The recipient is deliberately not selected: nothing on the read side needs it.
+const INTENT_COLUMNS = `id, reservation_id, template, state, attempts, failed_attempts, available_at, created_at,
+  sent_at, finished_at, receipt, last_error, lease_token, lease_expires_at, lease_expirations, replays, possible_duplicate`;
+
+export function intentFromRow(row: IntentRow): Intent {
+  return {
+    id: row.id,
+    holdId: row.reservation_id,
+    template: row.template,
+    state: row.state,
+    attempts: row.attempts,
+    failedAttempts: row.failed_attempts,
+    availableAt: row.available_at,
+    createdAt: row.created_at,
+    sentAt: row.sent_at,
+    finishedAt: row.finished_at,
+    receipt: row.receipt,
+    lastError: row.last_error,
+    leased: row.lease_token !== null,
+    leaseExpiresAt: row.lease_expires_at,
+    leaseExpirations: row.lease_expirations,
+    replays: row.replays,
+    possibleDuplicate: row.possible_duplicate,
+  };
+}
+
+interface AttemptRow {
+  attempt: number;
+  provider: string | null;
+  started_at: Date;
+  finished_at: Date | null;
+  outcome: Attempt['outcome'];
+  outcome_unknown: boolean;
+  provider_status: number | null;
+  provider_code: string | null;
+  receipt: string | null;
+  error: string | null;
+  duration_ms: number | null;
+}
+
+function attemptFromRow(row: AttemptRow): Attempt {
+  return {
+    attempt: row.attempt,
+    provider: row.provider,
+    startedAt: row.started_at,
+    finishedAt: row.finished_at,
+    outcome: row.outcome,
+    outcomeUnknown: row.outcome_unknown,
+    providerStatus: row.provider_status,
+    providerCode: row.provider_code,
+    receipt: row.receipt,
+    error: row.error,
+    durationMs: row.duration_ms,
+  };
+}
+
+export async function intentsGet(db: Queryable, schema: string, id: string): Promise<Intent | undefined> {
+  const { rows } = await db.query<IntentRow>(`SELECT ${INTENT_COLUMNS} FROM ${ident(schema)}.email_outbox WHERE id = $1`, [id]);
+  return rows[0] && intentFromRow(rows[0]);
+}
+
+export async function intentsGetByHold(db: Queryable, schema: string, holdId: string): Promise<Intent | undefined> {
+  const { rows } = await db.query<IntentRow>(
+    `SELECT ${INTENT_COLUMNS} FROM ${ident(schema)}.email_outbox WHERE reservation_id = $1`,
+    [holdId],
+  );
+  return rows[0] && intentFromRow(rows[0]);
+}
+
+export async function attemptsList(db: Queryable, schema: string, intentId: string): Promise<Attempt[]> {
+  const { rows } = await db.query<AttemptRow>(
+    `SELECT attempt, provider, started_at, finished_at, outcome, outcome_unknown, provider_status, provider_code,
+            receipt, error, duration_ms
+       FROM ${ident(schema)}.email_attempts WHERE intent_id = $1 ORDER BY attempt`,
+    [intentId],
+  );
+  return rows.map(attemptFromRow);
+}
+
+export interface IntentPage {
+  intents: Intent[];
+  /** Opaque cursor for the next (older) page, or null at the end. */
+  nextCursor: string | null;
+}
+
+function encodeCursor(intent: Intent): string {
+  return Buffer.from(JSON.stringify([intent.createdAt.toISOString(), intent.id])).toString('base64url');
+}
+
+function decodeCursor(cursor: string): [string, string] {
+  try {
+    const value = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown;
+    if (
+      Array.isArray(value) &&
+      value.length === 2 &&
+      typeof value[0] === 'string' &&
+      typeof value[1] === 'string' &&
+      !Number.isNaN(Date.parse(value[0]))
+    ) {
+      return [value[0], value[1]];
+    }
+  } catch {
+    // fall through
+  }
+  throw new ValidationError('cursor', 'is not a cursor returned by this API');
+}
+
+/** Intents newest first, optionally of one state, keyset-paged (stable under inserts). */
+export async function intentsList(
+  db: Queryable,
+  schema: string,
+  options: { state?: IntentState; limit: number; cursor?: string },
+): Promise<IntentPage> {
+  const after = options.cursor ? decodeCursor(options.cursor) : null;
+  const { rows } = await db.query<IntentRow>(
+    `SELECT ${INTENT_COLUMNS} FROM ${ident(schema)}.email_outbox
+      WHERE ($1::text IS NULL OR state = $1)
+        AND ($2::timestamptz IS NULL OR (created_at, id) < ($2::timestamptz, $3::text))
+      ORDER BY created_at DESC, id DESC
+      LIMIT $4`,
+    [options.state ?? null, after?.[0] ?? null, after?.[1] ?? null, options.limit + 1],
+  );
+  const intents = rows.slice(0, options.limit).map(intentFromRow);
+  const more = rows.length > options.limit;
+  return { intents, nextCursor: more && intents.length > 0 ? encodeCursor(intents.at(-1)!) : null };
+}

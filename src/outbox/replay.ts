@@ -1,0 +1,32 @@
+import type { Queryable } from '../db/pool.js';
+import { ident } from '../db/pool.js';
+import { IntentStateError, NotFoundError } from '../errors.js';
+import { intentsGet } from './read.js';
+import type { Intent } from './states.js';
+
+/**
+ * Send an intent again, on purpose, without touching its hold: a finished
+ * intent (sent, rejected or dead) goes back to pending with a fresh attempt
+ * budget. Its replay count changes the provider idempotency key
+ * (`<id>#replay-<n>`), so a provider that deduplicates still sends it.
+ * A pending intent is refused: it is already going to be sent.
+ */
+export async function replayIntent(db: Queryable, id: string, options: { schema?: string } = {}): Promise<Intent> {
+  const schema = options.schema ?? 'leasehold';
+  const { rowCount } = await db.query(
+    `UPDATE ${ident(schema)}.email_outbox SET
+       state = 'pending', available_at = now(), failed_attempts = 0, replays = replays + 1,
+       finished_at = NULL, sent_at = NULL, receipt = NULL, last_error = NULL, possible_duplicate = false
+     WHERE id = $1 AND state <> 'pending'`,
+    [id],
+  );
+  const intent = await intentsGet(db, schema, id);
+  if (!intent) throw new NotFoundError('intent', id);
+  if (rowCount === 0) throw new IntentStateError(id, intent.state, `intent ${JSON.stringify(id)} is already pending`);
+  return intent;
+}
+
+/** The key providers deduplicate on for the current round of an intent. */
+export function idempotencyKeyFor(intentId: string, replays: number): string {
+  return replays === 0 ? intentId : `${intentId}#replay-${replays}`;
+}

@@ -1,0 +1,65 @@
+/**
+ * Email intent states. Mirrored by the CHECK constraints in
+ * migrations/0002_outbox.sql.
+ */
+export const IntentState = {
+  /** Waiting to be sent (or leased: a live lease_token and lease_expires_at). */
+  pending: 'pending',
+  /** Terminal: a provider accepted it; the receipt is stored. */
+  sent: 'sent',
+  /** Terminal: the provider refused the message itself; never retried. */
+  rejected: 'rejected',
+  /** Terminal: failed LEASEHOLD_MAX_ATTEMPTS times; an operator may replay it. */
+  dead: 'dead',
+} as const;
+
+export type IntentState = (typeof IntentState)[keyof typeof IntentState];
+
+/** Outcomes recorded on email_attempts rows. */
+export const AttemptOutcome = {
+  accepted: 'accepted',
+  rateLimited: 'rate_limited',
+  rejected: 'rejected',
+  failed: 'failed',
+  paused: 'paused',
+  /** The worker holding the lease vanished (crash) before recording anything. */
+  leaseExpired: 'lease_expired',
+  /** A stopping worker gave the intent back without sending. */
+  abandoned: 'abandoned',
+} as const;
+
+export type AttemptOutcome = (typeof AttemptOutcome)[keyof typeof AttemptOutcome];
+
+export interface Intent {
+  id: string;
+  holdId: string;
+  template: string;
+  state: IntentState;
+  attempts: number;
+  failedAttempts: number;
+  availableAt: Date;
+  createdAt: Date;
+  sentAt: Date | null;
+  finishedAt: Date | null;
+  receipt: string | null;
+  lastError: string | null;
+  leased: boolean;
+  leaseExpiresAt: Date | null;
+  leaseExpirations: number;
+  replays: number;
+  possibleDuplicate: boolean;
+}
+
+export interface Attempt {
+  attempt: number;
+  provider: string | null;
+  startedAt: Date;
+  finishedAt: Date | null;
+  outcome: AttemptOutcome | null;
+  outcomeUnknown: boolean;
+  providerStatus: number | null;
+  providerCode: string | null;
+  receipt: string | null;
+  error: string | null;
+  durationMs: number | null;
+}
