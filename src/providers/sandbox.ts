@@ -1,0 +1,100 @@
+import { appendFileSync } from 'node:fs';
+import { randomUUID } from 'node:crypto';
+import { TokenBucket } from '../ratelimit/bucket.js';
+import type { EmailGateway, EmailMessage, SendContext, SendResult } from './gateway.js';
+
+export interface SandboxOptions {
+  /** Simulated provider latency in ms: a number or a [min, max] range. */
+  latencyMs?: number | [number, number];
+  /** The sandbox's own account limit; over it, it answers rate-limited with a retry-after. */
+  rateLimit?: { perSecond: number; burst: number };
+  /** Probabilities (0..1) of each non-accepted answer, checked in this order. */
+  rejectRate?: number;
+  failRate?: number;
+  pauseRate?: number;
+  /** Append one JSON line per accepted message here (lets crash tests see sends across processes). */
+  journalPath?: string;
+  random?: () => number;
+}
+
+export interface SandboxRecord {
+  receipt: string;
+  intentId: string;
+  idempotencyKey: string;
+  subject: string;
+  headers: Record<string, string>;
+  acceptedAt: Date;
+  attempt: number;
+}
+
+/**
+ * The default provider: in-process, no network. It behaves like a real one
+ * where it matters to the lanes (latency, its own rate limit answering with a
+ * retry-after, injectable rejections, failures and account pauses) and keeps
+ * what it accepted for tests and the demo to inspect. It does not deduplicate
+ * (like SES or SMTP), so a retry after a crash really sends twice.
+ */
+export class SandboxGateway implements EmailGateway {
+  readonly name = 'sandbox';
+  readonly idempotent = false;
+  readonly accepted: SandboxRecord[] = [];
+  private readonly bucket: TokenBucket | undefined;
+  private readonly random: () => number;
+
+  constructor(private readonly options: SandboxOptions = {}) {
+    this.bucket = options.rateLimit ? new TokenBucket(options.rateLimit) : undefined;
+    this.random = options.random ?? Math.random;
+  }
+
+  async send(message: EmailMessage, context: SendContext): Promise<SendResult> {
+    await this.delay(context.signal);
+    if (this.bucket && this.bucket.take(1) === 0) {
+      return {
+        kind: 'rate-limited',
+        retryAfterMs: Math.max(1, this.bucket.waitMs(1)),
+        reason: 'sandbox rate limit exceeded',
+        providerStatus: 429,
+        providerCode: 'rate_limit_exceeded',
+      };
+    }
+    const { rejectRate = 0, failRate = 0, pauseRate = 0 } = this.options;
+    if (rejectRate > 0 && this.random() < rejectRate) {
+      return { kind: 'rejected', reason: 'sandbox rejected the recipient', providerStatus: 422, providerCode: 'invalid_recipient' };
+    }
+    if (failRate > 0 && this.random() < failRate) {
+      return { kind: 'failed', reason: 'sandbox internal error', outcomeUnknown: false, providerStatus: 500, providerCode: 'internal_error' };
+    }
+    if (pauseRate > 0 && this.random() < pauseRate) {
+      return { kind: 'paused', reason: 'sandbox account suspended', providerStatus: 403, providerCode: 'account_suspended' };
+    }
+    const record: SandboxRecord = {
+      receipt: `sandbox-${randomUUID()}`,
+      intentId: message.intentId,
+      idempotencyKey: message.idempotencyKey,
+      subject: message.subject,
+      headers: message.headers,
+      acceptedAt: new Date(),
+      attempt: context.attempt,
+    };
+    this.accepted.push(record);
+    if (this.options.journalPath) appendFileSync(this.options.journalPath, JSON.stringify(record) + '\n');
+    return { kind: 'accepted', receipt: record.receipt, providerStatus: 200 };
+  }
+
+  private delay(signal: AbortSignal): Promise<void> {
+    const latency = this.options.latencyMs ?? 0;
+    const ms = Array.isArray(latency) ? latency[0] + this.random() * (latency[1] - latency[0]) : latency;
+    if (ms <= 0) return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(resolve, ms);
+      signal.addEventListener(
+        'abort',
+        () => {
+          clearTimeout(timer);
+          reject(signal.reason ?? new Error('aborted'));
+        },
+        { once: true },
+      );
+    });
+  }
+}
