@@ -1,0 +1,27 @@
+import type pg from 'pg';
+import { ident } from '../src/db/pool.js';
+
+/**
+ * Seed `count` held holds in one INSERT ... SELECT generate_series.
+ * `firstDueMs` is relative to now (negative = already due) and consecutive
+ * holds fall due `spacingMs` apart. VACUUM ANALYZE afterwards so every
+ * measured run starts from the same table state (visibility map, stats).
+ */
+export async function seedHolds(
+  pool: pg.Pool,
+  schema: string,
+  count: number,
+  options: { firstDueMs: number; spacingMs: number; prefix?: string },
+): Promise<void> {
+  const s = ident(schema);
+  await pool.query(
+    `INSERT INTO ${s}.support_reservations (id, customer_email, status, expires_at, created_at, request_hash)
+     SELECT $4 || g, 'customer' || g || '@example.com', 'held',
+            now() + make_interval(secs => ($2::float8 + (g - 1) * $3::float8) / 1000),
+            now() - interval '1 hour', 'seeded'
+       FROM generate_series(1, $1::int) AS g`,
+    [count, options.firstDueMs, options.spacingMs, options.prefix ?? 'h'],
+  );
+  await pool.query(`VACUUM ANALYZE ${s}.support_reservations`);
+  await pool.query(`VACUUM ANALYZE ${s}.email_outbox`);
+}
