@@ -47,7 +47,7 @@ export async function rateLimiterEnsure(db: Queryable, schema: string, initial: 
   const policy = validatePolicy(initial);
   await db.query(
     `INSERT INTO ${ident(schema)}.rate_limiter (name, per_second, burst, tokens)
-     VALUES ($1, $2, $3, $3) ON CONFLICT (name) DO NOTHING`,
+     VALUES ($1, $2::float8, $3::int, $3::int) ON CONFLICT (name) DO NOTHING`,
     [LIMITER_NAME, policy.perSecond, policy.burst],
   );
 }
@@ -85,12 +85,12 @@ export async function rateLimiterSet(db: Queryable, schema: string, policy: Rate
   const valid = validatePolicy(policy);
   await db.query(
     `INSERT INTO ${ident(schema)}.rate_limiter AS l (name, per_second, burst, tokens)
-     VALUES ($1, $2, $3, $3)
+     VALUES ($1, $2::float8, $3::int, $3::int)
      ON CONFLICT (name) DO UPDATE SET
-       tokens = least($3::float8, least(l.burst::float8, l.tokens + l.per_second * greatest(0, extract(epoch FROM now() - l.refilled_at)))),
+       tokens = least($3::int::float8, least(l.burst::float8, l.tokens + l.per_second * greatest(0, extract(epoch FROM now() - l.refilled_at)))),
        refilled_at = now(),
-       per_second = $2,
-       burst = $3,
+       per_second = $2::float8,
+       burst = $3::int,
        updated_at = now()`,
     [LIMITER_NAME, valid.perSecond, valid.burst],
   );

@@ -1,0 +1,289 @@
+import { randomUUID } from 'node:crypto';
+import type pg from 'pg';
+import type { Clock } from '../runtime/clock.js';
+import { databaseClock } from '../runtime/clock.js';
+import { noFaults, type Faults } from '../runtime/faults.js';
+import { ServiceLoop, type TickResult } from '../runtime/loop.js';
+import { silentLogger, type Logger } from '../observability/logger.js';
+import type { Metrics } from '../observability/metrics.js';
+import type { EmailGateway, SendResult } from '../providers/gateway.js';
+import { renderReservationExpired } from '../providers/template.js';
+import { limiterCooldown, limiterRefund, limiterTake } from '../ratelimit/limiter.js';
+import { intentsLease, intentsRecord, type AttemptResult, type LeasedIntent, type RecordedResult } from '../outbox/queries.js';
+import { idempotencyKeyFor } from '../outbox/replay.js';
+import type { AttemptOutcome } from '../outbox/states.js';
+import { deliveryPause, rateLimiterEnsure, type RateLimitPolicy } from './control.js';
+import { failureDelayMs, rateLimitDelayMs, defaultRetryPolicy, type RetryPolicy } from './retry-policy.js';
+
+export interface DeliveryWorkerOptions {
+  pool: pg.Pool;
+  schema?: string;
+  gateway: EmailGateway;
+  from?: string;
+  /** Most intents leased at once. */
+  batchSize?: number;
+  /** Most sends in flight in this worker; a lease never exceeds it. */
+  concurrency?: number;
+  leaseMs?: number;
+  /** Provider call timeout; must be shorter than the lease. */
+  sendTimeoutMs?: number;
+  maxAttempts?: number;
+  /** Longest sleep when there is nothing to send. */
+  pollIntervalMs?: number;
+  /** Limiter policy written only if the limiter row does not exist yet. */
+  initialRate?: RateLimitPolicy;
+  retryPolicy?: RetryPolicy;
+  clock?: Clock;
+  logger?: Logger;
+  metrics?: Metrics;
+  faults?: Faults;
+  random?: () => number;
+}
+
+export interface DeliveryRun {
+  /** Permits granted by the shared limiter this round. */
+  permits: number;
+  leased: number;
+  outcomes: Partial<Record<AttemptOutcome, number>>;
+  /** Why nothing was leased, when nothing was. */
+  blocked?: 'paused' | 'cooling-down' | 'rate-limit' | 'idle';
+  retryInMs?: number;
+}
+
+const outcomeOf: Record<SendResult['kind'], AttemptOutcome> = {
+  accepted: 'accepted',
+  'rate-limited': 'rate_limited',
+  rejected: 'rejected',
+  failed: 'failed',
+  paused: 'paused',
+};
+
+/**
+ * The delivery lane. One round: take permits from the shared limiter first,
+ * then lease at most that many intents (never more than `concurrency`, so
+ * every leased intent is sent at once and no lease waits on the limiter),
+ * send them concurrently with a timeout shorter than the lease, and record
+ * all results in one fenced statement. Permits not used are given back.
+ *
+ * At-least-once: a crash after the provider accepted and before the result
+ * is recorded leaves the lease to expire, and the next attempt sends the
+ * same intent again (same idempotency key, same content, same intent
+ * header). Providers that deduplicate on the key absorb it; for the others
+ * the acceptance is flagged `possible_duplicate`.
+ */
+export class DeliveryWorker {
+  private readonly loop: ServiceLoop;
+  private readonly schema: string;
+  private readonly gateway: EmailGateway;
+  private readonly from: string;
+  private readonly batchSize: number;
+  private readonly leaseMs: number;
+  private readonly sendTimeoutMs: number;
+  private readonly maxAttempts: number;
+  private readonly clock: Clock;
+  private readonly logger: Logger;
+  private readonly faults: Faults;
+  private readonly random: () => number;
+  private limiterReady = false;
+  private waitingSince: number | undefined;
+
+  constructor(private readonly options: DeliveryWorkerOptions) {
+    this.schema = options.schema ?? 'leasehold';
+    this.gateway = options.gateway;
+    this.from = options.from ?? 'Support <support@example.com>';
+    this.batchSize = Math.max(1, Math.min(options.batchSize ?? 50, options.concurrency ?? 8));
+    this.leaseMs = options.leaseMs ?? 30_000;
+    this.sendTimeoutMs = options.sendTimeoutMs ?? Math.min(10_000, Math.floor(this.leaseMs / 2));
+    if (this.sendTimeoutMs >= this.leaseMs) throw new Error('sendTimeoutMs must be shorter than leaseMs');
+    this.maxAttempts = options.maxAttempts ?? 10;
+    this.clock = options.clock ?? databaseClock;
+    this.logger = options.logger ?? silentLogger;
+    this.faults = options.faults ?? noFaults;
+    this.random = options.random ?? Math.random;
+    this.loop = new ServiceLoop({
+      name: 'delivery',
+      intervalMs: options.pollIntervalMs ?? 1000,
+      logger: this.logger,
+      tick: () => this.tick(),
+    });
+  }
+
+  start(): void {
+    this.loop.start();
+  }
+
+  /** Finish the round in flight (sends complete or time out, results recorded), then stop. */
+  stop(): Promise<void> {
+    return this.loop.stop();
+  }
+
+  wake(): void {
+    this.loop.wake();
+  }
+
+  async runOnce(): Promise<DeliveryRun> {
+    const { pool } = this.options;
+    if (!this.limiterReady) {
+      await rateLimiterEnsure(pool, this.schema, this.options.initialRate ?? { perSecond: 10, burst: 10 });
+      this.limiterReady = true;
+    }
+    const grant = await limiterTake(pool, this.schema, this.batchSize);
+    if (grant.granted === 0) {
+      this.waitingSince ??= Date.now();
+      const blocked = grant.paused ? 'paused' : grant.coolingDown ? 'cooling-down' : 'rate-limit';
+      return { permits: 0, leased: 0, outcomes: {}, blocked, retryInMs: grant.retryInMs };
+    }
+    if (this.waitingSince !== undefined) {
+      this.options.metrics?.limiterWaitSeconds.observe((Date.now() - this.waitingSince) / 1000);
+      this.waitingSince = undefined;
+    } else {
+      this.options.metrics?.limiterWaitSeconds.observe(0);
+    }
+
+    const token = randomUUID();
+    const leased = await intentsLease(pool, this.schema, {
+      limit: grant.granted,
+      leaseMs: this.leaseMs,
+      token,
+      provider: this.gateway.name,
+      now: this.clock.now(),
+    });
+    if (leased.length < grant.granted) await limiterRefund(pool, this.schema, grant.granted - leased.length);
+    if (leased.length === 0) return { permits: grant.granted, leased: 0, outcomes: {}, blocked: 'idle' };
+
+    for (const intent of leased) {
+      if (intent.lease_was_expired) {
+        this.options.metrics?.leaseExpirations.inc();
+        this.logger.warn({ event: 'lease.expired', intentId: intent.id, holdId: intent.reservation_id }, 'previous lease expired');
+      }
+      this.logger.info(
+        { event: 'intent.leased', intentId: intent.id, holdId: intent.reservation_id, attempt: intent.attempts },
+        'intent leased',
+      );
+    }
+    await this.faults.at('delivery.leased', { intents: leased.map((i) => i.id) });
+
+    const results = await Promise.all(leased.map((intent) => this.attempt(intent, token)));
+    const recorded = await intentsRecord(pool, this.schema, results, { maxAttempts: this.maxAttempts, now: this.clock.now() });
+    await this.afterRecord(results, recorded);
+
+    const outcomes: DeliveryRun['outcomes'] = {};
+    for (const r of results) outcomes[r.outcome] = (outcomes[r.outcome] ?? 0) + 1;
+    return { permits: grant.granted, leased: leased.length, outcomes };
+  }
+
+  private async tick(): Promise<TickResult> {
+    const run = await this.runOnce();
+    if (run.leased > 0) return { full: true };
+    if (run.blocked === 'idle') return { full: false };
+    // Paused, cooling down or out of permits: ask again when it could succeed,
+    // and at least once a second so policy changes and resumes are seen.
+    return { full: false, nextInMs: Math.min(1000, run.retryInMs ?? 1000) };
+  }
+
+  private async attempt(intent: LeasedIntent, token: string): Promise<AttemptResult> {
+    const message = renderReservationExpired({
+      intentId: intent.id,
+      holdId: intent.reservation_id,
+      idempotencyKey: idempotencyKeyFor(intent.id, intent.replays),
+      recipient: intent.recipient,
+      from: this.from,
+      expiresAt: intent.hold_expires_at,
+    });
+    const started = Date.now();
+    let result: SendResult;
+    try {
+      result = await this.gateway.send(message, {
+        attempt: intent.attempts,
+        previousOutcomeUnknown: intent.previous_outcome_unknown,
+        signal: AbortSignal.timeout(this.sendTimeoutMs),
+      });
+    } catch (error) {
+      // An adapter that throws (or a timeout it did not classify) may have
+      // sent the request: outcome unknown.
+      result = { kind: 'failed', reason: `send threw: ${(error as Error)?.message ?? String(error)}`, outcomeUnknown: true };
+    }
+    if (result.kind === 'accepted') await this.faults.at('delivery.accepted', { intentId: intent.id, receipt: result.receipt });
+    const outcome = outcomeOf[result.kind];
+    let delayMs = 0;
+    if (result.kind === 'rate-limited') delayMs = rateLimitDelayMs(result.retryAfterMs, this.random);
+    if (result.kind === 'failed') delayMs = failureDelayMs(intent.failed_attempts, this.options.retryPolicy ?? defaultRetryPolicy, this.random);
+    return {
+      id: intent.id,
+      token,
+      attempt: intent.attempts,
+      outcome,
+      receipt: result.kind === 'accepted' ? result.receipt : null,
+      error: result.kind === 'accepted' ? null : result.reason.slice(0, 1000),
+      delayMs,
+      providerStatus: result.providerStatus ?? null,
+      providerCode: result.providerCode ?? null,
+      outcomeUnknown: result.kind === 'failed' && result.outcomeUnknown,
+      durationMs: Date.now() - started,
+      duplicateRisk:
+        result.kind === 'accepted' && !result.reconciled && !this.gateway.idempotent && intent.previous_outcome_unknown,
+      ...(result.kind === 'rate-limited' ? { providerWaitMs: result.retryAfterMs } : {}),
+      ...(result.kind === 'paused' && result.resumeAfterMs !== undefined ? { providerWaitMs: result.resumeAfterMs } : {}),
+    };
+  }
+
+  /** Fleet-wide side effects, metrics and one log event per transition. */
+  private async afterRecord(results: AttemptResult[], recorded: RecordedResult[]): Promise<void> {
+    const { pool, metrics } = this.options;
+    const byId = new Map(recorded.map((r) => [r.id, r]));
+    let cooldownMs = 0;
+    for (const result of results) {
+      const row = byId.get(result.id);
+      const ids = { intentId: result.id, attempt: result.attempt };
+      metrics?.sends.inc({ outcome: result.outcome });
+      if (result.outcomeUnknown) metrics?.outcomeUnknown.inc();
+      // Fleet-wide consequences hold whether or not this lease was still ours.
+      if (result.outcome === 'rate_limited') {
+        metrics?.rateLimited.inc();
+        cooldownMs = Math.max(cooldownMs, result.providerWaitMs ?? 0);
+      }
+      if (result.outcome === 'paused') {
+        const reason = result.error ?? 'provider asked to pause';
+        await deliveryPause(pool, this.schema, {
+          reason,
+          by: this.gateway.name,
+          ...(result.providerWaitMs !== undefined ? { untilMs: result.providerWaitMs } : {}),
+        });
+        this.logger.error({ event: 'delivery.paused', ...ids, reason, by: this.gateway.name }, 'delivery paused by provider answer');
+      }
+      if (row && !row.applied) {
+        this.logger.warn({ event: 'intent.fenced', ...ids, outcome: result.outcome }, 'lease no longer ours; result recorded on the attempt only');
+        continue;
+      }
+      switch (result.outcome) {
+        case 'accepted':
+          this.logger.info(
+            { event: 'intent.accepted', ...ids, receipt: result.receipt, possibleDuplicate: row?.possible_duplicate ?? false },
+            'intent accepted',
+          );
+          break;
+        case 'rate_limited':
+          this.logger.warn({ event: 'intent.rate_limited', ...ids, retryInMs: result.delayMs }, 'provider rate limit');
+          break;
+        case 'rejected':
+          this.logger.warn({ event: 'intent.rejected', ...ids, reason: result.error, code: result.providerCode }, 'intent rejected');
+          break;
+        case 'failed':
+          if (row?.state === 'dead') {
+            this.logger.error({ event: 'intent.dead', ...ids, reason: result.error }, 'intent dead after max attempts');
+          } else {
+            this.logger.warn(
+              { event: 'intent.failed', ...ids, reason: result.error, outcomeUnknown: result.outcomeUnknown, retryInMs: result.delayMs },
+              'send failed; will retry',
+            );
+          }
+          break;
+        case 'paused':
+          this.logger.info({ event: 'intent.released', ...ids, reason: result.error }, 'intent released while delivery is paused');
+          break;
+      }
+      if (row && row.state !== 'pending') metrics?.attemptsPerIntent.observe({ state: row.state }, row.attempts);
+    }
+    if (cooldownMs > 0) await limiterCooldown(pool, this.schema, cooldownMs);
+  }
+}
