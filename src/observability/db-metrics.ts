@@ -1,0 +1,125 @@
+import { Gauge, Registry } from 'prom-client';
+import type { Queryable } from '../db/pool.js';
+import { IntentState } from '../outbox/states.js';
+import { laneStats, type LaneStats } from './stats.js';
+
+/**
+ * Gauges of shared state, collected from the database at scrape time. Every
+ * instance answers with the same numbers, so a dashboard can scrape any of
+ * them (or all: take max, not sum). Labels never carry an id or a recipient.
+ */
+
+export interface DatabaseMetricsOptions {
+  db: Queryable;
+  schema: string;
+  promises: { expiryPromiseS: number; emailPromiseS: number };
+  /** Reuse one database snapshot for all gauges of a scrape (default 500 ms). */
+  snapshotTtlMs?: number;
+}
+
+/** Names of the gauges this module registers (alert rules and the dashboard use them). */
+export const DATABASE_METRIC_NAMES = [
+  'leasehold_database_up',
+  'leasehold_due_holds',
+  'leasehold_oldest_due_hold_age_seconds',
+  'leasehold_email_backlog',
+  'leasehold_oldest_pending_intent_age_seconds',
+  'leasehold_intents',
+  'leasehold_delivery_paused',
+  'leasehold_rate_limit_per_second',
+  'leasehold_rate_limit_burst',
+  'leasehold_expiry_promise_seconds',
+  'leasehold_email_promise_seconds',
+] as const;
+
+/**
+ * Register the database gauges on `registry` (a registry of their own is the
+ * usual choice, so several apps in one process never collide).
+ */
+export function registerDatabaseMetrics(registry: Registry, options: DatabaseMetricsOptions): Registry {
+  const ttl = options.snapshotTtlMs ?? 500;
+  let cached: { at: number; value: Promise<LaneStats | undefined> } | undefined;
+  // prom-client collects every gauge of a scrape in parallel: one snapshot
+  // serves them all instead of one round of queries per gauge.
+  const snapshot = (): Promise<LaneStats | undefined> => {
+    const now = Date.now();
+    if (!cached || now - cached.at > ttl) {
+      cached = { at: now, value: laneStats(options.db, options.schema).catch(() => undefined) };
+    }
+    return cached.value;
+  };
+  const registers = [registry];
+  const gauge = (name: string, help: string, read: (s: LaneStats) => number | undefined) =>
+    new Gauge({
+      name,
+      help,
+      registers,
+      async collect() {
+        const stats = await snapshot();
+        const value = stats ? read(stats) : undefined;
+        // With the database unreachable, report nothing rather than a stale
+        // or made-up number; leasehold_database_up says why.
+        if (value === undefined) this.reset();
+        else this.set(value);
+      },
+    });
+
+  new Gauge({
+    name: 'leasehold_database_up',
+    help: '1 when this instance could read lane state from the database at the last scrape.',
+    registers,
+    async collect() {
+      this.set((await snapshot()) ? 1 : 0);
+    },
+  });
+  gauge('leasehold_due_holds', 'Holds past their expires_at still in held (expiry lane queue).', (s) => s.expiry.dueHolds);
+  gauge(
+    'leasehold_oldest_due_hold_age_seconds',
+    'Seconds the oldest due hold has waited past its deadline; compare with leasehold_expiry_promise_seconds.',
+    (s) => s.expiry.oldestDueAgeSeconds,
+  );
+  gauge('leasehold_email_backlog', 'Pending email intents (delivery lane queue).', (s) => s.delivery.backlog);
+  gauge(
+    'leasehold_oldest_pending_intent_age_seconds',
+    'Seconds since the oldest pending intent became available; compare with leasehold_email_promise_seconds.',
+    (s) => s.delivery.oldestPendingAgeSeconds,
+  );
+  new Gauge({
+    name: 'leasehold_intents',
+    help: 'Email intents by state.',
+    labelNames: ['state'],
+    registers,
+    async collect() {
+      const stats = await snapshot();
+      this.reset();
+      if (!stats) return;
+      for (const state of Object.values(IntentState)) this.set({ state }, stats.delivery.intentsByState[state]);
+    },
+  });
+  gauge('leasehold_delivery_paused', '1 while delivery is paused fleet-wide (by an operator or a provider answer).', (s) =>
+    s.control.paused ? 1 : 0,
+  );
+  gauge('leasehold_rate_limit_per_second', 'Shared limiter policy: permits per second.', (s) => s.limiter?.perSecond);
+  gauge('leasehold_rate_limit_burst', 'Shared limiter policy: burst.', (s) => s.limiter?.burst);
+  new Gauge({
+    name: 'leasehold_expiry_promise_seconds',
+    help: 'LEASEHOLD_EXPIRY_PROMISE_S: how late a hold may expire.',
+    registers,
+    collect() {
+      this.set(options.promises.expiryPromiseS);
+    },
+  });
+  new Gauge({
+    name: 'leasehold_email_promise_seconds',
+    help: 'LEASEHOLD_EMAIL_PROMISE_S: how long an email may wait to be accepted.',
+    registers,
+    collect() {
+      this.set(options.promises.emailPromiseS);
+    },
+  });
+  return registry;
+}
+
+export function createDatabaseMetrics(options: DatabaseMetricsOptions): Registry {
+  return registerDatabaseMetrics(new Registry(), options);
+}

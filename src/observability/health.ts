@@ -1,0 +1,85 @@
+import type { Queryable } from '../db/pool.js';
+import { laneStats, type LaneStats } from './stats.js';
+
+/**
+ * Health as an operator means it: not "the process is up" but "both lanes
+ * keep their promises". A quiet worker whose oldest item keeps ageing is
+ * failing, so the ages are compared against LEASEHOLD_EXPIRY_PROMISE_S and
+ * LEASEHOLD_EMAIL_PROMISE_S; a paused delivery lane is reported with its
+ * reason; an unreachable database is reported rather than hanging.
+ */
+
+export type HealthReasonCode = 'database_unreachable' | 'expiry_promise_broken' | 'email_promise_broken' | 'delivery_paused';
+
+export interface HealthReason {
+  code: HealthReasonCode;
+  message: string;
+}
+
+export interface HealthReport {
+  status: 'ok' | 'unavailable';
+  reasons: HealthReason[];
+  /** The numbers behind the verdict; absent when the database could not be read. */
+  expiry?: { dueHolds: number; oldestDueAgeSeconds: number; promiseSeconds: number };
+  delivery?: { backlog: number; oldestPendingAgeSeconds: number; promiseSeconds: number; paused: boolean };
+}
+
+export interface HealthOptions {
+  db: Queryable;
+  schema: string;
+  promises: { expiryPromiseS: number; emailPromiseS: number };
+  /** Give up on the database after this long (default 3000 ms). */
+  timeoutMs?: number;
+}
+
+function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+  });
+  return Promise.race([work, timeout]).finally(() => clearTimeout(timer));
+}
+
+export function judgeHealth(stats: LaneStats, promises: HealthOptions['promises']): HealthReport {
+  const reasons: HealthReason[] = [];
+  const { expiry, delivery, control } = stats;
+  if (expiry.oldestDueAgeSeconds > promises.expiryPromiseS) {
+    reasons.push({
+      code: 'expiry_promise_broken',
+      message: `oldest due hold is ${expiry.oldestDueAgeSeconds.toFixed(1)}s past its deadline (promise ${promises.expiryPromiseS}s; ${expiry.dueHolds} due)`,
+    });
+  }
+  if (delivery.oldestPendingAgeSeconds > promises.emailPromiseS) {
+    reasons.push({
+      code: 'email_promise_broken',
+      message: `oldest pending email is ${delivery.oldestPendingAgeSeconds.toFixed(1)}s old (promise ${promises.emailPromiseS}s; backlog ${delivery.backlog})`,
+    });
+  }
+  if (control.paused) {
+    reasons.push({ code: 'delivery_paused', message: `delivery is paused: ${control.reason ?? 'no reason given'}` });
+  }
+  return {
+    status: reasons.length === 0 ? 'ok' : 'unavailable',
+    reasons,
+    expiry: { ...expiry, promiseSeconds: promises.expiryPromiseS },
+    delivery: {
+      backlog: delivery.backlog,
+      oldestPendingAgeSeconds: delivery.oldestPendingAgeSeconds,
+      promiseSeconds: promises.emailPromiseS,
+      paused: control.paused,
+    },
+  };
+}
+
+export async function checkHealth(options: HealthOptions): Promise<HealthReport> {
+  let stats: LaneStats;
+  try {
+    stats = await withTimeout(laneStats(options.db, options.schema), options.timeoutMs ?? 3000);
+  } catch (error) {
+    return {
+      status: 'unavailable',
+      reasons: [{ code: 'database_unreachable', message: `database unreachable: ${(error as Error).message ?? String(error)}` }],
+    };
+  }
+  return judgeHealth(stats, options.promises);
+}

@@ -1,0 +1,94 @@
+import type { Queryable } from '../db/pool.js';
+import { ident } from '../db/pool.js';
+import { deliveryControlGet, rateLimiterGet, type DeliveryControl, type RateLimitState } from '../delivery/control.js';
+import { holdsOldestDueAge } from '../holds/queries.js';
+import { IntentState } from '../outbox/states.js';
+
+/**
+ * The shared-state numbers of both lanes, read from the database so every
+ * instance (status command, /healthz, /metrics) reports the same truth. One
+ * module, so the three surfaces can never disagree about what "backlog" or
+ * "oldest age" means.
+ */
+
+export interface ExpiryLaneStats {
+  /** Holds still held past their expires_at. */
+  dueHolds: number;
+  /** Seconds the oldest due hold has waited past its deadline (0 when none). */
+  oldestDueAgeSeconds: number;
+}
+
+export interface DeliveryLaneStats {
+  /** Pending intents (including leased and backed-off ones). */
+  backlog: number;
+  /** Seconds since the oldest pending intent became available (created); 0 when none. */
+  oldestPendingAgeSeconds: number;
+  intentsByState: Record<IntentState, number>;
+}
+
+export interface LaneStats {
+  expiry: ExpiryLaneStats;
+  delivery: DeliveryLaneStats;
+  control: DeliveryControl;
+  /** Undefined until a worker or the API has created the limiter row. */
+  limiter: RateLimitState | undefined;
+}
+
+export async function outboxStats(db: Queryable, schema: string): Promise<DeliveryLaneStats> {
+  const s = ident(schema);
+  // Pending numbers come through the partial index on created_at; the
+  // per-state counts use the (state, created_at, id) index.
+  const [pending, states] = await Promise.all([
+    db.query<{ backlog: number; age: number | null }>(
+      `SELECT count(*)::int AS backlog, extract(epoch FROM now() - min(created_at))::float8 AS age
+         FROM ${s}.email_outbox WHERE state = 'pending'`,
+    ),
+    db.query<{ state: IntentState; n: number }>(`SELECT state, count(*)::int AS n FROM ${s}.email_outbox GROUP BY state`),
+  ]);
+  const intentsByState = Object.fromEntries(Object.values(IntentState).map((state) => [state, 0])) as Record<IntentState, number>;
+  for (const row of states.rows) intentsByState[row.state] = row.n;
+  const row = pending.rows[0];
+  return {
+    backlog: row?.backlog ?? 0,
+    oldestPendingAgeSeconds: Math.max(0, row?.age ?? 0),
+    intentsByState,
+  };
+}
+
+/** Everything `status`, health and metrics need, in one round of queries. */
+export async function laneStats(db: Queryable, schema: string): Promise<LaneStats> {
+  const [due, delivery, control, limiter] = await Promise.all([
+    holdsOldestDueAge(db, schema, null),
+    outboxStats(db, schema),
+    deliveryControlGet(db, schema),
+    rateLimiterGet(db, schema),
+  ]);
+  return {
+    expiry: { dueHolds: due.due, oldestDueAgeSeconds: due.ageSeconds },
+    delivery,
+    control,
+    limiter,
+  };
+}
+
+/** Finished send attempts by outcome over the last `windowSeconds`, from email_attempts. */
+export async function attemptOutcomes(db: Queryable, schema: string, windowSeconds: number): Promise<Record<string, number>> {
+  const { rows } = await db.query<{ outcome: string; n: number }>(
+    `SELECT outcome, count(*)::int AS n
+       FROM ${ident(schema)}.email_attempts
+      WHERE finished_at >= now() - make_interval(secs => $1::float8)
+      GROUP BY outcome ORDER BY outcome`,
+    [windowSeconds],
+  );
+  return Object.fromEntries(rows.map((r) => [r.outcome, r.n]));
+}
+
+export interface PromiseCheck {
+  ageSeconds: number;
+  promiseSeconds: number;
+  kept: boolean;
+}
+
+export function checkPromise(ageSeconds: number, promiseSeconds: number): PromiseCheck {
+  return { ageSeconds, promiseSeconds, kept: ageSeconds <= promiseSeconds };
+}

@@ -1,0 +1,114 @@
+import type { AddressInfo } from 'node:net';
+import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
+import type pg from 'pg';
+import type { Config } from '../config.js';
+import { createDatabaseMetrics } from '../observability/db-metrics.js';
+import type { Logger } from '../observability/logger.js';
+import type { Metrics } from '../observability/metrics.js';
+import { bearerAuth } from './auth.js';
+import type { ApiContext } from './context.js';
+import { ApiError, errorHandler, toErrorResponse } from './errors.js';
+import { deliveryRoutes } from './routes/delivery.js';
+import { holdRoutes } from './routes/holds.js';
+import { intentRoutes } from './routes/intents.js';
+import { opsRoutes } from './routes/ops.js';
+
+export interface ApiOptions {
+  pool: pg.Pool;
+  schema: string;
+  config: Pick<Config, 'expiryPromiseS' | 'emailPromiseS' | 'ratePerSecond' | 'rateBurst'>;
+  logger: Logger;
+  /** Process-local counters; /metrics serves them next to the database gauges. */
+  metrics: Metrics;
+  /** Bearer token required on /v1 (/healthz and /metrics are open). */
+  apiToken: string;
+}
+
+/** The largest body accepted: a hold with 16 KiB of metadata fits with room to spare. */
+export const BODY_LIMIT_BYTES = 64 * 1024;
+
+/**
+ * The HTTP API v1 as a Fastify instance, not yet listening (tests call
+ * `app.inject`). Every input error is answered with the documented 4xx and
+ * the one error shape; request bodies are never logged.
+ */
+export function buildApp(options: ApiOptions): FastifyInstance {
+  const logger = options.logger.child({ component: 'api' });
+  const app = Fastify({
+    // Fastify's own request logging is off (it would carry raw URLs); one
+    // line per request with the route pattern is logged below, never a body.
+    logger: false,
+    bodyLimit: BODY_LIMIT_BYTES,
+    routerOptions: { maxParamLength: 1000 },
+    return503OnClosing: true,
+    // Malformed URLs (bad percent-encoding) never reach a route.
+    frameworkErrors: (error, _request, reply) => {
+      const { statusCode, body } = toErrorResponse(error);
+      void (reply as unknown as FastifyReply).code(statusCode).send(body);
+    },
+  }) as unknown as FastifyInstance;
+
+  // JSON only (text/plain and everything else is 415); an empty JSON body
+  // means "no body", so `curl -X POST -H 'content-type: application/json'` works.
+  const json = app.getDefaultJsonParser('error', 'error');
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+    const text = typeof body === 'string' ? body : body.toString('utf8');
+    if (text.trim() === '') {
+      done(null, undefined);
+      return;
+    }
+    json(request, text, done);
+  });
+
+  app.setErrorHandler(errorHandler(logger));
+  app.setNotFoundHandler((request, reply) => {
+    const { statusCode, body } = toErrorResponse(new ApiError(404, 'not_found', `no route ${request.method} ${request.url.split('?')[0]!.slice(0, 200)}`));
+    return reply.code(statusCode).send(body);
+  });
+  app.addHook('onResponse', async (request, reply) => {
+    logger.debug(
+      { event: 'http.request', method: request.method, route: request.routeOptions.url ?? null, statusCode: reply.statusCode, ms: Math.round(reply.elapsedTime) },
+      'request',
+    );
+  });
+
+  const ctx: ApiContext = { pool: options.pool, schema: options.schema, config: options.config, logger, metrics: options.metrics };
+  const databaseMetrics = createDatabaseMetrics({ db: options.pool, schema: options.schema, promises: options.config });
+  opsRoutes(app, ctx, [options.metrics.registry, databaseMetrics]);
+
+  const authenticate = bearerAuth(options.apiToken);
+  void app.register(
+    async (v1) => {
+      v1.addHook('onRequest', authenticate);
+      holdRoutes(v1, ctx);
+      intentRoutes(v1, ctx);
+      deliveryRoutes(v1, ctx);
+    },
+    { prefix: '/v1' },
+  );
+  return app;
+}
+
+export interface ApiServer {
+  /** Base URL, e.g. http://127.0.0.1:8787 */
+  url: string;
+  app: FastifyInstance;
+  /** Stop accepting, finish in-flight requests, close. Idempotent. */
+  close(): Promise<void>;
+}
+
+/** Build the API and listen on `port` (0 picks a free one). The caller owns the pool. */
+export async function startApiServer(options: ApiOptions & { port: number; host?: string }): Promise<ApiServer> {
+  const app = buildApp(options);
+  const host = options.host ?? '0.0.0.0';
+  await app.listen({ port: options.port, host });
+  const { port } = app.server.address() as AddressInfo;
+  const shown = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host;
+  let closed: Promise<void> | undefined;
+  return {
+    url: `http://${shown.includes(':') ? `[${shown}]` : shown}:${port}`,
+    app,
+    close: () => (closed ??= app.close().then(() => undefined)),
+  };
+}

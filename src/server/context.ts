@@ -1,0 +1,40 @@
+import type pg from 'pg';
+import { z } from 'zod';
+import type { Config } from '../config.js';
+import { ValidationError } from '../errors.js';
+import { toValidationError } from '../holds/validate.js';
+import type { Logger } from '../observability/logger.js';
+import type { Metrics } from '../observability/metrics.js';
+
+/** What every route needs: the database, where the tables are, and where to log. */
+export interface ApiContext {
+  pool: pg.Pool;
+  schema: string;
+  config: Pick<Config, 'expiryPromiseS' | 'emailPromiseS' | 'ratePerSecond' | 'rateBurst'>;
+  logger: Logger;
+  metrics: Metrics;
+}
+
+/** Parse with zod; the first issue becomes a ValidationError naming the field (400). */
+export function parse<S extends z.ZodType>(schema: S, value: unknown, prefix = ''): z.output<S> {
+  const parsed = schema.safeParse(value);
+  if (!parsed.success) throw toValidationError(parsed.error, prefix);
+  return parsed.data;
+}
+
+/**
+ * Routes that take no input (confirm, cancel, resume, replay) accept no body
+ * or an empty JSON object; anything else is an unknown field, not ignored.
+ */
+export function expectNoBody(body: unknown): void {
+  if (body === undefined || body === null) return;
+  if (typeof body !== 'object' || Array.isArray(body)) throw new ValidationError('body', 'must be empty or a JSON object');
+  const first = Object.keys(body)[0];
+  if (first !== undefined) throw new ValidationError(first, 'is not a known field');
+}
+
+export const INTENT_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:#-]{0,199}$/;
+
+export const intentIdSchema = z
+  .string()
+  .regex(INTENT_ID_PATTERN, 'must be 1-200 characters of letters, digits, ".", "_", ":", "#" or "-"');

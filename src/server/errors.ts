@@ -1,0 +1,93 @@
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import { isConnectionError } from '../db/pool.js';
+import {
+  HoldNotHeldError,
+  IdempotencyConflictError,
+  IntentStateError,
+  LeaseholdError,
+  NotFoundError,
+  ValidationError,
+} from '../errors.js';
+import type { Logger } from '../observability/logger.js';
+
+/**
+ * One error shape for every answer that is not a success:
+ * `{"error":{"code","message", field?, status?, state?}}`. Bad input is
+ * always a 4xx; only our own faults (or the database being away: 503) are 5xx.
+ */
+
+export interface ErrorBody {
+  error: { code: string; message: string; field?: string; status?: string; state?: string };
+}
+
+/** An HTTP answer decided by a route (auth, unknown route, ...). */
+export class ApiError extends Error {
+  constructor(
+    readonly statusCode: number,
+    readonly code: string,
+    message: string,
+    readonly field?: string,
+  ) {
+    super(message);
+  }
+}
+
+// Fastify's own client errors, renamed to stable codes.
+const FASTIFY_CODES: Record<string, string> = {
+  FST_ERR_CTP_BODY_TOO_LARGE: 'payload_too_large',
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: 'unsupported_media_type',
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: 'bad_request',
+  FST_ERR_CTP_EMPTY_JSON_BODY: 'invalid_json',
+  FST_ERR_CTP_INVALID_JSON_BODY: 'invalid_json',
+  FST_ERR_BAD_URL: 'bad_url',
+};
+
+export function toErrorResponse(error: unknown): { statusCode: number; body: ErrorBody } {
+  if (error instanceof ValidationError) {
+    const message = error.message.startsWith(`${error.field}: `) ? error.message : `${error.field}: ${error.message}`;
+    return { statusCode: 400, body: { error: { code: error.code, message, field: error.field } } };
+  }
+  if (error instanceof ApiError) {
+    const body: ErrorBody = { error: { code: error.code, message: error.message } };
+    if (error.field) body.error.field = error.field;
+    return { statusCode: error.statusCode, body };
+  }
+  if (error instanceof HoldNotHeldError) {
+    return { statusCode: 409, body: { error: { code: error.code, message: error.message, status: error.status } } };
+  }
+  if (error instanceof IntentStateError) {
+    return { statusCode: 409, body: { error: { code: error.code, message: error.message, state: error.state } } };
+  }
+  if (error instanceof IdempotencyConflictError) return { statusCode: 409, body: { error: { code: error.code, message: error.message } } };
+  if (error instanceof NotFoundError) return { statusCode: 404, body: { error: { code: error.code, message: error.message } } };
+  if (error instanceof LeaseholdError) return { statusCode: 400, body: { error: { code: error.code, message: error.message } } };
+  const e = error as Partial<FastifyError> & { status?: number; type?: string };
+  const status = e.statusCode ?? e.status;
+  if (typeof status === 'number' && status >= 400 && status < 500) {
+    let code = (e.code && FASTIFY_CODES[e.code]) ?? undefined;
+    // A JSON syntax error from the body parser carries 400 and no code.
+    if (!code && error instanceof SyntaxError) code = 'invalid_json';
+    code ??= status === 413 ? 'payload_too_large' : status === 415 ? 'unsupported_media_type' : 'bad_request';
+    return { statusCode: status, body: { error: { code, message: e.message ?? 'bad request' } } };
+  }
+  if (isConnectionError(error)) {
+    return { statusCode: 503, body: { error: { code: 'database_unavailable', message: 'the database is unreachable; try again' } } };
+  }
+  return { statusCode: 500, body: { error: { code: 'internal', message: 'internal error' } } };
+}
+
+export function errorHandler(logger: Logger) {
+  return (error: unknown, request: FastifyRequest, reply: FastifyReply) => {
+    const { statusCode, body } = toErrorResponse(error);
+    if (statusCode >= 500) {
+      // Message, code and stack only: a database error's `detail` can quote row values (a recipient).
+      const e = error as { message?: string; code?: string; stack?: string };
+      logger.error(
+        { event: 'http.error', error: { message: e?.message, code: e?.code, stack: e?.stack }, method: request.method, route: request.routeOptions?.url },
+        'request failed',
+      );
+    }
+    if (statusCode === 401) reply.header('www-authenticate', 'Bearer');
+    return reply.code(statusCode).type('application/json; charset=utf-8').send(body);
+  };
+}

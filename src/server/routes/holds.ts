@@ -1,0 +1,39 @@
+import type { FastifyInstance } from 'fastify';
+import { cancelHold, confirmHold, createHold } from '../../holds/holds.js';
+import type { CreateHoldInput } from '../../holds/validate.js';
+import { validateHoldId } from '../../holds/validate.js';
+import { expectNoBody, type ApiContext } from '../context.js';
+import { holdTimeline } from '../timeline.js';
+
+type IdParams = { Params: { id: string } };
+
+export function holdRoutes(app: FastifyInstance, ctx: ApiContext): void {
+  const { pool, schema, logger } = ctx;
+
+  app.post('/holds', async (request, reply) => {
+    const { hold, created } = await createHold(pool, request.body as CreateHoldInput, { schema });
+    if (created) logger.info({ event: 'hold.created', holdId: hold.id, expiresAt: hold.expiresAt }, 'hold created');
+    reply.header('location', `/v1/holds/${encodeURIComponent(hold.id)}`);
+    return reply.code(created ? 201 : 200).send(hold);
+  });
+
+  app.get<IdParams>('/holds/:id', async (request) => {
+    return holdTimeline(pool, schema, validateHoldId(request.params.id));
+  });
+
+  app.post<IdParams>('/holds/:id/confirm', async (request) => {
+    const id = validateHoldId(request.params.id);
+    expectNoBody(request.body);
+    const hold = await confirmHold(pool, id, { schema });
+    logger.info({ event: 'hold.confirmed', holdId: hold.id }, 'hold confirmed');
+    return hold;
+  });
+
+  app.post<IdParams>('/holds/:id/cancel', async (request) => {
+    const id = validateHoldId(request.params.id);
+    expectNoBody(request.body);
+    const hold = await cancelHold(pool, id, { schema });
+    logger.info({ event: 'hold.cancelled', holdId: hold.id }, 'hold cancelled');
+    return hold;
+  });
+}

@@ -1,0 +1,45 @@
+import type { FastifyInstance } from 'fastify';
+import { z } from 'zod';
+import { NotFoundError } from '../../errors.js';
+import { attemptsList, intentsGet, intentsList } from '../../outbox/read.js';
+import { replayIntent } from '../../outbox/replay.js';
+import { IntentState } from '../../outbox/states.js';
+import { expectNoBody, intentIdSchema, parse, type ApiContext } from '../context.js';
+
+type IdParams = { Params: { id: string } };
+
+const listQuery = z
+  .object({
+    state: z.enum(Object.values(IntentState) as [IntentState, ...IntentState[]], 'must be one of pending, sent, rejected, dead').optional(),
+    limit: z.coerce.number('must be a number').int('must be a whole number').min(1, 'must be at least 1').max(500, 'must be at most 500').default(50),
+    cursor: z.string('must be a single value').min(1).max(1000, 'is too long').optional(),
+  })
+  .strict();
+
+export function intentRoutes(app: FastifyInstance, ctx: ApiContext): void {
+  const { pool, schema, logger } = ctx;
+
+  app.get('/intents', async (request) => {
+    const query = parse(listQuery, request.query);
+    return intentsList(pool, schema, {
+      limit: query.limit,
+      ...(query.state ? { state: query.state } : {}),
+      ...(query.cursor ? { cursor: query.cursor } : {}),
+    });
+  });
+
+  app.get<IdParams>('/intents/:id', async (request) => {
+    const id = parse(intentIdSchema, request.params.id, 'id');
+    const intent = await intentsGet(pool, schema, id);
+    if (!intent) throw new NotFoundError('intent', id);
+    return { ...intent, attempts: await attemptsList(pool, schema, id) };
+  });
+
+  app.post<IdParams>('/intents/:id/replay', async (request) => {
+    const id = parse(intentIdSchema, request.params.id, 'id');
+    expectNoBody(request.body);
+    const intent = await replayIntent(pool, id, { schema });
+    logger.info({ event: 'intent.replayed', intentId: intent.id, holdId: intent.holdId, replays: intent.replays }, 'intent replayed');
+    return intent;
+  });
+}

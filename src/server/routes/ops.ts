@@ -1,0 +1,18 @@
+import type { FastifyInstance } from 'fastify';
+import type { Registry } from 'prom-client';
+import { checkHealth } from '../../observability/health.js';
+import type { ApiContext } from '../context.js';
+
+/** Open routes (no token): health for load balancers, metrics for Prometheus. */
+export function opsRoutes(app: FastifyInstance, ctx: ApiContext, registries: Registry[]): void {
+  app.get('/healthz', async (_request, reply) => {
+    const report = await checkHealth({ db: ctx.pool, schema: ctx.schema, promises: ctx.config });
+    return reply.code(report.status === 'ok' ? 200 : 503).send(report);
+  });
+
+  app.get('/metrics', async (_request, reply) => {
+    // Process-local counters, then the database gauges shared by all instances.
+    const texts = await Promise.all(registries.map((registry) => registry.metrics()));
+    return reply.type(registries[0]!.contentType).send(texts.join('\n'));
+  });
+}

@@ -1,0 +1,56 @@
+import type { Queryable } from '../db/pool.js';
+import { getHold } from '../holds/holds.js';
+import type { Hold } from '../holds/states.js';
+import { attemptsList, intentsGetByHold } from '../outbox/read.js';
+import type { Attempt, Intent } from '../outbox/states.js';
+
+/**
+ * A hold's notification story: the four moments of the brief plus every send
+ * attempt. The API (`GET /v1/holds/:id`) and the `trace` command both tell it
+ * from here, so they never disagree.
+ */
+export interface HoldTimeline {
+  hold: Hold;
+  intent: Intent | null;
+  moments: {
+    /** The hold's deadline: from here it was due. */
+    eligibleAt: Date;
+    /** The expiry worker moved it to expired (and wrote the intent). */
+    expiredAt: Date | null;
+    /** The email intent was created (available to the delivery lane). */
+    emailAvailableAt: Date | null;
+    /** A provider accepted the email. */
+    emailAcceptedAt: Date | null;
+  };
+  /** Seconds between consecutive moments, where both are known. */
+  lateness: {
+    expirySeconds: number | null;
+    emailSeconds: number | null;
+  };
+  attempts: Attempt[];
+}
+
+const secondsBetween = (from: Date | null, to: Date | null) =>
+  from && to ? Math.round((to.getTime() - from.getTime()) / 10) / 100 : null;
+
+export async function holdTimeline(db: Queryable, schema: string, holdId: string): Promise<HoldTimeline> {
+  const hold = await getHold(db, holdId, { schema });
+  const intent = (await intentsGetByHold(db, schema, hold.id)) ?? null;
+  const attempts = intent ? await attemptsList(db, schema, intent.id) : [];
+  const moments = {
+    eligibleAt: hold.expiresAt,
+    expiredAt: hold.expiredAt,
+    emailAvailableAt: intent?.createdAt ?? null,
+    emailAcceptedAt: intent?.sentAt ?? null,
+  };
+  return {
+    hold,
+    intent,
+    moments,
+    lateness: {
+      expirySeconds: secondsBetween(moments.eligibleAt, moments.expiredAt),
+      emailSeconds: secondsBetween(moments.emailAvailableAt, moments.emailAcceptedAt),
+    },
+    attempts,
+  };
+}
