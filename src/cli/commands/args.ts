@@ -1,0 +1,54 @@
+import { InvalidArgumentError } from 'commander';
+import { ValidationError } from '../../errors.js';
+import { validateHoldId } from '../../holds/validate.js';
+import { INTENT_ID_PATTERN } from '../../server/context.js';
+
+/**
+ * Argument parsers for commander: a bad value is a usage error (exit 2, one
+ * line naming what was wrong) before anything touches the database.
+ */
+
+export function holdIdArg(value: string): string {
+  try {
+    return validateHoldId(value, 'holdId');
+  } catch (error) {
+    throw new InvalidArgumentError((error as ValidationError).message);
+  }
+}
+
+export function intentIdArg(value: string): string {
+  if (!INTENT_ID_PATTERN.test(value)) {
+    throw new InvalidArgumentError('must be an intent id such as reservation-expired:<holdId>');
+  }
+  return value;
+}
+
+export function perSecondArg(value: string): number {
+  const n = Number(value);
+  if (value.trim() === '' || !Number.isFinite(n) || n <= 0 || n > 1_000_000) {
+    throw new InvalidArgumentError('must be a number greater than 0 and at most 1000000');
+  }
+  return n;
+}
+
+export function burstArg(value: string): number {
+  const n = Number(value);
+  if (value.trim() === '' || !Number.isInteger(n) || n < 1 || n > 1_000_000) {
+    throw new InvalidArgumentError('must be a whole number from 1 to 1000000');
+  }
+  return n;
+}
+
+export function secondsArg(value: string): number {
+  const n = Number(value);
+  if (value.trim() === '' || !Number.isFinite(n) || n <= 0 || n > 31_536_000) {
+    throw new InvalidArgumentError('must be a number of seconds greater than 0');
+  }
+  return n;
+}
+
+export function reasonArg(value: string): string {
+  const reason = value.trim();
+  if (reason.length === 0 || reason.length > 500) throw new InvalidArgumentError('must be 1-500 characters');
+  return reason;
+}

@@ -1,0 +1,75 @@
+import type { Command } from 'commander';
+import type { Config } from '../../config.js';
+import { judgeHealth } from '../../observability/health.js';
+import { attemptOutcomes, laneStats, type LaneStats } from '../../observability/stats.js';
+import type { ContextFactory } from '../main.js';
+import { counts, iso, seconds, table } from './format.js';
+
+export interface StatusReport {
+  stats: LaneStats;
+  sendsLastMinute: Record<string, number>;
+  sendsLastHour: Record<string, number>;
+  promises: { expiryPromiseS: number; emailPromiseS: number };
+  healthy: boolean;
+}
+
+const against = (age: number, promise: number) =>
+  `${seconds(age)}  (promise ${seconds(promise)}: ${age <= promise ? 'kept' : 'BROKEN'})`;
+
+export function formatStatus(r: StatusReport): string[] {
+  const { expiry, delivery, control, limiter } = r.stats;
+  const paused = control.paused
+    ? `PAUSED: ${control.reason ?? 'no reason'} (by ${control.pausedBy ?? '?'} since ${iso(control.pausedAt)}${control.pausedUntil ? `, until ${iso(control.pausedUntil)}` : ''})`
+    : 'running';
+  return [
+    'expiry lane',
+    ...table([
+      ['due holds', String(expiry.dueHolds)],
+      ['oldest due hold age', against(expiry.oldestDueAgeSeconds, r.promises.expiryPromiseS)],
+    ]),
+    'delivery lane',
+    ...table([
+      ['delivery', paused],
+      ['backlog (pending)', String(delivery.backlog)],
+      ['oldest pending age', against(delivery.oldestPendingAgeSeconds, r.promises.emailPromiseS)],
+      ['intents by state', counts(delivery.intentsByState)],
+      ['sends, last minute', counts(r.sendsLastMinute)],
+      ['sends, last hour', counts(r.sendsLastHour)],
+      [
+        'rate limit',
+        limiter
+          ? `${limiter.perSecond}/s, burst ${limiter.burst} (${limiter.tokens.toFixed(1)} permits now${limiter.cooldownUntil && limiter.cooldownUntil > new Date() ? `, provider cooldown until ${iso(limiter.cooldownUntil)}` : ''})`
+          : 'not set yet (the first worker or API start writes the configured policy)',
+      ],
+    ]),
+    `overall: ${r.healthy ? 'ok' : 'NOT OK'}`,
+  ];
+}
+
+export async function readStatus(db: Parameters<typeof laneStats>[0], schema: string, config: Config): Promise<StatusReport> {
+  const [stats, sendsLastMinute, sendsLastHour] = await Promise.all([
+    laneStats(db, schema),
+    attemptOutcomes(db, schema, 60),
+    attemptOutcomes(db, schema, 3600),
+  ]);
+  const promises = { expiryPromiseS: config.expiryPromiseS, emailPromiseS: config.emailPromiseS };
+  return { stats, sendsLastMinute, sendsLastHour, promises, healthy: judgeHealth(stats, promises).status === 'ok' };
+}
+
+export function registerStatus(program: Command, context: ContextFactory): void {
+  program
+    .command('status')
+    .description('both lanes at a glance: queue sizes, oldest ages against their promises, sends by outcome, limiter, pause')
+    .option('--json', 'print the numbers as JSON')
+    .action(async (options: { json?: boolean }) => {
+      const ctx = context();
+      const db = await ctx.database({ poolSize: 4 });
+      try {
+        const report = await readStatus(db.pool, db.schema, ctx.config);
+        if (options.json) ctx.out(JSON.stringify(report, null, 2));
+        else for (const line of formatStatus(report)) ctx.out(line);
+      } finally {
+        await db.close();
+      }
+    });
+}

@@ -1,0 +1,75 @@
+import type { Command } from 'commander';
+import { holdTimeline, type HoldTimeline } from '../../server/timeline.js';
+import type { ContextFactory } from '../main.js';
+import { holdIdArg } from './args.js';
+import { iso, seconds, table } from './format.js';
+
+const delta = (from: Date | null, to: Date | null) =>
+  from && to ? `+${seconds(Math.max(0, (to.getTime() - from.getTime()) / 1000))}` : '';
+
+/** The four moments and every attempt, as lines an operator reads top to bottom. */
+export function formatTimeline(t: HoldTimeline): string[] {
+  const { hold, intent, moments: m } = t;
+  const lines = [`hold ${hold.id}: ${hold.status}`];
+  lines.push(
+    ...table([
+      ['created', iso(hold.createdAt)],
+      ['1. became eligible', `${iso(m.eligibleAt)}  (expiresAt)`],
+      ['2. was expired', `${iso(m.expiredAt)}  ${delta(m.eligibleAt, m.expiredAt)}${m.expiredAt ? ' after eligible' : ''}`],
+      ['3. email available', `${iso(m.emailAvailableAt)}  ${delta(m.expiredAt, m.emailAvailableAt)}${m.emailAvailableAt ? ' after expiry' : ''}`],
+      ['4. email accepted', `${iso(m.emailAcceptedAt)}  ${delta(m.emailAvailableAt, m.emailAcceptedAt)}${m.emailAcceptedAt ? ' after available' : ''}`],
+    ]),
+  );
+  if (hold.confirmedAt) lines.push(`  confirmed at ${iso(hold.confirmedAt)} (no email)`);
+  if (hold.cancelledAt) lines.push(`  cancelled at ${iso(hold.cancelledAt)} (no email)`);
+  if (!intent) {
+    lines.push('no email intent' + (hold.status === 'held' ? ' yet (the hold is still held)' : ''));
+    return lines;
+  }
+  const flags = [
+    intent.leased ? `leased until ${iso(intent.leaseExpiresAt)}` : '',
+    intent.state === 'pending' ? `next attempt at ${iso(intent.availableAt)}` : '',
+    intent.replays > 0 ? `replayed ${intent.replays}x` : '',
+    intent.possibleDuplicate ? 'POSSIBLE DUPLICATE' : '',
+    intent.receipt ? `receipt ${intent.receipt}` : '',
+    intent.lastError ? `last error: ${intent.lastError}` : '',
+  ].filter(Boolean);
+  lines.push(`intent ${intent.id}: ${intent.state}, ${intent.attempts} attempt(s)${flags.length ? '; ' + flags.join('; ') : ''}`);
+  for (const a of t.attempts) {
+    const provider = [a.providerStatus, a.providerCode].filter((x) => x !== null).join(' ');
+    const detail = [
+      a.provider ?? '',
+      provider,
+      a.durationMs !== null ? `${a.durationMs}ms` : '',
+      a.outcomeUnknown ? 'outcome unknown' : '',
+      a.receipt ? `receipt ${a.receipt}` : '',
+      a.error ?? '',
+    ].filter(Boolean);
+    lines.push(`  #${a.attempt} ${iso(a.startedAt)}  ${(a.outcome ?? 'in flight').padEnd(13)} ${detail.join('  ')}`);
+  }
+  return lines;
+}
+
+export function registerTrace(program: Command, context: ContextFactory): void {
+  program
+    .command('trace')
+    .description("tell one hold's story: became eligible, was expired, email available, email accepted, and every attempt")
+    .argument('<holdId>', 'the hold to trace', holdIdArg)
+    .option('--json', 'print the timeline as JSON')
+    .action(async (holdId: string, options: { json?: boolean }) => {
+      const ctx = context();
+      const db = await ctx.database({ poolSize: 2 });
+      try {
+        const timeline = await holdTimeline(db.pool, db.schema, holdId);
+        if (options.json) {
+          // The recipient stays out of operator output, as it stays out of logs.
+          const { customerEmail: _omit, ...hold } = timeline.hold;
+          ctx.out(JSON.stringify({ ...timeline, hold }, null, 2));
+        } else {
+          for (const line of formatTimeline(timeline)) ctx.out(line);
+        }
+      } finally {
+        await db.close();
+      }
+    });
+}
