@@ -1,6 +1,6 @@
 import { execFile, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { chmod, chown, mkdir, readFile, stat, writeFile } from 'node:fs/promises';
+import { chmod, chown, mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { userInfo } from 'node:os';
 import path from 'node:path';
@@ -144,10 +144,32 @@ export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<E
   const urlFor = (port: number) =>
     `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/postgres`;
 
+  const ownerFile = path.join(dataDir, 'owner.pid');
+  const stopServer = () => spawnChecked(bins.pg_ctl, ['stop', '--wait', '--mode=fast', `--pgdata=${pgdata}`], spawnOpts).then(() => {});
+  const owning = (url: string): EmbeddedPostgres => {
+    let stopped: Promise<void> | undefined;
+    return {
+      url,
+      owned: true,
+      stop: () =>
+        (stopped ??= (async () => {
+          await stopServer();
+          await rm(ownerFile, { force: true });
+        })()),
+    };
+  };
+
   const adopted = await runningPort(pgdata);
   if (adopted !== undefined) {
     const url = urlFor(adopted);
     await ready(url, 10_000);
+    // The process that started it was killed without stopping it: take it over
+    // so that this process stops it on exit.
+    const owner = Number.parseInt(await readFile(ownerFile, 'utf8').catch(() => ''), 10);
+    if (!Number.isFinite(owner) || !alive(owner)) {
+      await writeFile(ownerFile, String(process.pid));
+      return owning(url);
+    }
     return { url, owned: false, stop: async () => {} };
   }
 
@@ -168,7 +190,7 @@ export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<E
         spawnOpts,
       );
     } finally {
-      await import('node:fs/promises').then((fs) => fs.rm(pwfile, { force: true }));
+      await rm(pwfile, { force: true });
     }
   }
 
@@ -198,15 +220,8 @@ export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<E
   }
   const url = urlFor(port);
   await ready(url, 30_000);
-  let stopped: Promise<void> | undefined;
-  return {
-    url,
-    owned: true,
-    stop: () =>
-      (stopped ??= spawnChecked(bins.pg_ctl, ['stop', '--wait', '--mode=fast', `--pgdata=${pgdata}`], spawnOpts).then(
-        () => {},
-      )),
-  };
+  await writeFile(ownerFile, String(process.pid));
+  return owning(url);
 }
 
 function spawnChecked(file: string, args: string[], opts: { uid?: number; gid?: number }): Promise<string> {

@@ -1,37 +1,100 @@
 import type { Command } from 'commander';
+import { intentsChannel, Listener } from '../../db/listener.js';
+import { rateLimiterEnsure } from '../../delivery/control.js';
+import { DeliveryWorker } from '../../delivery/worker.js';
 import { ExpiryWorker } from '../../holds/expiry-worker.js';
 import { createMetrics } from '../../observability/metrics.js';
+import { createGateway } from '../../providers/registry.js';
 import { onShutdownSignals } from '../../runtime/shutdown.js';
+import { startApiServer } from '../../server/app.js';
 import type { ContextFactory } from '../main.js';
 import type { CommandContext } from '../context.js';
+import { resolveApiToken } from './api.js';
 
-/** Start the expiry lane in this process; resolves when a signal has drained it. */
-async function runLanes(ctx: CommandContext, lanes: { expiry: boolean }): Promise<void> {
+interface Lanes {
+  expiry: boolean;
+  delivery: boolean;
+  api: boolean;
+}
+
+/**
+ * Run the chosen lanes (and the API) in this process until a signal drains
+ * them: the API stops accepting, the expiry worker finishes its transaction,
+ * the delivery worker finishes its sends and records them, then the database
+ * closes. A second signal exits at once; nothing is lost either way.
+ */
+async function runLanes(ctx: CommandContext, lanes: Lanes): Promise<void> {
   const { config, logger } = ctx;
-  const db = await ctx.database({ poolSize: 10 });
+  // Providers validate their own variables before anything starts.
+  const gateway = lanes.delivery ? createGateway(config) : undefined;
+  const db = await ctx.database({ poolSize: 12 });
   const metrics = createMetrics();
   const stops: Array<() => Promise<void>> = [];
-  if (lanes.expiry) {
-    const worker = new ExpiryWorker({
-      pool: db.pool,
-      schema: db.schema,
-      intervalMs: config.expiryIntervalMs,
-      batchSize: config.expiryBatch,
-      logger,
-      metrics,
-    });
-    worker.start();
-    stops.push(() => worker.stop());
-    logger.info(
-      { event: 'expiry_worker.started', intervalMs: config.expiryIntervalMs, batch: config.expiryBatch },
-      'expiry worker started',
-    );
+  try {
+    await rateLimiterEnsure(db.pool, db.schema, { perSecond: config.ratePerSecond, burst: config.rateBurst });
+    if (lanes.api) {
+      const { token, generated } = resolveApiToken(config.apiToken);
+      const server = await startApiServer({ pool: db.pool, schema: db.schema, config, logger, metrics, apiToken: token, port: config.port });
+      stops.push(() => server.close());
+      if (generated) ctx.out(`API token (generated for this run; set LEASEHOLD_API_TOKEN to keep one): ${token}`);
+      ctx.out(`leasehold API listening on ${server.url}`);
+    }
+    let delivery: DeliveryWorker | undefined;
+    if (lanes.delivery && gateway) {
+      delivery = new DeliveryWorker({
+        pool: db.pool,
+        schema: db.schema,
+        gateway,
+        from: config.emailFrom,
+        batchSize: config.deliveryBatch,
+        concurrency: config.deliveryConcurrency,
+        leaseMs: config.leaseMs,
+        sendTimeoutMs: config.sendTimeoutMs,
+        maxAttempts: config.maxAttempts,
+        initialRate: { perSecond: config.ratePerSecond, burst: config.rateBurst },
+        logger,
+        metrics,
+      });
+      const worker = delivery;
+      const listener = new Listener(db.url, intentsChannel(db.schema), () => worker.wake(), logger);
+      listener.start();
+      worker.start();
+      stops.push(async () => {
+        await listener.stop();
+        await worker.stop();
+        await gateway.close?.();
+      });
+      logger.info({ event: 'delivery_worker.started', provider: gateway.name }, 'delivery worker started');
+      ctx.out(`delivery lane running (provider ${gateway.name})`);
+    }
+    if (lanes.expiry) {
+      const worker = new ExpiryWorker({
+        pool: db.pool,
+        schema: db.schema,
+        intervalMs: config.expiryIntervalMs,
+        batchSize: config.expiryBatch,
+        logger,
+        metrics,
+      });
+      worker.start();
+      stops.unshift(() => worker.stop());
+      logger.info({ event: 'expiry_worker.started', intervalMs: config.expiryIntervalMs }, 'expiry worker started');
+      ctx.out('expiry lane running');
+    }
+  } catch (error) {
+    for (const stop of stops) await stop().catch(() => {});
+    await db.close();
+    throw error;
   }
   await new Promise<void>((resolve) => {
-    onShutdownSignals(async () => {
-      await Promise.all(stops.map((stop) => stop()));
-      await db.close();
-    }, logger, { exit: (code) => (code === 0 ? resolve() : process.exit(code)) });
+    onShutdownSignals(
+      async () => {
+        for (const stop of stops) await stop();
+        await db.close();
+      },
+      logger,
+      { exit: (code) => (code === 0 ? resolve() : process.exit(code)) },
+    );
   });
 }
 
@@ -39,10 +102,15 @@ export function registerWorkers(program: Command, context: ContextFactory): void
   program
     .command('expiry-worker')
     .description('run the expiry lane: expire due holds and write their email intents (any number may run)')
-    .action(async () => runLanes(context(), { expiry: true }));
+    .action(async () => runLanes(context(), { expiry: true, delivery: false, api: false }));
+
+  program
+    .command('delivery-worker')
+    .description('run the delivery lane: lease intents, take permits from the shared limiter, send, record (any number may run)')
+    .action(async () => runLanes(context(), { expiry: false, delivery: true, api: false }));
 
   program
     .command('start')
-    .description('run leasehold: migrations, then the expiry lane (SIGTERM/SIGINT drains, a second signal forces)')
-    .action(async () => runLanes(context(), { expiry: true }));
+    .description('run leasehold: migrations, the HTTP API on PORT and both lanes (SIGTERM/SIGINT drains, a second signal forces)')
+    .action(async () => runLanes(context(), { expiry: true, delivery: true, api: true }));
 }
