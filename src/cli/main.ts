@@ -6,6 +6,7 @@ import { registerApi } from './commands/api.js';
 import { registerOps } from './commands/ops.js';
 import { registerStatus } from './commands/status.js';
 import { registerTrace } from './commands/trace.js';
+import { registerDemo } from './commands/demo.js';
 
 export type ContextFactory = () => CommandContext;
 
@@ -25,6 +26,7 @@ export function buildProgram(context: ContextFactory): Command {
   registerTrace(program, context);
   registerOps(program, context);
   registerStatus(program, context);
+  registerDemo(program, context);
   for (const command of program.commands) command.exitOverride();
   return program;
 }
