@@ -119,6 +119,8 @@ export interface EmbeddedOptions {
   dataDir: string;
   /** Log lines from initdb/pg_ctl (not the server log, which goes to a file). */
   onLog?: (line: string) => void;
+  /** Listen on this port instead of a free one (restarting on the same address). */
+  port?: number;
 }
 
 export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<EmbeddedPostgres> {
@@ -194,7 +196,7 @@ export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<E
     }
   }
 
-  const port = await freePort();
+  const port = options.port ?? (await freePort());
   const logFile = path.join(pgdata, 'server.log');
   try {
     await spawnChecked(
