@@ -1,0 +1,62 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { rateLimiterSet } from '../../src/delivery/control.js';
+import { ident } from '../../src/db/pool.js';
+import { testDatabase, type TestDatabase } from '../helpers/database.js';
+import { insertDueHolds } from '../helpers/holds.js';
+import { cliPath, startNode } from '../helpers/processes.js';
+
+let db: TestDatabase;
+beforeAll(async () => {
+  db = await testDatabase('cli_lanes');
+});
+afterAll(() => db.close());
+
+describe('leasehold CLI lanes', () => {
+  it('invalid configuration prints one line naming the variable and exits 2', async () => {
+    const child = startNode(cliPath, ['expiry-worker'], { ...db.env, LEASEHOLD_EXPIRY_BATCH: 'lots' });
+    const { code } = await child.exited;
+    expect(code).toBe(2);
+    const lines = child.stderr().trim().split('\n');
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(/^leasehold: invalid configuration: LEASEHOLD_EXPIRY_BATCH: /);
+  });
+
+  it('a send timeout not shorter than the lease is refused at start', async () => {
+    const child = startNode(cliPath, ['delivery-worker'], { ...db.env, LEASEHOLD_LEASE_MS: '5000', LEASEHOLD_SEND_TIMEOUT_MS: '5000' });
+    expect((await child.exited).code).toBe(2);
+    expect(child.stderr()).toContain('LEASEHOLD_SEND_TIMEOUT_MS');
+  });
+
+  it.each(['start', 'expiry-worker', 'delivery-worker', 'migrate', 'demo'])('`%s --help` prints usage and exits 0', async (command) => {
+    const child = startNode(cliPath, [command, '--help'], {});
+    expect((await child.exited).code).toBe(0);
+    expect(child.stdout()).toContain(`Usage: leasehold ${command}`);
+  });
+
+  it('an unknown command is a usage error (exit 2)', async () => {
+    const child = startNode(cliPath, ['expire-everything'], {});
+    expect((await child.exited).code).toBe(2);
+  });
+
+  it('`leasehold delivery-worker` sends the backlog through the sandbox and drains on SIGTERM', async () => {
+    await rateLimiterSet(db.pool, db.schema, { perSecond: 1000, burst: 100 });
+    await insertDueHolds(db.pool, db.schema, 10);
+    const expiry = startNode(cliPath, ['expiry-worker'], db.env);
+    const delivery = startNode(cliPath, ['delivery-worker'], db.env);
+    try {
+      const deadline = Date.now() + 15_000;
+      for (;;) {
+        const { rows } = await db.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${ident(db.schema)}.email_outbox WHERE state = 'sent'`);
+        if (rows[0]!.n === 10) break;
+        if (Date.now() > deadline) throw new Error(`sent ${rows[0]!.n}/10; ${delivery.stderr().slice(-1000)}`);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    } finally {
+      expiry.process.kill('SIGTERM');
+      delivery.process.kill('SIGTERM');
+    }
+    expect((await expiry.exited).code).toBe(0);
+    expect((await delivery.exited).code).toBe(0);
+    expect(delivery.stdout()).toContain('delivery lane running (provider sandbox)');
+  });
+});
