@@ -57,10 +57,9 @@ export function registerDatabaseMetrics(registry: Registry, options: DatabaseMet
       async collect() {
         const stats = await snapshot();
         const value = stats ? read(stats) : undefined;
-        // With the database unreachable, report nothing rather than a stale
-        // or made-up number; leasehold_database_up says why.
-        if (value === undefined) this.reset();
-        else this.set(value);
+        // With the database unreachable, NaN rather than a stale or made-up
+        // number (alert rules comparing it stay quiet; leasehold_database_up says why).
+        this.set(value ?? Number.NaN);
       },
     });
 
