@@ -1,7 +1,10 @@
 import { z } from 'zod';
 import { ConfigError } from './errors.js';
 
-const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
+const int = (min: number, max: number) => {
+  const message = `must be a whole number from ${min} to ${max}`;
+  return z.coerce.number({ error: message }).int(message).min(min, message).max(max, message);
+};
 
 /**
  * Every environment variable leasehold reads, with its default. Parsing
@@ -22,7 +25,11 @@ const schema = z.object({
   LEASEHOLD_API_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
   EMAIL_PROVIDER: z.enum(['sandbox', 'resend', 'postmark', 'ses', 'smtp']).default('sandbox'),
   EMAIL_FROM: z.string().min(3).default('Support <support@example.com>'),
-  LEASEHOLD_RATE_PER_SECOND: z.coerce.number().positive().max(1_000_000).default(10),
+  LEASEHOLD_RATE_PER_SECOND: z.coerce
+    .number({ error: 'must be a number greater than 0' })
+    .positive('must be a number greater than 0')
+    .max(1_000_000, 'must be at most 1000000')
+    .default(10),
   LEASEHOLD_RATE_BURST: int(1, 1_000_000).default(10),
   LEASEHOLD_EXPIRY_INTERVAL_MS: int(10, 3_600_000).default(1000),
   LEASEHOLD_EXPIRY_BATCH: int(1, 100_000).default(500),
