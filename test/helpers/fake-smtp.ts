@@ -1,0 +1,124 @@
+import type { AddressInfo } from 'node:net';
+import { SMTPServer, type SMTPServerOptions } from 'smtp-server';
+
+/**
+ * A real SMTP server (smtp-server) on 127.0.0.1 and a free port that keeps
+ * every message it accepted, with a per-recipient script for the replies
+ * tests need: a 5xx or 4xx at RCPT TO, at MAIL FROM or after DATA, or a
+ * slow answer after DATA (to time out with the message already sent).
+ */
+export interface SmtpRule {
+  stage: 'mail' | 'rcpt' | 'data';
+  responseCode?: number;
+  message?: string;
+  /** Wait this long before answering (at DATA: then accept unless responseCode is set). */
+  delayMs?: number;
+}
+
+export interface ReceivedMail {
+  from: string;
+  to: string[];
+  raw: string;
+  headers: Record<string, string>;
+  subject: string;
+  /** The decoded text of all parts (quoted-printable undone). */
+  text: string;
+}
+
+export interface FakeSmtpOptions {
+  /** Require AUTH with these credentials. */
+  auth?: { user: string; pass: string };
+}
+
+function parseHeaders(raw: string): Record<string, string> {
+  const head = raw.split(/\r?\n\r?\n/)[0] ?? '';
+  const headers: Record<string, string> = {};
+  for (const line of head.replace(/\r?\n[ \t]+/g, ' ').split(/\r?\n/)) {
+    const i = line.indexOf(':');
+    if (i > 0) headers[line.slice(0, i).trim().toLowerCase()] = line.slice(i + 1).trim();
+  }
+  return headers;
+}
+
+const decodeQuotedPrintable = (s: string) =>
+  s.replace(/=\r?\n/g, '').replace(/=([0-9A-F]{2})/g, (_, hex: string) => String.fromCharCode(parseInt(hex, 16)));
+
+export class FakeSmtp {
+  readonly received: ReceivedMail[] = [];
+  private readonly rules = new Map<string, SmtpRule>();
+  private server: SMTPServer;
+  private address: AddressInfo | undefined;
+
+  constructor(private readonly options: FakeSmtpOptions = {}) {
+    const config: SMTPServerOptions = {
+      disabledCommands: ['STARTTLS'],
+      disableReverseLookup: true,
+      authOptional: !options.auth,
+      logger: false,
+      onAuth: (auth, _session, callback) => {
+        if (auth.username === options.auth?.user && auth.password === options.auth?.pass) return callback(null, { user: auth.username });
+        const error = Object.assign(new Error('Authentication credentials invalid'), { responseCode: 535 });
+        callback(error);
+      },
+      onMailFrom: (address, _session, callback) => {
+        const rule = this.rules.get(address.address);
+        if (rule?.stage === 'mail') return this.answer(rule, callback);
+        callback();
+      },
+      onRcptTo: (address, _session, callback) => {
+        const rule = this.rules.get(address.address);
+        if (rule?.stage === 'rcpt') return this.answer(rule, callback);
+        callback();
+      },
+      onData: (stream, session, callback) => {
+        const chunks: Buffer[] = [];
+        stream.on('data', (c: Buffer) => chunks.push(c));
+        stream.on('end', () => {
+          const to = session.envelope.rcptTo.map((r) => r.address);
+          const rule = to.map((a) => this.rules.get(a)).find((r) => r?.stage === 'data');
+          const finish = (error?: Error) => {
+            if (error) return callback(error);
+            const raw = Buffer.concat(chunks).toString('utf8');
+            const headers = parseHeaders(raw);
+            const from = session.envelope.mailFrom ? session.envelope.mailFrom.address : '';
+            this.received.push({ from, to, raw, headers, subject: headers['subject'] ?? '', text: decodeQuotedPrintable(raw) });
+            callback(null, `Message queued as fake-${this.received.length}`);
+          };
+          if (!rule) return finish();
+          setTimeout(() => {
+            finish(rule.responseCode ? Object.assign(new Error(rule.message ?? 'refused'), { responseCode: rule.responseCode }) : undefined);
+          }, rule.delayMs ?? 0);
+        });
+      },
+    };
+    this.server = new SMTPServer(config);
+  }
+
+  /** Script the answer for one address (sender for stage `mail`, recipient otherwise). */
+  rule(address: string, rule: SmtpRule): void {
+    this.rules.set(address, rule);
+  }
+
+  async start(): Promise<string> {
+    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', () => resolve()));
+    this.address = this.server.server.address() as AddressInfo;
+    return this.url;
+  }
+
+  get url(): string {
+    const auth = this.options.auth ? `${encodeURIComponent(this.options.auth.user)}:${encodeURIComponent(this.options.auth.pass)}@` : '';
+    return `smtp://${auth}127.0.0.1:${this.address!.port}`;
+  }
+
+  urlWith(auth: { user: string; pass: string }): string {
+    return `smtp://${encodeURIComponent(auth.user)}:${encodeURIComponent(auth.pass)}@127.0.0.1:${this.address!.port}`;
+  }
+
+  stop(): Promise<void> {
+    return new Promise((resolve) => this.server.close(() => resolve()));
+  }
+
+  private answer(rule: SmtpRule, callback: (err?: Error | null) => void): void {
+    setTimeout(() => callback(Object.assign(new Error(rule.message ?? 'refused'), { responseCode: rule.responseCode ?? 550 })), rule.delayMs ?? 0);
+  }
+}
