@@ -42,6 +42,9 @@ export class ExpiryWorker {
   private readonly clock: Clock;
   private readonly logger: Logger;
   private readonly faults: Faults;
+  private readonly intervalMs: number;
+  /** Current back-off while due holds are left behind (0 when none are). */
+  private dueRetryMs = 0;
 
   constructor(private readonly options: ExpiryWorkerOptions) {
     this.schema = options.schema ?? 'leasehold';
@@ -49,9 +52,10 @@ export class ExpiryWorker {
     this.clock = options.clock ?? databaseClock;
     this.logger = options.logger ?? silentLogger;
     this.faults = options.faults ?? noFaults;
+    this.intervalMs = options.intervalMs ?? 1000;
     this.loop = new ServiceLoop({
       name: 'expiry',
-      intervalMs: options.intervalMs ?? 1000,
+      intervalMs: this.intervalMs,
       logger: this.logger,
       tick: () => this.tick(),
     });
@@ -104,7 +108,21 @@ export class ExpiryWorker {
     const outlook = await holdsDueOutlook(this.options.pool, this.schema, this.clock.now());
     this.options.metrics?.expiryLockContention.set(outlook.lockedElsewhere);
     // A test clock does not move while we sleep: fall back to the interval.
-    if (this.clock !== databaseClock || outlook.nextDueInMs === null) return { full: false };
-    return { full: false, nextInMs: Math.ceil(outlook.nextDueInMs) };
+    if (this.clock !== databaseClock) return { full: false };
+    let nextInMs = outlook.nextDueInMs === null ? undefined : Math.ceil(outlook.nextDueInMs);
+    if (outlook.lockedElsewhere > 0) {
+      // Due holds this run did not take: they fell due between the run's now
+      // and the outlook's (common at high rates, and the last holds of a burst
+      // would otherwise wait a whole interval), or another worker holds them
+      // and will commit within milliseconds. Look again soon; back off only
+      // while runs come back empty, so rows stuck under a hung transaction
+      // are not polled hot.
+      const progressed = run.expired.length > 0 || this.dueRetryMs === 0;
+      this.dueRetryMs = progressed ? 1 : Math.min(this.intervalMs, this.dueRetryMs * 2);
+      nextInMs = Math.min(nextInMs ?? this.dueRetryMs, this.dueRetryMs);
+    } else {
+      this.dueRetryMs = 0;
+    }
+    return nextInMs === undefined ? { full: false } : { full: false, nextInMs };
   }
 }
