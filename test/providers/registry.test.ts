@@ -1,0 +1,90 @@
+import { describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config.js';
+import { ConfigError } from '../../src/errors.js';
+import { PostmarkGateway } from '../../src/providers/postmark.js';
+import { createGateway, sandboxOptionsFromEnv } from '../../src/providers/registry.js';
+import { ResendGateway } from '../../src/providers/resend.js';
+import { SandboxGateway } from '../../src/providers/sandbox.js';
+import { SesGateway } from '../../src/providers/ses.js';
+import { SmtpGateway } from '../../src/providers/smtp.js';
+
+const gatewayFor = (env: Record<string, string>) => createGateway(loadConfig(env));
+
+function configError(env: Record<string, string>): ConfigError {
+  try {
+    gatewayFor(env);
+  } catch (error) {
+    if (error instanceof ConfigError) return error;
+    throw error;
+  }
+  throw new Error('expected a ConfigError');
+}
+
+describe('createGateway', () => {
+  it('defaults to the sandbox', () => {
+    expect(gatewayFor({})).toBeInstanceOf(SandboxGateway);
+  });
+
+  it('builds each real provider from its variables', () => {
+    expect(gatewayFor({ EMAIL_PROVIDER: 'resend', RESEND_API_KEY: 're_x' })).toBeInstanceOf(ResendGateway);
+    expect(gatewayFor({ EMAIL_PROVIDER: 'postmark', POSTMARK_SERVER_TOKEN: 'pm' })).toBeInstanceOf(PostmarkGateway);
+    expect(gatewayFor({ EMAIL_PROVIDER: 'ses', AWS_ACCESS_KEY_ID: 'a', AWS_SECRET_ACCESS_KEY: 'b' })).toBeInstanceOf(SesGateway);
+    expect(gatewayFor({ EMAIL_PROVIDER: 'ses' })).toBeInstanceOf(SesGateway); // SDK default credential chain
+    expect(gatewayFor({ EMAIL_PROVIDER: 'smtp', SMTP_URL: 'smtp://u:p@127.0.0.1:2525' })).toBeInstanceOf(SmtpGateway);
+  });
+
+  it('reports the idempotency of each provider', () => {
+    expect(gatewayFor({ EMAIL_PROVIDER: 'resend', RESEND_API_KEY: 're_x' }).idempotent).toBe(true);
+    expect(gatewayFor({ EMAIL_PROVIDER: 'postmark', POSTMARK_SERVER_TOKEN: 'pm' }).idempotent).toBe(false);
+    expect(gatewayFor({ EMAIL_PROVIDER: 'ses' }).idempotent).toBe(false);
+    expect(gatewayFor({ EMAIL_PROVIDER: 'smtp', SMTP_URL: 'smtp://127.0.0.1:2525' }).idempotent).toBe(false);
+  });
+
+  it.each([
+    [{ EMAIL_PROVIDER: 'resend' }, 'RESEND_API_KEY'],
+    [{ EMAIL_PROVIDER: 'resend', RESEND_API_KEY: 're_x', RESEND_BASE_URL: 'not a url' }, 'RESEND_BASE_URL'],
+    [{ EMAIL_PROVIDER: 'resend', RESEND_API_KEY: 're_x', RESEND_BASE_URL: 'ftp://x' }, 'RESEND_BASE_URL'],
+    [{ EMAIL_PROVIDER: 'postmark' }, 'POSTMARK_SERVER_TOKEN'],
+    [{ EMAIL_PROVIDER: 'postmark', POSTMARK_SERVER_TOKEN: 'pm', POSTMARK_BASE_URL: '::' }, 'POSTMARK_BASE_URL'],
+    [{ EMAIL_PROVIDER: 'ses', SES_ENDPOINT: 'localhost:4566' }, 'SES_ENDPOINT'],
+    [{ EMAIL_PROVIDER: 'ses', AWS_REGION: 'US East' }, 'AWS_REGION'],
+    [{ EMAIL_PROVIDER: 'ses', AWS_ACCESS_KEY_ID: 'a' }, 'AWS_SECRET_ACCESS_KEY'],
+    [{ EMAIL_PROVIDER: 'smtp' }, 'SMTP_URL'],
+    [{ EMAIL_PROVIDER: 'smtp', SMTP_URL: 'http://mail.example.com' }, 'SMTP_URL'],
+    [{ SANDBOX_REJECT_RATE: '2' }, 'SANDBOX_REJECT_RATE'],
+    [{ SANDBOX_LATENCY_MS: 'slow' }, 'SANDBOX_LATENCY_MS'],
+  ])('%o -> ConfigError naming %s', (env, variable) => {
+    const error = configError(env as Record<string, string>);
+    expect(error.variable).toBe(variable);
+    expect(error.message.startsWith(`${variable}: `)).toBe(true);
+    expect(error.message).not.toContain('\n');
+  });
+
+  it('an empty variable counts as unset', () => {
+    expect(configError({ EMAIL_PROVIDER: 'resend', RESEND_API_KEY: '' }).variable).toBe('RESEND_API_KEY');
+  });
+});
+
+describe('sandbox options from the environment', () => {
+  it('reads latency (a number or a range), rate limit, injection rates and journal', () => {
+    expect(
+      sandboxOptionsFromEnv({
+        SANDBOX_LATENCY_MS: '5-20',
+        SANDBOX_RATE_PER_SECOND: '2.5',
+        SANDBOX_REJECT_RATE: '0.1',
+        SANDBOX_FAIL_RATE: '0.2',
+        SANDBOX_PAUSE_RATE: '0',
+        SANDBOX_JOURNAL: '/tmp/j.jsonl',
+      }),
+    ).toEqual({
+      latencyMs: [5, 20],
+      rateLimit: { perSecond: 2.5, burst: 3 },
+      rejectRate: 0.1,
+      failRate: 0.2,
+      pauseRate: 0,
+      journalPath: '/tmp/j.jsonl',
+    });
+    expect(sandboxOptionsFromEnv({ SANDBOX_LATENCY_MS: '7' })).toEqual({ latencyMs: 7 });
+    expect(sandboxOptionsFromEnv({})).toEqual({});
+  });
+});
