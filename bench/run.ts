@@ -11,12 +11,13 @@ import { fileURLToPath } from 'node:url';
 import type { Benchmark, BenchResult } from './common.js';
 import { targetMet } from './common.js';
 import { openBenchDatabase } from './database.js';
+import { deliveryThroughput } from './delivery-throughput.js';
 import { expiryLateness } from './expiry-lateness.js';
 import { expiryThroughput } from './expiry-throughput.js';
 
 process.env.LOG_LEVEL ??= 'silent';
 
-const benchmarks: Benchmark[] = [expiryThroughput, expiryLateness];
+const benchmarks: Benchmark[] = [expiryThroughput, expiryLateness, deliveryThroughput];
 
 // dist/bench/run.js -> repository root
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');

@@ -25,3 +25,26 @@ export async function seedHolds(
   await pool.query(`VACUUM ANALYZE ${s}.support_reservations`);
   await pool.query(`VACUUM ANALYZE ${s}.email_outbox`);
 }
+
+/**
+ * Seed `count` pending intents (and their expired holds, for the foreign
+ * key), all available now, in two INSERT ... SELECT statements.
+ */
+export async function seedPendingIntents(pool: pg.Pool, schema: string, count: number): Promise<void> {
+  const s = ident(schema);
+  await pool.query(
+    `INSERT INTO ${s}.support_reservations (id, customer_email, status, expires_at, created_at, expired_at, request_hash)
+     SELECT 'h' || g, 'customer' || g || '@example.com', 'expired',
+            now() - interval '1 hour', now() - interval '2 hours', now() - interval '1 hour', 'seeded'
+       FROM generate_series(1, $1::int) AS g`,
+    [count],
+  );
+  await pool.query(
+    `INSERT INTO ${s}.email_outbox (id, reservation_id, recipient, template, state, available_at, created_at)
+     SELECT 'reservation-expired:' || r.id, r.id, r.customer_email, 'reservation-expired', 'pending', r.expired_at, r.expired_at
+       FROM ${s}.support_reservations r`,
+  );
+  await pool.query(`VACUUM ANALYZE ${s}.support_reservations`);
+  await pool.query(`VACUUM ANALYZE ${s}.email_outbox`);
+  await pool.query(`VACUUM ANALYZE ${s}.email_attempts`);
+}

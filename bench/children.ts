@@ -1,0 +1,43 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+
+export interface BenchChild {
+  process: ChildProcess;
+  ready: Promise<void>;
+  /** Resolves with the count printed on `DONE <n>`. */
+  done: Promise<number>;
+  stop(): void;
+}
+
+/** Start dist/bench/<script>.js as a child process with `env` added. */
+export function startChild(script: string, env: Record<string, string>): BenchChild {
+  const child = spawn(process.execPath, [path.join(here, `${script}.js`)], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  let err = '';
+  let onReady: () => void = () => {};
+  const ready = new Promise<void>((resolve) => (onReady = resolve));
+  child.stdout!.on('data', (d: Buffer) => {
+    out += d.toString();
+    if (out.includes('READY\n')) onReady();
+  });
+  child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
+  const done = new Promise<number>((resolve, reject) => {
+    child.on('exit', (code, signal) => {
+      const match = out.match(/DONE (\d+)/);
+      if (code === 0 && match) resolve(Number(match[1]));
+      else reject(new Error(`${script} exited with ${code ?? signal}: ${err.slice(-2000)}`));
+    });
+  });
+  return {
+    process: child,
+    ready: Promise.race([ready, done.then(() => {})]),
+    done,
+    stop: () => child.kill('SIGTERM'),
+  };
+}

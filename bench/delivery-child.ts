@@ -1,0 +1,49 @@
+/**
+ * A delivery process for the delivery benchmarks: one DeliveryWorker with an
+ * instant SandboxGateway against DATABASE_URL / LEASEHOLD_SCHEMA.
+ *
+ *   BENCH_BATCH, BENCH_CONCURRENCY   worker settings (default 50 / 50)
+ *   BENCH_START_AT                   epoch ms to start at (so processes start together)
+ *   BENCH_MODE=drain                 loop runOnce() until nothing is left, then exit
+ *   BENCH_MODE=run                   start() and run until SIGTERM (drains, then exits)
+ *
+ * Prints `READY` once connected and `DONE <sent>` before exiting.
+ */
+import { createPool } from '../src/db/pool.js';
+import { DeliveryWorker } from '../src/delivery/worker.js';
+import { silentLogger } from '../src/observability/logger.js';
+import { SandboxGateway } from '../src/providers/sandbox.js';
+
+const url = process.env.DATABASE_URL;
+const schema = process.env.LEASEHOLD_SCHEMA;
+if (!url || !schema) {
+  process.stderr.write('delivery-child: DATABASE_URL and LEASEHOLD_SCHEMA are required\n');
+  process.exit(2);
+}
+const batchSize = Number(process.env.BENCH_BATCH ?? 50);
+const concurrency = Number(process.env.BENCH_CONCURRENCY ?? batchSize);
+const mode = process.env.BENCH_MODE ?? 'drain';
+const startAt = Number(process.env.BENCH_START_AT ?? 0);
+
+const pool = createPool({ connectionString: url, max: 4, applicationName: 'leasehold-bench-delivery' });
+const gateway = new SandboxGateway({ latencyMs: 0 });
+const worker = new DeliveryWorker({ pool, schema, gateway, batchSize, concurrency, logger: silentLogger });
+await pool.query('SELECT 1');
+process.stdout.write('READY\n');
+
+const wait = startAt - Date.now();
+if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+
+if (mode === 'drain') {
+  for (;;) {
+    const run = await worker.runOnce();
+    if (run.leased === 0 && run.blocked === 'idle') break;
+    if (run.leased === 0 && run.retryInMs) await new Promise((r) => setTimeout(r, run.retryInMs));
+  }
+} else {
+  worker.start();
+  await new Promise<void>((resolve) => process.once('SIGTERM', () => resolve()));
+  await worker.stop();
+}
+process.stdout.write(`DONE ${gateway.accepted.length}\n`);
+await pool.end();
