@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { ServerClient } from 'postmark';
 import { classifyPostmarkError } from './classify-postmark.js';
 import type { EmailGateway, EmailMessage, SendContext, SendResult } from './gateway.js';
@@ -13,6 +14,15 @@ export interface PostmarkGatewayOptions {
 
 /** Metadata keys stamped on every message (Postmark: keys up to 20 chars, values up to 80). */
 export const POSTMARK_METADATA = { intentId: 'intent_id', idempotencyKey: 'idempotency_key' } as const;
+
+/**
+ * Postmark metadata values are limited to 80 characters; intent ids can be
+ * longer (hold ids go up to 128). A long value is replaced by its SHA-256,
+ * the same way when sending and when searching, so lookups still match.
+ */
+export function postmarkMetadataValue(value: string): string {
+  return value.length <= 80 ? value : `sha256-${createHash('sha256').update(value).digest('hex')}`;
+}
 
 /** How many search hits to inspect when reconciling (an intent is normally found once). */
 const LOOKUP_COUNT = 50;
@@ -74,8 +84,8 @@ export class PostmarkGateway implements EmailGateway {
         HtmlBody: message.html,
         Headers: Object.entries(message.headers).map(([Name, Value]) => ({ Name, Value })),
         Metadata: {
-          [POSTMARK_METADATA.intentId]: message.intentId,
-          [POSTMARK_METADATA.idempotencyKey]: message.idempotencyKey,
+          [POSTMARK_METADATA.intentId]: postmarkMetadataValue(message.intentId),
+          [POSTMARK_METADATA.idempotencyKey]: postmarkMetadataValue(message.idempotencyKey),
         },
         Tag: message.tags.template,
         MessageStream: this.options.messageStream ?? 'outbound',
@@ -99,12 +109,11 @@ export class PostmarkGateway implements EmailGateway {
       const page = await client.getOutboundMessages({
         count: LOOKUP_COUNT,
         offset: 0,
-        [`metadata_${POSTMARK_METADATA.intentId}`]: message.intentId,
+        [`metadata_${POSTMARK_METADATA.intentId}`]: postmarkMetadataValue(message.intentId),
       });
       // A replay of the intent uses a new idempotency key and must really send.
-      const hit = (page.Messages ?? []).find(
-        (m) => (m.Metadata?.[POSTMARK_METADATA.idempotencyKey] ?? message.idempotencyKey) === message.idempotencyKey,
-      );
+      const key = postmarkMetadataValue(message.idempotencyKey);
+      const hit = (page.Messages ?? []).find((m) => (m.Metadata?.[POSTMARK_METADATA.idempotencyKey] ?? key) === key);
       if (!hit) return { kind: 'not-found' };
       return { kind: 'found', result: { kind: 'accepted', receipt: hit.MessageID, reconciled: true, providerStatus: 200 } };
     } catch (error) {

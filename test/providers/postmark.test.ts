@@ -62,6 +62,18 @@ describe('Postmark adapter against a local Postmark API', () => {
     expect(fake.outbound.filter((o) => o.Metadata.intent_id === m.intentId)).toHaveLength(2);
   });
 
+  it('an intent id longer than Postmark allows in metadata is hashed, and still reconciled', async () => {
+    const m = message(`p${n}-${'x'.repeat(120)}`);
+    const first = await gateway.send(m, context());
+    expect(first.kind).toBe('accepted');
+    const sent = fake.outbound.at(-1)!;
+    expect(sent.Metadata.intent_id).toMatch(/^sha256-[0-9a-f]{64}$/);
+    expect(sent.Headers).toContainEqual({ Name: 'X-Leasehold-Intent-Id', Value: m.intentId });
+    const before = fake.outbound.length;
+    expect(await gateway.send(m, context({ previousOutcomeUnknown: true }))).toMatchObject({ kind: 'accepted', reconciled: true });
+    expect(fake.outbound.length).toBe(before);
+  });
+
   it('a failing lookup does not send: it fails with an unknown outcome', async () => {
     const m = msg();
     fake.queue({ status: 500, body: { ErrorCode: 0, Message: 'Internal error' } }, '/messages/outbound');
