@@ -52,7 +52,8 @@ export function classifyPostmarkError(input: PostmarkErrorInput): SendResult {
       ? { kind: 'failed', reason: why('could not connect'), outcomeUnknown: false, ...detail }
       : { kind: 'failed', reason: why('no answer (network error or timeout)'), outcomeUnknown: true, ...detail };
   }
-  if (status === 429) {
+  // Rate limiting arrives as HTTP 429 (ErrorCode 429 "Rate Limit Exceeded" in the same table).
+  if (status === 429 || errorCode === 429) {
     return {
       kind: 'rate-limited',
       retryAfterMs: postmarkRateLimitBackoffMs(input.consecutiveRateLimits ?? 1),

@@ -37,6 +37,10 @@ describe('Postmark classification table', () => {
     });
   });
 
+  it('ErrorCode 429 is rate-limited whatever the HTTP status', () => {
+    expect(classifyPostmarkError({ status: 422, errorCode: 429, message: 'Rate Limit Exceeded' }).kind).toBe('rate-limited');
+  });
+
   it('the 429 backoff doubles from one second and stops at a minute', () => {
     expect([1, 2, 3, 4, 7, 8, 50].map(postmarkRateLimitBackoffMs)).toEqual([1000, 2000, 4000, 8000, 60_000, 60_000, 60_000]);
   });
