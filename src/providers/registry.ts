@@ -60,7 +60,8 @@ export function sandboxOptionsFromEnv(env: Env): SandboxOptions {
       options.latencyMs = number(env, 'SANDBOX_LATENCY_MS', 0, 600_000)!;
     }
   }
-  const perSecond = number(env, 'SANDBOX_RATE_PER_SECOND', Number.MIN_VALUE, 1_000_000);
+  const perSecond = number(env, 'SANDBOX_RATE_PER_SECOND', 0, 1_000_000);
+  if (perSecond === 0) throw new ConfigError('SANDBOX_RATE_PER_SECOND', 'must be greater than 0 (unset it for no limit)');
   if (perSecond !== undefined) options.rateLimit = { perSecond, burst: Math.max(1, Math.ceil(perSecond)) };
   const reject = number(env, 'SANDBOX_REJECT_RATE', 0, 1);
   if (reject !== undefined) options.rejectRate = reject;

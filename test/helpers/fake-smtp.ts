@@ -13,6 +13,8 @@ export interface SmtpRule {
   message?: string;
   /** Wait this long before answering (at DATA: then accept unless responseCode is set). */
   delayMs?: number;
+  /** At DATA: keep the final reply back until `release()` (the message is fully received meanwhile). */
+  hold?: boolean;
 }
 
 export interface ReceivedMail {
@@ -46,6 +48,8 @@ const decodeQuotedPrintable = (s: string) =>
 export class FakeSmtp {
   readonly received: ReceivedMail[] = [];
   private readonly rules = new Map<string, SmtpRule>();
+  private readonly held: Array<() => void> = [];
+  private heldWaiters: Array<() => void> = [];
   private server: SMTPServer;
   private address: AddressInfo | undefined;
 
@@ -85,6 +89,11 @@ export class FakeSmtp {
             callback(null, `Message queued as fake-${this.received.length}`);
           };
           if (!rule) return finish();
+          if (rule.hold) {
+            this.held.push(() => finish());
+            for (const wake of this.heldWaiters.splice(0)) wake();
+            return;
+          }
           setTimeout(() => {
             finish(rule.responseCode ? Object.assign(new Error(rule.message ?? 'refused'), { responseCode: rule.responseCode }) : undefined);
           }, rule.delayMs ?? 0);
@@ -97,6 +106,17 @@ export class FakeSmtp {
   /** Script the answer for one address (sender for stage `mail`, recipient otherwise). */
   rule(address: string, rule: SmtpRule): void {
     this.rules.set(address, rule);
+  }
+
+  /** Resolves once a message is held after DATA (fully received, final reply not yet sent). */
+  messageHeld(): Promise<void> {
+    if (this.held.length > 0) return Promise.resolve();
+    return new Promise((resolve) => this.heldWaiters.push(resolve));
+  }
+
+  /** Send the held final replies (250): the messages are queued now. */
+  release(): void {
+    for (const finish of this.held.splice(0)) finish();
   }
 
   async start(): Promise<string> {

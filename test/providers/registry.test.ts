@@ -53,6 +53,7 @@ describe('createGateway', () => {
     [{ EMAIL_PROVIDER: 'smtp', SMTP_URL: 'http://mail.example.com' }, 'SMTP_URL'],
     [{ SANDBOX_REJECT_RATE: '2' }, 'SANDBOX_REJECT_RATE'],
     [{ SANDBOX_LATENCY_MS: 'slow' }, 'SANDBOX_LATENCY_MS'],
+    [{ SANDBOX_RATE_PER_SECOND: '0' }, 'SANDBOX_RATE_PER_SECOND'],
   ])('%o -> ConfigError naming %s', (env, variable) => {
     const error = configError(env as Record<string, string>);
     expect(error.variable).toBe(variable);

@@ -19,7 +19,7 @@ beforeAll(async () => {
   smtp.rule('greylisted@example.net', { stage: 'data', responseCode: 451, message: '4.7.1 Greylisted, please retry' });
   smtp.rule('full@example.net', { stage: 'rcpt', responseCode: 452, message: '4.3.1 Insufficient system storage' });
   smtp.rule('spam@example.net', { stage: 'data', responseCode: 554, message: '5.6.0 Message content rejected' });
-  smtp.rule('slow@example.net', { stage: 'data', delayMs: 600 });
+  smtp.rule('slow@example.net', { stage: 'data', hold: true });
   smtp.rule('blocked-sender@example.com', { stage: 'mail', responseCode: 553, message: '5.7.1 Sender address rejected' });
 });
 afterAll(() => smtp.stop());
@@ -91,10 +91,23 @@ describe('SMTP adapter against a real SMTP server', () => {
   it('a timeout after DATA is outcome-unknown, and the server may still take the message', async () => {
     const m = to('slow@example.net', 'm-slow');
     const before = smtp.received.length;
-    const result = await gateway.send(m, context({ signal: AbortSignal.timeout(300) }));
-    expect(result).toMatchObject({ kind: 'failed', outcomeUnknown: true, reason: expect.stringMatching(/after DATA/) });
+    const timeout = new AbortController();
+    const sending = gateway.send(m, context({ signal: timeout.signal }));
+    await smtp.messageHeld(); // the whole message arrived; the final reply is held back
+    timeout.abort(new Error('send timeout'));
+    expect(await sending).toMatchObject({ kind: 'failed', outcomeUnknown: true, reason: expect.stringMatching(/after DATA/) });
     // The server finishes and queues it anyway: why a retry is a possible duplicate.
-    for (let i = 0; i < 200 && smtp.received.length === before; i++) await new Promise((r) => setTimeout(r, 10));
+    smtp.release();
+    for (let i = 0; i < 100 && smtp.received.length === before; i++) await new Promise((r) => setTimeout(r, 5));
     expect(smtp.received.length).toBe(before + 1);
+  });
+
+  it('a timeout before DATA is a plain retry (nothing was sent)', async () => {
+    const timeout = new AbortController();
+    timeout.abort(new Error('send timeout'));
+    expect(await gateway.send(message('m-early'), context({ signal: timeout.signal }))).toMatchObject({
+      kind: 'failed',
+      outcomeUnknown: false,
+    });
   });
 });
