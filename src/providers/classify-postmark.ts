@@ -1,4 +1,5 @@
 import type { SendResult } from './gateway.js';
+import { redactAddresses } from './provider-common.js';
 
 /**
  * Postmark's answers, classified by API ErrorCode
@@ -45,7 +46,7 @@ export function classifyPostmarkError(input: PostmarkErrorInput): SendResult {
     ...(status !== null ? { providerStatus: status } : {}),
     ...(errorCode ? { providerCode: String(errorCode) } : {}),
   };
-  const why = (text: string) => (message ? `Postmark: ${text}: ${message}` : `Postmark: ${text}`);
+  const why = (text: string) => (message ? `Postmark: ${text}: ${redactAddresses(message)}` : `Postmark: ${text}`);
 
   if (status === null) {
     return input.neverSent

@@ -1,5 +1,5 @@
 import type { SendResult } from './gateway.js';
-import { headerDelayMs, headerOf, msUntilNextUtcMidnight } from './provider-common.js';
+import { headerDelayMs, headerOf, msUntilNextUtcMidnight, redactAddresses } from './provider-common.js';
 
 /**
  * Resend's answers, classified. Error names and statuses follow
@@ -37,7 +37,7 @@ export function classifyResendError(input: ResendErrorInput, now: Date = new Dat
   const { status, message = '' } = input;
   const name = input.name ?? '';
   const detail = { ...(status !== null ? { providerStatus: status } : {}), ...(name ? { providerCode: name } : {}) };
-  const why = (text: string) => (message ? `${text}: ${message}` : text);
+  const why = (text: string) => (message ? `${text}: ${redactAddresses(message)}` : text);
 
   if (status === null) {
     // The SDK folds every thrown fetch error into `application_error` with no

@@ -1,4 +1,5 @@
 import type { SendResult } from './gateway.js';
+import { redactAddresses } from './provider-common.js';
 
 /**
  * Amazon SES v2 SendEmail errors, classified. Exception names follow the
@@ -48,7 +49,7 @@ export function classifySesError(input: SesErrorInput): SendResult {
     ...(input.status !== undefined ? { providerStatus: input.status } : {}),
     ...(name ? { providerCode: name } : {}),
   };
-  const why = (text: string) => (message ? `SES: ${text}: ${message}` : `SES: ${text}`);
+  const why = (text: string) => (message ? `SES: ${text}: ${redactAddresses(message)}` : `SES: ${text}`);
 
   if (DAILY_QUOTA.test(message)) {
     return { kind: 'paused', reason: why('daily sending quota exhausted'), resumeAfterMs: SES_DAILY_QUOTA_PAUSE_MS, ...detail };

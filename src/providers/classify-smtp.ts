@@ -1,4 +1,5 @@
 import type { SendResult } from './gateway.js';
+import { redactAddresses } from './provider-common.js';
 
 /**
  * SMTP replies and connection errors, classified. Reply codes follow RFC
@@ -40,7 +41,7 @@ export function classifySmtpError(input: SmtpErrorInput): SendResult {
     ...(responseCode ? { providerStatus: responseCode } : {}),
     providerCode: enhanced ?? code ?? 'unknown',
   };
-  const why = (text: string) => (response ? `SMTP: ${text}: ${response}` : `SMTP: ${text}`);
+  const why = (text: string) => (response ? `SMTP: ${text}: ${redactAddresses(response)}` : `SMTP: ${text}`);
   const upper = command.toUpperCase();
 
   // Authentication problems: every message would fail the same way.

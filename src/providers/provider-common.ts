@@ -75,3 +75,14 @@ export function headerOf(headers: Record<string, string> | null | undefined, nam
   for (const [key, value] of Object.entries(headers)) if (key.toLowerCase() === wanted) return value;
   return undefined;
 }
+
+/**
+ * Provider error texts often quote the address ("Found inactive addresses:
+ * a@b.com", "550 5.1.1 <a@b.com>: Recipient address rejected"). Reasons
+ * end up in logs and in the attempts table, where no address may appear, so
+ * every address-looking token is replaced.
+ */
+export function redactAddresses(text: string): string {
+  // A sentence's full stop after an address is kept.
+  return text.replace(/[^\s<>"'(),;:[\]]+@[^\s<>"'(),;:[\]]+/g, (match) => (match.endsWith('.') ? '<address>.' : '<address>'));
+}
