@@ -9,6 +9,8 @@ export interface BenchChild {
   ready: Promise<void>;
   /** Resolves with the count printed on `DONE <n>`. */
   done: Promise<number>;
+  /** Tell the process to start working (it waits for this after READY). */
+  go(): void;
   stop(): void;
 }
 
@@ -16,7 +18,7 @@ export interface BenchChild {
 export function startChild(script: string, env: Record<string, string>): BenchChild {
   const child = spawn(process.execPath, [path.join(here, `${script}.js`)], {
     env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    stdio: ['pipe', 'pipe', 'pipe'],
   });
   let out = '';
   let err = '';
@@ -38,6 +40,7 @@ export function startChild(script: string, env: Record<string, string>): BenchCh
     process: child,
     ready: Promise.race([ready, done.then(() => {})]),
     done,
+    go: () => child.stdin!.write('GO\n'),
     stop: () => child.kill('SIGTERM'),
   };
 }

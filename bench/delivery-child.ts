@@ -3,7 +3,8 @@
  * instant SandboxGateway against DATABASE_URL / LEASEHOLD_SCHEMA.
  *
  *   BENCH_BATCH, BENCH_CONCURRENCY   worker settings (default 50 / 50)
- *   BENCH_START_AT                   epoch ms to start at (so processes start together)
+ *   (stdin)                          the process starts working when a line `GO` arrives,
+ *                                    so several processes start together
  *   BENCH_MODE=drain                 loop runOnce() until nothing is left, then exit
  *   BENCH_MODE=run                   start() and run until SIGTERM (drains, then exits)
  *
@@ -23,7 +24,6 @@ if (!url || !schema) {
 const batchSize = Number(process.env.BENCH_BATCH ?? 50);
 const concurrency = Number(process.env.BENCH_CONCURRENCY ?? batchSize);
 const mode = process.env.BENCH_MODE ?? 'drain';
-const startAt = Number(process.env.BENCH_START_AT ?? 0);
 
 const pool = createPool({ connectionString: url, max: 4, applicationName: 'leasehold-bench-delivery' });
 const gateway = new SandboxGateway({ latencyMs: 0 });
@@ -31,8 +31,14 @@ const worker = new DeliveryWorker({ pool, schema, gateway, batchSize, concurrenc
 await pool.query('SELECT 1');
 process.stdout.write('READY\n');
 
-const wait = startAt - Date.now();
-if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+await new Promise<void>((resolve) => {
+  let input = '';
+  process.stdin.on('data', (d: Buffer) => {
+    input += d.toString();
+    if (input.includes('GO\n')) resolve();
+  });
+});
+process.stdin.pause();
 
 if (mode === 'drain') {
   for (;;) {

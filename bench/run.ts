@@ -11,13 +11,15 @@ import { fileURLToPath } from 'node:url';
 import type { Benchmark, BenchResult } from './common.js';
 import { targetMet } from './common.js';
 import { openBenchDatabase } from './database.js';
+import { deliveryLatency } from './delivery-latency.js';
+import { deliveryLimiter } from './delivery-limiter.js';
 import { deliveryThroughput } from './delivery-throughput.js';
 import { expiryLateness } from './expiry-lateness.js';
 import { expiryThroughput } from './expiry-throughput.js';
 
 process.env.LOG_LEVEL ??= 'silent';
 
-const benchmarks: Benchmark[] = [expiryThroughput, expiryLateness, deliveryThroughput];
+const benchmarks: Benchmark[] = [expiryThroughput, expiryLateness, deliveryThroughput, deliveryLimiter, deliveryLatency];
 
 // dist/bench/run.js -> repository root
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
