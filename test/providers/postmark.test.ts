@@ -91,11 +91,11 @@ describe('Postmark adapter against a local Postmark API', () => {
     });
   });
 
-  it('ErrorCode 406 (inactive recipient) is rejected', async () => {
-    expect(await gateway.send(message(`p${n}`, { to: 'bounced@example.net' }), context())).toMatchObject({
-      kind: 'rejected',
-      providerCode: '406',
-    });
+  it('ErrorCode 406 (inactive recipient) is rejected, without the address in the reason', async () => {
+    const result = await gateway.send(message(`p${n}`, { to: 'bounced@example.net' }), context());
+    expect(result).toMatchObject({ kind: 'rejected', providerCode: '406' });
+    expect(result.kind === 'rejected' && result.reason).toMatch(/inactive/);
+    expect(result.kind === 'rejected' && result.reason).not.toMatch(/@/);
   });
 
   it('ErrorCode 10 (bad token, HTTP 401) pauses delivery', async () => {
