@@ -54,6 +54,10 @@ export function classifySesError(input: SesErrorInput): SendResult {
   if (DAILY_QUOTA.test(message)) {
     return { kind: 'paused', reason: why('daily sending quota exhausted'), resumeAfterMs: SES_DAILY_QUOTA_PAUSE_MS, ...detail };
   }
+  // The quota messages decide whatever exception name carries them.
+  if (/maximum sending rate exceeded/i.test(message)) {
+    return { kind: 'rate-limited', retryAfterMs: SES_RATE_RETRY_MS, reason: why('sending rate exceeded'), ...detail };
+  }
   switch (name) {
     case 'TooManyRequestsException':
     case 'ThrottlingException':

@@ -14,6 +14,7 @@ describe('SES v2 classification table', () => {
   it('"Maximum sending rate exceeded" is rate-limited whatever the exception name', () => {
     expect(classifySesError({ name: 'ThrottlingException', message: 'Maximum sending rate exceeded.', status: 400 }).kind).toBe('rate-limited');
     expect(classifySesError({ name: 'Throttling', message: 'Maximum sending rate exceeded.', status: 400 }).kind).toBe('rate-limited');
+    expect(classifySesError({ name: 'LimitExceededException', message: 'Maximum sending rate exceeded.', status: 400 }).kind).toBe('rate-limited');
   });
 
   it('"Daily message quota exceeded" pauses delivery and lifts itself after the probe interval', () => {
