@@ -28,6 +28,9 @@ export interface SmtpErrorInput {
 export const SMTP_CONNECTION_PAUSE_MS = 30_000;
 
 const CONNECT_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
+/** 530 auth required, 534 mechanism too weak, 535 credentials invalid (RFC 4954). */
+const AUTH_REPLIES = new Set([530, 534, 535]);
+const AUTH_STATUSES = new Set(['5.7.0', '5.7.8']);
 
 function enhancedStatus(response: string | undefined): string | undefined {
   return response?.match(/^\d{3}[ -](\d\.\d{1,3}\.\d{1,3})\b/)?.[1];
@@ -45,7 +48,9 @@ export function classifySmtpError(input: SmtpErrorInput): SendResult {
   const upper = command.toUpperCase();
 
   // Authentication problems: every message would fail the same way.
-  if (code === 'EAUTH' || code === 'ENOAUTH' || responseCode === 535 || responseCode === 534 || responseCode === 530 || enhanced === '5.7.8' || enhanced === '5.7.0') {
+  const authProblem =
+    code === 'EAUTH' || code === 'ENOAUTH' || AUTH_REPLIES.has(responseCode ?? 0) || AUTH_STATUSES.has(enhanced ?? '');
+  if (authProblem) {
     return { kind: 'paused', reason: why('authentication failed (check SMTP_URL credentials)'), ...detail };
   }
 
@@ -71,7 +76,9 @@ export function classifySmtpError(input: SmtpErrorInput): SendResult {
 
   // No reply code: the connection itself.
   const system = input.originalCode ?? code;
-  if (!input.dataStarted && (CONNECT_CODES.has(system ?? '') || (upper === 'CONN' && code === 'ECONNECTION') || code === 'EDNS' || code === 'ETLS')) {
+  const unreachable =
+    CONNECT_CODES.has(system ?? '') || (upper === 'CONN' && code === 'ECONNECTION') || code === 'EDNS' || code === 'ETLS';
+  if (!input.dataStarted && unreachable) {
     return {
       kind: 'paused',
       reason: why(`cannot reach the SMTP server (${system ?? code})`),
@@ -84,7 +91,9 @@ export function classifySmtpError(input: SmtpErrorInput): SendResult {
     // connection dropped or the timeout fired.
     return {
       kind: 'failed',
-      reason: input.aborted ? 'SMTP: send timed out after DATA (the message may have been accepted)' : why(`no final reply after DATA (${code ?? 'error'})`),
+      reason: input.aborted
+        ? 'SMTP: send timed out after DATA (the message may have been accepted)'
+        : why(`no final reply after DATA (${code ?? 'error'})`),
       outcomeUnknown: true,
       ...detail,
     };
