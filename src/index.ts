@@ -24,3 +24,20 @@ export { ManualClock, databaseClock, type Clock } from './runtime/clock.js';
 export { Faults, type FaultPoint, type FaultHook } from './runtime/faults.js';
 export { createLogger, type Logger } from './observability/logger.js';
 export { createMetrics, type Metrics } from './observability/metrics.js';
+export { DeliveryWorker, type DeliveryWorkerOptions, type DeliveryRun } from './delivery/worker.js';
+export {
+  deliveryPause,
+  deliveryResume,
+  deliveryControlGet,
+  rateLimiterGet,
+  rateLimiterSet,
+  type DeliveryControl,
+  type RateLimitPolicy,
+} from './delivery/control.js';
+export { IntentState, type Intent, type Attempt } from './outbox/states.js';
+export { intentsGet, intentsList, attemptsList } from './outbox/read.js';
+export { replayIntent } from './outbox/replay.js';
+export type { EmailGateway, EmailMessage, SendContext, SendResult } from './providers/gateway.js';
+export { SandboxGateway, type SandboxOptions } from './providers/sandbox.js';
+export { createGateway } from './providers/registry.js';
+export { buildApp, startApiServer, type ApiOptions } from './server/app.js';

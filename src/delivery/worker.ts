@@ -165,7 +165,7 @@ export class DeliveryWorker {
 
     const results = await Promise.all(leased.map((intent) => this.attempt(intent, token)));
     const recorded = await intentsRecord(pool, this.schema, results, { maxAttempts: this.maxAttempts, now: this.clock.now() });
-    await this.afterRecord(results, recorded);
+    await this.afterRecord(results, recorded, new Map(leased.map((i) => [i.id, i.reservation_id])));
 
     const outcomes: DeliveryRun['outcomes'] = {};
     for (const r of results) outcomes[r.outcome] = (outcomes[r.outcome] ?? 0) + 1;
@@ -228,13 +228,13 @@ export class DeliveryWorker {
   }
 
   /** Fleet-wide side effects, metrics and one log event per transition. */
-  private async afterRecord(results: AttemptResult[], recorded: RecordedResult[]): Promise<void> {
+  private async afterRecord(results: AttemptResult[], recorded: RecordedResult[], holdIds: Map<string, string>): Promise<void> {
     const { pool, metrics } = this.options;
     const byId = new Map(recorded.map((r) => [r.id, r]));
     let cooldownMs = 0;
     for (const result of results) {
       const row = byId.get(result.id);
-      const ids = { intentId: result.id, attempt: result.attempt };
+      const ids = { holdId: holdIds.get(result.id), intentId: result.id, attempt: result.attempt };
       metrics?.sends.inc({ outcome: result.outcome });
       if (result.outcomeUnknown) metrics?.outcomeUnknown.inc();
       // Fleet-wide consequences hold whether or not this lease was still ours.

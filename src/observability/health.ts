@@ -74,7 +74,7 @@ export function judgeHealth(stats: LaneStats, promises: HealthOptions['promises'
 export async function checkHealth(options: HealthOptions): Promise<HealthReport> {
   let stats: LaneStats;
   try {
-    stats = await withTimeout(laneStats(options.db, options.schema), options.timeoutMs ?? 3000);
+    stats = await withTimeout(laneStats(options.db, options.schema, { byState: false }), options.timeoutMs ?? 3000);
   } catch (error) {
     return {
       status: 'unavailable',

@@ -34,7 +34,12 @@ export interface LaneStats {
   limiter: RateLimitState | undefined;
 }
 
-export async function outboxStats(db: Queryable, schema: string): Promise<DeliveryLaneStats> {
+/**
+ * `byState` counts every intent by state, which reads the whole outbox (an
+ * index-only scan, but still proportional to history): status and metrics
+ * want it; health, which may be polled every few seconds, skips it.
+ */
+export async function outboxStats(db: Queryable, schema: string, options: { byState?: boolean } = {}): Promise<DeliveryLaneStats> {
   const s = ident(schema);
   // Pending numbers come through the partial index on created_at; the
   // per-state counts use the (state, created_at, id) index.
@@ -43,7 +48,9 @@ export async function outboxStats(db: Queryable, schema: string): Promise<Delive
       `SELECT count(*)::int AS backlog, extract(epoch FROM now() - min(created_at))::float8 AS age
          FROM ${s}.email_outbox WHERE state = 'pending'`,
     ),
-    db.query<{ state: IntentState; n: number }>(`SELECT state, count(*)::int AS n FROM ${s}.email_outbox GROUP BY state`),
+    options.byState === false
+      ? { rows: [] as Array<{ state: IntentState; n: number }> }
+      : db.query<{ state: IntentState; n: number }>(`SELECT state, count(*)::int AS n FROM ${s}.email_outbox GROUP BY state`),
   ]);
   const intentsByState = Object.fromEntries(Object.values(IntentState).map((state) => [state, 0])) as Record<IntentState, number>;
   for (const row of states.rows) intentsByState[row.state] = row.n;
@@ -56,10 +63,10 @@ export async function outboxStats(db: Queryable, schema: string): Promise<Delive
 }
 
 /** Everything `status`, health and metrics need, in one round of queries. */
-export async function laneStats(db: Queryable, schema: string): Promise<LaneStats> {
+export async function laneStats(db: Queryable, schema: string, options: { byState?: boolean } = {}): Promise<LaneStats> {
   const [due, delivery, control, limiter] = await Promise.all([
     holdsOldestDueAge(db, schema, null),
-    outboxStats(db, schema),
+    outboxStats(db, schema, options),
     deliveryControlGet(db, schema),
     rateLimiterGet(db, schema),
   ]);
