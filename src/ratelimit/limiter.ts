@@ -45,14 +45,14 @@ export async function limiterTake(db: Queryable, schema: string, want: number): 
        -- Evaluated after the row lock is granted; never earlier than the
        -- last refill, so waiting on the lock cannot mint permits twice.
        SELECT l.name, l.per_second, l.burst, l.tokens, l.refilled_at, l.cooldown_until,
-              greatest(l.refilled_at, clock_timestamp()) AS t
+              greatest(l.refilled_at, clock_timestamp()) AS t, clock_timestamp() AS wall
          FROM ${s}.rate_limiter l
         WHERE l.name = $1
           FOR UPDATE
      ), bucket AS (
        SELECT cur.*,
               least(cur.burst::float8, cur.tokens + cur.per_second * extract(epoch FROM cur.t - cur.refilled_at)) AS avail,
-              coalesce(cur.cooldown_until > cur.t, false) AS cooling,
+              coalesce(cur.cooldown_until > cur.wall, false) AS cooling,
               ctl.paused, ctl.reason
          FROM cur, ctl
      ), decision AS (
@@ -67,7 +67,7 @@ export async function limiterTake(db: Queryable, schema: string, want: number): 
         RETURNING l.tokens
      )
      SELECT d.granted, d.paused, d.reason, d.cooling, d.per_second, d.burst,
-            (extract(epoch FROM d.cooldown_until - d.t) * 1000)::float8 AS cooldown_ms,
+            (extract(epoch FROM d.cooldown_until - d.wall) * 1000)::float8 AS cooldown_ms,
             upd.tokens AS left
        FROM decision d, upd`,
     [LIMITER_NAME, want],
