@@ -4,7 +4,7 @@ import { silentLogger } from '../src/observability/logger.js';
 import type { Benchmark, BenchResult } from './common.js';
 import { median, round } from './common.js';
 import type { BenchDatabase, BenchSchema } from './database.js';
-import { seedHolds } from './seed.js';
+import { seedHistory, seedHolds } from './seed.js';
 
 /**
  * Holds expired per second (each with its intent) by ExpiryWorker, looping
@@ -14,11 +14,14 @@ import { seedHolds } from './seed.js';
  * hits both sides alike; the median of each side is reported.
  */
 const HOLDS = Number(process.env.BENCH_EXPIRY_HOLDS ?? 100_000);
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
+/** Terminal holds already in the table (a deployment's history); 0 by default. */
+const HISTORY = Number(process.env.BENCH_EXPIRY_HISTORY ?? 0);
 const BATCH = process.env.BENCH_EXPIRY_BATCH ? Number(process.env.BENCH_EXPIRY_BATCH) : undefined;
 
 async function prepare(db: BenchDatabase, label: string): Promise<BenchSchema> {
   const target = await db.freshSchema(label);
+  await seedHistory(target.pool, target.schema, HISTORY);
   await seedHolds(target.pool, target.schema, HOLDS, { firstDueMs: -3_600_000, spacingMs: 1 });
   // Start each timed run with no dirty buffers left by seeding.
   await target.pool.query('CHECKPOINT').catch(() => {});
@@ -88,7 +91,7 @@ async function rawRound(db: BenchDatabase): Promise<{ perSecond: number }> {
 
 export const expiryThroughput: Benchmark = {
   name: 'expiry-throughput',
-  description: `ExpiryWorker vs one raw statement, ${HOLDS} backdated holds`,
+  description: `ExpiryWorker vs one raw statement, ${HOLDS} backdated holds${HISTORY ? ` (+${HISTORY} terminal)` : ''}`,
   async run(db): Promise<BenchResult> {
     const worker: number[] = [];
     const raw: number[] = [];
@@ -118,6 +121,7 @@ export const expiryThroughput: Benchmark = {
       ],
       details: {
         holds: HOLDS,
+        history: HISTORY,
         batchSize: BATCH ?? 500,
         batches,
         rounds: ROUNDS,

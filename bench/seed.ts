@@ -48,3 +48,18 @@ export async function seedPendingIntents(pool: pg.Pool, schema: string, count: n
   await pool.query(`VACUUM ANALYZE ${s}.email_outbox`);
   await pool.query(`VACUUM ANALYZE ${s}.email_attempts`);
 }
+
+/**
+ * Seed `count` confirmed (terminal) holds: the history a long-running
+ * deployment accumulates, which hot-path statements must not scan.
+ */
+export async function seedHistory(pool: pg.Pool, schema: string, count: number): Promise<void> {
+  if (count <= 0) return;
+  await pool.query(
+    `INSERT INTO ${ident(schema)}.support_reservations (id, customer_email, status, expires_at, created_at, confirmed_at, request_hash)
+     SELECT 'old' || g, 'customer' || g || '@example.com', 'confirmed',
+            now() - interval '2 days', now() - interval '3 days', now() - interval '2 days', 'seeded'
+       FROM generate_series(1, $1::int) AS g`,
+    [count],
+  );
+}
