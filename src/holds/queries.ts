@@ -130,8 +130,13 @@ export async function holdsExpireDue(db: Queryable, schema: string, limit: numbe
        ON CONFLICT (id) DO NOTHING
        RETURNING id, reservation_id
      )
-     SELECT e.id, i.id AS intent_id, e.expires_at, e.expired_at
-       FROM expired e LEFT JOIN intents i ON i.reservation_id = e.id`,
+     -- IN, not a join with intents: the planner estimates both CTEs at one
+     -- row and nested-loops them (250,000 comparisons a batch, 20 of 33 ms
+     -- at 1M rows in the table); an uncorrelated IN is a hashed subplan.
+     SELECT e.id,
+            CASE WHEN e.id IN (SELECT i.reservation_id FROM intents i) THEN 'reservation-expired:' || e.id END AS intent_id,
+            e.expires_at, e.expired_at
+       FROM expired e`,
     [limit, now],
   );
   return rows;
