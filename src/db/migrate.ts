@@ -1,23 +1,8 @@
 import { readdir, readFile } from 'node:fs/promises';
-import { fileURLToPath } from 'node:url';
 import path from 'node:path';
 import type pg from 'pg';
+import { packageRoot } from '../runtime/package-root.js';
 import { ident } from './pool.js';
-
-/** migrations/ at the package root, found from both src/ and dist/src/. */
-async function migrationsDir(): Promise<string> {
-  let dir = path.dirname(fileURLToPath(import.meta.url));
-  for (let i = 0; i < 5; i++) {
-    const candidate = path.join(dir, 'migrations');
-    try {
-      await readdir(candidate);
-      return candidate;
-    } catch {
-      dir = path.dirname(dir);
-    }
-  }
-  throw new Error('leasehold: migrations/ directory not found beside the package');
-}
 
 export interface Migration {
   id: number;
@@ -26,7 +11,7 @@ export interface Migration {
 }
 
 export async function loadMigrations(): Promise<Migration[]> {
-  const dir = await migrationsDir();
+  const dir = path.join(packageRoot(), 'migrations');
   const files = (await readdir(dir)).filter((f) => /^\d{4}_[a-z0-9_]+\.sql$/.test(f)).sort();
   return Promise.all(
     files.map(async (file) => ({

@@ -12,6 +12,8 @@ import { deliveryRoutes } from './routes/delivery.js';
 import { holdRoutes } from './routes/holds.js';
 import { intentRoutes } from './routes/intents.js';
 import { opsRoutes } from './routes/ops.js';
+import { dashboardRoutes } from './routes/dashboard.js';
+import { statusRoutes } from './routes/status.js';
 
 export interface ApiOptions {
   pool: pg.Pool;
@@ -76,6 +78,7 @@ export function buildApp(options: ApiOptions): FastifyInstance {
   const ctx: ApiContext = { pool: options.pool, schema: options.schema, config: options.config, logger, metrics: options.metrics };
   const databaseMetrics = createDatabaseMetrics({ db: options.pool, schema: options.schema, promises: options.config });
   opsRoutes(app, ctx, [options.metrics.registry, databaseMetrics]);
+  dashboardRoutes(app);
 
   const authenticate = bearerAuth(options.apiToken);
   void app.register(
@@ -84,6 +87,7 @@ export function buildApp(options: ApiOptions): FastifyInstance {
       holdRoutes(v1, ctx);
       intentRoutes(v1, ctx);
       deliveryRoutes(v1, ctx);
+      statusRoutes(v1, ctx);
     },
     { prefix: '/v1' },
   );

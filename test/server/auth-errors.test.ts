@@ -19,6 +19,8 @@ const V1_ROUTES: Array<[string, string]> = [
   ['POST', '/v1/delivery/resume'],
   ['GET', '/v1/rate-limit'],
   ['PUT', '/v1/rate-limit'],
+  ['GET', '/v1/delivery'],
+  ['GET', '/v1/status'],
 ];
 
 describe('bearer token on /v1', () => {

@@ -1,17 +1,7 @@
 import type { Command } from 'commander';
-import type { Config } from '../../config.js';
-import { judgeHealth } from '../../observability/health.js';
-import { attemptOutcomes, laneStats, type LaneStats } from '../../observability/stats.js';
+import { readStatus, type StatusReport } from '../../observability/status.js';
 import type { ContextFactory } from '../main.js';
 import { counts, iso, seconds, table } from './format.js';
-
-export interface StatusReport {
-  stats: LaneStats;
-  sendsLastMinute: Record<string, number>;
-  sendsLastHour: Record<string, number>;
-  promises: { expiryPromiseS: number; emailPromiseS: number };
-  healthy: boolean;
-}
 
 const against = (age: number, promise: number) =>
   `${seconds(age)}  (promise ${seconds(promise)}: ${age <= promise ? 'kept' : 'BROKEN'})`;
@@ -44,16 +34,6 @@ export function formatStatus(r: StatusReport): string[] {
     ]),
     `overall: ${r.healthy ? 'ok' : 'NOT OK'}`,
   ];
-}
-
-export async function readStatus(db: Parameters<typeof laneStats>[0], schema: string, config: Config): Promise<StatusReport> {
-  const [stats, sendsLastMinute, sendsLastHour] = await Promise.all([
-    laneStats(db, schema),
-    attemptOutcomes(db, schema, 60),
-    attemptOutcomes(db, schema, 3600),
-  ]);
-  const promises = { expiryPromiseS: config.expiryPromiseS, emailPromiseS: config.emailPromiseS };
-  return { stats, sendsLastMinute, sendsLastHour, promises, healthy: judgeHealth(stats, promises).status === 'ok' };
 }
 
 export function registerStatus(program: Command, context: ContextFactory): void {

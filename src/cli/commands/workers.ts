@@ -37,7 +37,7 @@ async function runLanes(ctx: CommandContext, lanes: Lanes): Promise<void> {
       const server = await startApiServer({ pool: db.pool, schema: db.schema, config, logger, metrics, apiToken: token, port: config.port });
       stops.push(() => server.close());
       if (generated) ctx.out(`API token (generated for this run; set LEASEHOLD_API_TOKEN to keep one): ${token}`);
-      ctx.out(`leasehold API listening on ${server.url}`);
+      ctx.out(`leasehold API listening on ${server.url} (dashboard: ${server.url}/)`);
     }
     let delivery: DeliveryWorker | undefined;
     if (lanes.delivery && gateway) {

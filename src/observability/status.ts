@@ -1,0 +1,27 @@
+import type { Config } from '../config.js';
+import type { Queryable } from '../db/pool.js';
+import { judgeHealth } from './health.js';
+import { attemptOutcomes, laneStats, type LaneStats } from './stats.js';
+
+/** Both lanes at a glance: what `leasehold status`, `GET /v1/status` and the dashboard show. */
+export interface StatusReport {
+  stats: LaneStats;
+  sendsLastMinute: Record<string, number>;
+  sendsLastHour: Record<string, number>;
+  promises: { expiryPromiseS: number; emailPromiseS: number };
+  healthy: boolean;
+}
+
+export async function readStatus(
+  db: Queryable,
+  schema: string,
+  config: Pick<Config, 'expiryPromiseS' | 'emailPromiseS'>,
+): Promise<StatusReport> {
+  const [stats, sendsLastMinute, sendsLastHour] = await Promise.all([
+    laneStats(db, schema),
+    attemptOutcomes(db, schema, 60),
+    attemptOutcomes(db, schema, 3600),
+  ]);
+  const promises = { expiryPromiseS: config.expiryPromiseS, emailPromiseS: config.emailPromiseS };
+  return { stats, sendsLastMinute, sendsLastHour, promises, healthy: judgeHealth(stats, promises).status === 'ok' };
+}
