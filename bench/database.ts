@@ -19,6 +19,8 @@ export interface BenchDatabase {
   /** e.g. "17.5" */
   serverVersion: string;
   freshSchema(label: string, poolSize?: number): Promise<BenchSchema>;
+  /** CHECKPOINT (best effort: needs superuser or pg_checkpoint on an external server). */
+  checkpoint(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -69,6 +71,9 @@ export async function openBenchDatabase(): Promise<BenchDatabase> {
           await pool.end();
         },
       };
+    },
+    async checkpoint() {
+      await admin.query('CHECKPOINT').catch(() => {});
     },
     async close() {
       await admin.end().catch(() => {});

@@ -31,21 +31,36 @@ interface Lateness {
   committedP50: number;
   committedP99: number;
   committedMax: number;
+  slowestRunMs: number;
+  longestGapMs: number;
 }
 
 /** Run the worker, recording when each expiration became visible to the client. */
-function instrumentedWorker(pool: pg.Pool, schema: string): { worker: ExpiryWorker; committedLateness: number[] } {
+interface Instrumented {
+  worker: ExpiryWorker;
+  committedLateness: number[];
+  /** Longest single runOnce (transaction) and longest gap between runs, ms. */
+  slowestRunMs: number;
+  longestGapMs: number;
+}
+
+function instrumentedWorker(pool: pg.Pool, schema: string): Instrumented {
   const worker = new ExpiryWorker({ pool, schema, logger: silentLogger });
-  const committedLateness: number[] = [];
+  const result: Instrumented = { worker, committedLateness: [], slowestRunMs: 0, longestGapMs: 0 };
   const runOnce = worker.runOnce.bind(worker);
+  let lastEnd: number | undefined;
   // tick() calls this.runOnce(), so wrapping the instance method sees every batch.
   worker.runOnce = async () => {
+    const started = Date.now();
+    if (lastEnd !== undefined) result.longestGapMs = Math.max(result.longestGapMs, started - lastEnd);
     const run = await runOnce();
     const now = Date.now();
-    for (const hold of run.expired) committedLateness.push(now - hold.expires_at.getTime());
+    lastEnd = now;
+    result.slowestRunMs = Math.max(result.slowestRunMs, now - started);
+    for (const hold of run.expired) result.committedLateness.push(now - hold.expires_at.getTime());
     return run;
   };
-  return { worker, committedLateness };
+  return result;
 }
 
 async function waitUntilDrained(pool: pg.Pool, schema: string, expected: number, deadline: number): Promise<void> {
@@ -59,7 +74,8 @@ async function waitUntilDrained(pool: pg.Pool, schema: string, expected: number,
   throw new Error(`expiry lateness: not all ${expected} holds expired before the deadline`);
 }
 
-async function databaseLateness(pool: pg.Pool, schema: string, committed: number[]): Promise<Lateness> {
+async function databaseLateness(pool: pg.Pool, schema: string, instrumented: Instrumented): Promise<Lateness> {
+  const committed = instrumented.committedLateness;
   const { rows } = await pool.query<{ n: number; p50: number; p99: number; max: number }>(
     `SELECT count(*)::int AS n,
             percentile_cont(0.5) WITHIN GROUP (ORDER BY ms) AS p50,
@@ -77,6 +93,8 @@ async function databaseLateness(pool: pg.Pool, schema: string, committed: number
     committedP50: round(percentile(committed, 50)),
     committedP99: round(percentile(committed, 99)),
     committedMax: round(Math.max(...committed)),
+    slowestRunMs: instrumented.slowestRunMs,
+    longestGapMs: instrumented.longestGapMs,
   };
 }
 
@@ -85,14 +103,15 @@ async function seeded(db: BenchDatabase): Promise<Lateness> {
   try {
     const total = RATE * SECONDS;
     await seedHolds(target.pool, target.schema, total, { firstDueMs: LEAD_MS, spacingMs: 1000 / RATE });
-    const { worker, committedLateness } = instrumentedWorker(target.pool, target.schema);
-    worker.start();
+    await target.pool.query('CHECKPOINT').catch(() => {});
+    const instrumented = instrumentedWorker(target.pool, target.schema);
+    instrumented.worker.start();
     try {
       await waitUntilDrained(target.pool, target.schema, total, Date.now() + LEAD_MS + SECONDS * 1000 + 30_000);
     } finally {
-      await worker.stop();
+      await instrumented.worker.stop();
     }
-    return await databaseLateness(target.pool, target.schema, committedLateness);
+    return await databaseLateness(target.pool, target.schema, instrumented);
   } finally {
     await target.drop();
   }
@@ -101,7 +120,9 @@ async function seeded(db: BenchDatabase): Promise<Lateness> {
 async function live(db: BenchDatabase): Promise<Lateness> {
   const target = await db.freshSchema('expiry_lateness_live', 12);
   try {
-    const { worker, committedLateness } = instrumentedWorker(target.pool, target.schema);
+    await target.pool.query('CHECKPOINT').catch(() => {});
+    const instrumented = instrumentedWorker(target.pool, target.schema);
+    const worker = instrumented.worker;
     worker.start();
     const total = RATE * LIVE_SECONDS;
     let created = 0;
@@ -121,7 +142,7 @@ async function live(db: BenchDatabase): Promise<Lateness> {
     } finally {
       await worker.stop();
     }
-    return await databaseLateness(target.pool, target.schema, committedLateness);
+    return await databaseLateness(target.pool, target.schema, instrumented);
   } finally {
     await target.drop();
   }
@@ -138,6 +159,7 @@ export const expiryLateness: Benchmark = {
       { name: 'seeded: lateness p99', value: a.p99, unit: 'ms', target: '<= 100' },
       { name: 'seeded: lateness max', value: a.max, unit: 'ms' },
       { name: 'seeded: visible (after commit) p99', value: a.committedP99, unit: 'ms' },
+      { name: 'seeded: slowest run / longest gap', value: a.slowestRunMs, unit: `ms / ${a.longestGapMs} ms` },
     ];
     if (b) {
       figures.push(
@@ -145,6 +167,7 @@ export const expiryLateness: Benchmark = {
         { name: 'live: lateness p99', value: b.p99, unit: 'ms', target: '<= 100' },
         { name: 'live: lateness max', value: b.max, unit: 'ms' },
         { name: 'live: visible (after commit) p99', value: b.committedP99, unit: 'ms' },
+        { name: 'live: slowest run / longest gap', value: b.slowestRunMs, unit: `ms / ${b.longestGapMs} ms` },
       );
     }
     return { figures, details: { rate: RATE, seconds: SECONDS, liveSeconds: LIVE_SECONDS, seeded: a, live: b } };

@@ -17,12 +17,18 @@ const HOLDS = Number(process.env.BENCH_EXPIRY_HOLDS ?? 100_000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 /** Terminal holds already in the table (a deployment's history); 0 by default. */
 const HISTORY = Number(process.env.BENCH_EXPIRY_HISTORY ?? 0);
+/**
+ * BENCH_EXPIRY_STALE_STATS=1: statistics taken before the due holds arrived
+ * (a backlog that built up since the last autoanalyze), the case where the
+ * planner's choices for the expiry statement matter most.
+ */
+const STALE_STATS = process.env.BENCH_EXPIRY_STALE_STATS === '1';
 const BATCH = process.env.BENCH_EXPIRY_BATCH ? Number(process.env.BENCH_EXPIRY_BATCH) : undefined;
 
 async function prepare(db: BenchDatabase, label: string): Promise<BenchSchema> {
   const target = await db.freshSchema(label);
   await seedHistory(target.pool, target.schema, HISTORY);
-  await seedHolds(target.pool, target.schema, HOLDS, { firstDueMs: -3_600_000, spacingMs: 1 });
+  await seedHolds(target.pool, target.schema, HOLDS, { firstDueMs: -3_600_000, spacingMs: 1, analyze: !STALE_STATS });
   // Start each timed run with no dirty buffers left by seeding.
   await target.pool.query('CHECKPOINT').catch(() => {});
   return target;
@@ -91,7 +97,7 @@ async function rawRound(db: BenchDatabase): Promise<{ perSecond: number }> {
 
 export const expiryThroughput: Benchmark = {
   name: 'expiry-throughput',
-  description: `ExpiryWorker vs one raw statement, ${HOLDS} backdated holds${HISTORY ? ` (+${HISTORY} terminal)` : ''}`,
+  description: `ExpiryWorker vs one raw statement, ${HOLDS} backdated holds${HISTORY ? ` (+${HISTORY} terminal)` : ''}${STALE_STATS ? ', stale statistics' : ''}`,
   async run(db): Promise<BenchResult> {
     const worker: number[] = [];
     const raw: number[] = [];
@@ -122,6 +128,7 @@ export const expiryThroughput: Benchmark = {
       details: {
         holds: HOLDS,
         history: HISTORY,
+        staleStatistics: STALE_STATS,
         batchSize: BATCH ?? 500,
         batches,
         rounds: ROUNDS,

@@ -39,6 +39,8 @@ async function main(): Promise<number> {
   try {
     for (const bench of selected) {
       process.stdout.write(`> ${bench.name}: ${bench.description}\n`);
+      // Start each benchmark without the previous one's dirty buffers to write.
+      await db.checkpoint();
       const started = Date.now();
       try {
         const result = await bench.run(db);

@@ -11,7 +11,7 @@ export async function seedHolds(
   pool: pg.Pool,
   schema: string,
   count: number,
-  options: { firstDueMs: number; spacingMs: number; prefix?: string },
+  options: { firstDueMs: number; spacingMs: number; prefix?: string; analyze?: boolean },
 ): Promise<void> {
   const s = ident(schema);
   await pool.query(
@@ -22,6 +22,7 @@ export async function seedHolds(
        FROM generate_series(1, $1::int) AS g`,
     [count, options.firstDueMs, options.spacingMs, options.prefix ?? 'h'],
   );
+  if (options.analyze === false) return;
   await pool.query(`VACUUM ANALYZE ${s}.support_reservations`);
   await pool.query(`VACUUM ANALYZE ${s}.email_outbox`);
 }
@@ -62,4 +63,5 @@ export async function seedHistory(pool: pg.Pool, schema: string, count: number):
        FROM generate_series(1, $1::int) AS g`,
     [count],
   );
+  await pool.query(`VACUUM ANALYZE ${ident(schema)}.support_reservations`);
 }
