@@ -39,7 +39,7 @@ interface Lateness {
 interface Instrumented {
   worker: ExpiryWorker;
   committedLateness: number[];
-  /** Longest single runOnce (transaction) and longest gap between runs, ms. */
+  /** Longest single runOnce (transaction), and longest wait after a run that expired holds, ms. */
   slowestRunMs: number;
   longestGapMs: number;
 }
@@ -55,7 +55,8 @@ function instrumentedWorker(pool: pg.Pool, schema: string): Instrumented {
     if (lastEnd !== undefined) result.longestGapMs = Math.max(result.longestGapMs, started - lastEnd);
     const run = await runOnce();
     const now = Date.now();
-    lastEnd = now;
+    // Gaps after productive runs only: idle sleeps before the first hold and after the last are expected.
+    lastEnd = run.expired.length > 0 ? now : undefined;
     result.slowestRunMs = Math.max(result.slowestRunMs, now - started);
     for (const hold of run.expired) result.committedLateness.push(now - hold.expires_at.getTime());
     return run;
