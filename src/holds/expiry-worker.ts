@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import { notifyIntents } from '../db/listener.js';
+import { intentsChannel } from '../db/listener.js';
 import { withTransaction } from '../db/pool.js';
 import type { Clock } from '../runtime/clock.js';
 import { databaseClock } from '../runtime/clock.js';
@@ -79,12 +79,10 @@ export class ExpiryWorker {
     const started = process.hrtime.bigint();
     const now = this.clock.now();
     const expired = await withTransaction(this.options.pool, async (client) => {
-      const rows = await holdsExpireDue(client, this.schema, this.batchSize, now);
-      if (rows.length > 0) {
-        // Delivered at commit (never for a rolled-back batch): wakes delivery workers.
-        await notifyIntents(client, this.schema);
-        await this.faults.at('expiry.locked', { holds: rows.map((r) => r.id) });
-      }
+      // The statement also NOTIFYs intentsChannel when it created intents:
+      // delivered at commit (never for a rolled-back batch), it wakes delivery workers.
+      const rows = await holdsExpireDue(client, this.schema, this.batchSize, now, intentsChannel(this.schema));
+      if (rows.length > 0) await this.faults.at('expiry.locked', { holds: rows.map((r) => r.id) });
       return rows;
     });
     const seconds = Number(process.hrtime.bigint() - started) / 1e9;

@@ -101,7 +101,14 @@ export interface ExpiredHold {
  * the hold id and ON CONFLICT DO NOTHING makes the unique key the final guard
  * against duplicates. Run it inside a transaction: the caller commits.
  */
-export async function holdsExpireDue(db: Queryable, schema: string, limit: number, now: Date | null): Promise<ExpiredHold[]> {
+export async function holdsExpireDue(
+  db: Queryable,
+  schema: string,
+  limit: number,
+  now: Date | null,
+  /** NOTIFY this channel when intents were created (delivered at commit, so never for a rolled-back batch). */
+  notifyChannel: string | null = null,
+): Promise<ExpiredHold[]> {
   const s = ident(schema);
   const { rows } = await db.query<ExpiredHold>(
     `WITH clock AS (
@@ -134,6 +141,10 @@ export async function holdsExpireDue(db: Queryable, schema: string, limit: numbe
          FROM expired e
        ON CONFLICT (id) DO NOTHING
        RETURNING id, reservation_id
+     ), notified AS (
+       -- In the statement rather than a round trip of its own after it (4%
+       -- of a 500-hold batch). Referenced below so that it runs.
+       SELECT pg_notify($3, '') FROM (SELECT 1 FROM intents LIMIT 1) created WHERE $3::text IS NOT NULL
      )
      -- IN, not a join with intents: the planner estimates both CTEs at one
      -- row and nested-loops them (250,000 comparisons a batch, 20 of 33 ms
@@ -141,8 +152,9 @@ export async function holdsExpireDue(db: Queryable, schema: string, limit: numbe
      SELECT e.id,
             CASE WHEN e.id IN (SELECT i.reservation_id FROM intents i) THEN 'reservation-expired:' || e.id END AS intent_id,
             e.expires_at, e.expired_at
-       FROM expired e`,
-    [limit, now],
+       FROM expired e
+      WHERE (SELECT count(*) FROM notified) >= 0`,
+    [limit, now, notifyChannel],
   );
   return rows;
 }
