@@ -123,7 +123,7 @@ export const expiryThroughput: Benchmark = {
       figures: [
         { name: 'worker holds/s', value: Math.round(median(worker)), unit: 'holds/s' },
         { name: 'raw statement holds/s', value: Math.round(median(raw)), unit: 'holds/s' },
-        { name: 'ratio worker/raw', value: round(median(ratios), 2), unit: 'x', target: '>= 0.7' },
+        { name: 'ratio worker/raw', value: round(median(ratios), 3), unit: 'x', target: '>= 0.7' },
       ],
       details: {
         holds: HOLDS,
