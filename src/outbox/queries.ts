@@ -58,15 +58,17 @@ export async function intentsLease(
               attempts = o.attempts + 1,
               lease_expirations = o.lease_expirations + (next.old_token IS NOT NULL)::int
          FROM next, clock, ${s}.support_reservations r
-        WHERE o.id = next.id AND r.id = o.reservation_id
+        -- The = ANY keeps the planner on primary-key lookups; joined on
+        -- next.id alone it may hash-join against a scan of the whole outbox.
+        WHERE o.id = next.id AND o.id = ANY (ARRAY(SELECT next.id FROM next)) AND r.id = o.reservation_id
         RETURNING o.id, o.reservation_id, o.recipient, o.template, o.attempts, o.failed_attempts, o.replays,
                   r.expires_at AS hold_expires_at, o.lease_expires_at,
                   next.old_token IS NOT NULL AS lease_was_expired, next.previous_outcome_unknown
      ), closed AS (
        UPDATE ${s}.email_attempts a SET outcome = 'lease_expired', outcome_unknown = true, finished_at = clock.now,
               error = 'lease expired before a result was recorded'
-         FROM next, clock
-        WHERE a.intent_id = next.id AND a.finished_at IS NULL
+         FROM clock
+        WHERE a.intent_id = ANY (ARRAY(SELECT next.id FROM next)) AND a.finished_at IS NULL
      ), opened AS (
        INSERT INTO ${s}.email_attempts (intent_id, attempt, lease_token, provider, started_at)
        SELECT l.id, l.attempts, $3::uuid, $5, clock.now FROM leased l, clock
@@ -138,7 +140,7 @@ export async function intentsRecord(
               provider_status = r.status, provider_code = r.code, receipt = r.receipt,
               error = r.error, duration_ms = r.duration_ms
          FROM r, clock
-        WHERE a.intent_id = r.id AND a.attempt = r.attempt
+        WHERE a.intent_id = r.id AND a.attempt = r.attempt AND a.intent_id = ANY ($1::text[])
           AND (a.finished_at IS NULL OR r.outcome = 'accepted')
      ), updated AS (
        UPDATE ${s}.email_outbox o SET
@@ -163,7 +165,7 @@ export async function intentsRecord(
               lease_token = NULL,
               lease_expires_at = NULL
          FROM r, clock
-        WHERE o.id = r.id
+        WHERE o.id = r.id AND o.id = ANY ($1::text[])
           AND (r.outcome = 'accepted' OR (o.state = 'pending' AND o.lease_token = r.token))
         RETURNING o.id, o.state, o.attempts, o.possible_duplicate
      )
@@ -172,7 +174,7 @@ export async function intentsRecord(
             coalesce(u.possible_duplicate, o.possible_duplicate) AS possible_duplicate
        FROM r
        LEFT JOIN updated u ON u.id = r.id
-       JOIN ${s}.email_outbox o ON o.id = r.id`,
+       JOIN ${s}.email_outbox o ON o.id = r.id AND o.id = ANY ($1::text[])`,
     [
       col('id'),
       col('token'),
