@@ -3,7 +3,7 @@ import type pg from 'pg';
 import type { Clock } from '../runtime/clock.js';
 import { databaseClock } from '../runtime/clock.js';
 import { noFaults, type Faults } from '../runtime/faults.js';
-import { ServiceLoop, type TickResult } from '../runtime/loop.js';
+import { LoopWorker, ServiceLoop, type TickResult } from '../runtime/loop.js';
 import { silentLogger, type Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { EmailGateway, SendResult } from '../providers/gateway.js';
@@ -71,8 +71,8 @@ const outcomeOf: Record<SendResult['kind'], AttemptOutcome> = {
  * header). Providers that deduplicate on the key absorb it; for the others
  * the acceptance is flagged `possible_duplicate`.
  */
-export class DeliveryWorker {
-  private readonly loop: ServiceLoop;
+export class DeliveryWorker extends LoopWorker {
+  protected readonly loop: ServiceLoop;
   private readonly schema: string;
   private readonly gateway: EmailGateway;
   private readonly from: string;
@@ -88,6 +88,7 @@ export class DeliveryWorker {
   private waitingSince: number | undefined;
 
   constructor(private readonly options: DeliveryWorkerOptions) {
+    super();
     this.schema = options.schema ?? 'leasehold';
     this.gateway = options.gateway;
     this.from = options.from ?? 'Support <support@example.com>';
@@ -108,18 +109,8 @@ export class DeliveryWorker {
     });
   }
 
-  start(): void {
-    this.loop.start();
-  }
 
-  /** Finish the round in flight (sends complete or time out, results recorded), then stop. */
-  stop(): Promise<void> {
-    return this.loop.stop();
-  }
 
-  wake(): void {
-    this.loop.wake();
-  }
 
   async runOnce(): Promise<DeliveryRun> {
     const { pool } = this.options;

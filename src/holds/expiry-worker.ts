@@ -4,7 +4,7 @@ import { withTransaction } from '../db/pool.js';
 import type { Clock } from '../runtime/clock.js';
 import { databaseClock } from '../runtime/clock.js';
 import { noFaults, type Faults } from '../runtime/faults.js';
-import { ServiceLoop, type TickResult } from '../runtime/loop.js';
+import { LoopWorker, ServiceLoop, type TickResult } from '../runtime/loop.js';
 import type { Logger } from '../observability/logger.js';
 import { silentLogger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
@@ -35,8 +35,8 @@ export interface ExpiryRun {
  * next hold falls due, never longer than the interval, which is what keeps
  * lateness far below the interval. Any number may run, in any processes.
  */
-export class ExpiryWorker {
-  private readonly loop: ServiceLoop;
+export class ExpiryWorker extends LoopWorker {
+  protected readonly loop: ServiceLoop;
   private readonly schema: string;
   private readonly batchSize: number;
   private readonly clock: Clock;
@@ -47,6 +47,7 @@ export class ExpiryWorker {
   private dueRetryMs = 0;
 
   constructor(private readonly options: ExpiryWorkerOptions) {
+    super();
     this.schema = options.schema ?? 'leasehold';
     this.batchSize = options.batchSize ?? 500;
     this.clock = options.clock ?? databaseClock;
@@ -61,18 +62,8 @@ export class ExpiryWorker {
     });
   }
 
-  start(): void {
-    this.loop.start();
-  }
 
-  stop(): Promise<void> {
-    return this.loop.stop();
-  }
 
-  /** Cut the current sleep short (a hold due sooner was created). */
-  wake(): void {
-    this.loop.wake();
-  }
 
   /** One batch: expire up to batchSize due holds in one transaction. */
   async runOnce(): Promise<ExpiryRun> {

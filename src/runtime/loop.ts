@@ -101,3 +101,22 @@ export class ServiceLoop {
     });
   }
 }
+
+/** A worker driven by one ServiceLoop: both lanes start, stop and wake alike. */
+export abstract class LoopWorker {
+  protected abstract readonly loop: ServiceLoop;
+
+  start(): void {
+    this.loop.start();
+  }
+
+  /** Resolves once the tick in flight has finished (its transaction committed, its sends recorded). */
+  stop(): Promise<void> {
+    return this.loop.stop();
+  }
+
+  /** Cut the current sleep short (new work is known to be waiting). */
+  wake(): void {
+    this.loop.wake();
+  }
+}
