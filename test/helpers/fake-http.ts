@@ -41,7 +41,13 @@ export class FakeHttpServer {
   private server: http.Server | undefined;
   private readonly sockets = new Set<import('node:net').Socket>();
 
-  constructor(private readonly handler: Handler) {}
+  /** Fakes of a whole API subclass this and override `respond`; one-off servers pass a handler. */
+  constructor(private readonly handler?: Handler) {}
+
+  protected respond(request: RecordedRequest): JsonReply | Promise<JsonReply> {
+    if (!this.handler) throw new Error('FakeHttpServer needs a handler or a respond() override');
+    return this.handler(request);
+  }
 
   async start(): Promise<string> {
     this.server = http.createServer((req, res) => void this.handle(req, res));
@@ -95,7 +101,7 @@ export class FakeHttpServer {
       this.reply(res, { status: response.status, body: response.body, ...(response.headers ? { headers: response.headers } : {}) });
       return;
     }
-    this.reply(res, await this.handler(request));
+    this.reply(res, await this.respond(request));
   }
 
   private reply(res: http.ServerResponse, reply: JsonReply): void {

@@ -41,38 +41,21 @@ function apiError(status: number, errorCode: number, message: string): JsonReply
   return { status, body: { ErrorCode: errorCode, Message: message } };
 }
 
-export class FakePostmark {
+export class FakePostmark extends FakeHttpServer {
   readonly outbound: PostmarkOutbound[] = [];
   readonly serverToken: string;
-  private readonly server: FakeHttpServer;
 
   constructor(private readonly options: FakePostmarkOptions = {}) {
+    super();
     this.serverToken = options.serverToken ?? 'pm-test-token';
-    this.server = new FakeHttpServer((request) => this.route(request));
-  }
-
-  start(): Promise<string> {
-    return this.server.start();
-  }
-
-  stop(): Promise<void> {
-    return this.server.stop();
-  }
-
-  get url(): string {
-    return this.server.url;
-  }
-
-  get requests(): RecordedRequest[] {
-    return this.server.requests;
   }
 
   /** The next request to `path` (default POST /email) answers with this instead. */
-  queue(response: CannedResponse, path = '/email'): void {
-    this.server.queue(response, path);
+  override queue(response: CannedResponse, path = '/email'): void {
+    super.queue(response, path);
   }
 
-  private route(request: RecordedRequest): JsonReply {
+  protected override respond(request: RecordedRequest): JsonReply {
     if (request.headers['x-postmark-server-token'] !== this.serverToken) {
       return apiError(401, 10, 'Request does not contain a valid Server token.');
     }

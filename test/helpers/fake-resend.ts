@@ -41,42 +41,25 @@ function error(status: number, name: string, message: string): JsonReply {
   return { status, body: { statusCode: status, message, name } };
 }
 
-export class FakeResend {
+export class FakeResend extends FakeHttpServer {
   readonly deliveries: ResendDelivery[] = [];
-  private readonly server: FakeHttpServer;
   private readonly keys = new Map<string, { hash: string; reply: JsonReply }>();
   private readonly inProgress = new Set<string>();
   readonly apiKey: string;
   private readonly verifiedDomains: string[];
 
   constructor(private readonly options: FakeResendOptions = {}) {
+    super();
     this.apiKey = options.apiKey ?? 're_test_key';
     this.verifiedDomains = options.verifiedDomains ?? ['example.com'];
-    this.server = new FakeHttpServer((request) => this.handle(request));
   }
 
-  start(): Promise<string> {
-    return this.server.start();
+  /** The next POST /emails (or request to `path`) answers with this instead. */
+  override queue(response: CannedResponse, path = '/emails'): void {
+    super.queue(response, path);
   }
 
-  stop(): Promise<void> {
-    return this.server.stop();
-  }
-
-  get url(): string {
-    return this.server.url;
-  }
-
-  get requests(): RecordedRequest[] {
-    return this.server.requests;
-  }
-
-  /** The next POST /emails answers with this instead. */
-  queue(response: CannedResponse): void {
-    this.server.queue(response, '/emails');
-  }
-
-  private async handle(request: RecordedRequest): Promise<JsonReply> {
+  protected override async respond(request: RecordedRequest): Promise<JsonReply> {
     const reply = await this.route(request);
     return { ...reply, headers: { 'ratelimit-limit': '5', 'ratelimit-remaining': '4', 'ratelimit-reset': '1', ...reply.headers } };
   }
