@@ -1,5 +1,10 @@
+import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ident } from '../../src/db/pool.js';
+import { intentsChannel } from '../../src/db/listener.js';
+import { ident, type Queryable } from '../../src/db/pool.js';
+import { holdsExpireDue } from '../../src/holds/queries.js';
+import { outboxStats } from '../../src/observability/stats.js';
+import { intentsLease } from '../../src/outbox/queries.js';
 import { testDatabase, type TestDatabase } from '../helpers/database.js';
 
 /**
@@ -30,32 +35,41 @@ beforeAll(async () => {
 });
 afterAll(() => db.close());
 
-async function plan(sql: string, values: unknown[] = []): Promise<string> {
-  const { rows } = await db.pool.query(`EXPLAIN ${sql}`, values);
+/**
+ * EXPLAIN the statement a query function really sends: a recording client
+ * captures its text and parameters, then the real database plans it
+ * (EXPLAIN without ANALYZE executes nothing).
+ */
+async function planOf(call: (db: Queryable) => Promise<unknown>): Promise<string> {
+  let captured: { text: string; values: unknown[] } | undefined;
+  const recorder: Queryable = {
+    query: async (text: string, values?: unknown[]) => {
+      captured = { text, values: values ?? [] };
+      return { rows: [], rowCount: 0, command: '', oid: 0, fields: [] };
+    },
+  };
+  await call(recorder);
+  const { rows } = await db.pool.query(`EXPLAIN ${captured!.text}`, captured!.values);
   return rows.map((r: { 'QUERY PLAN': string }) => r['QUERY PLAN']).join('\n');
 }
 
 describe('hot paths use partial indexes', () => {
-  it('the expiry scan reads support_reservations_due', async () => {
-    const text = await plan(
-      `SELECT id FROM ${ident(db.schema)}.support_reservations
-        WHERE status = 'held' AND expires_at <= now() ORDER BY expires_at LIMIT 500 FOR UPDATE SKIP LOCKED`,
-    );
+  it('the expiry statement reaches due holds through support_reservations_due', async () => {
+    const text = await planOf((q) => holdsExpireDue(q, db.schema, 500, null, intentsChannel(db.schema)));
     expect(text).toContain('support_reservations_due');
     expect(text).not.toMatch(/Seq Scan on support_reservations/);
   });
 
-  it('the lease scan reads email_outbox_available', async () => {
-    const text = await plan(
-      `SELECT id FROM ${ident(db.schema)}.email_outbox
-        WHERE state = 'pending' AND available_at <= now() ORDER BY available_at LIMIT 50 FOR UPDATE SKIP LOCKED`,
+  it('the lease statement reaches due intents through email_outbox_available', async () => {
+    const text = await planOf((q) =>
+      intentsLease(q, db.schema, { limit: 50, leaseMs: 30_000, token: randomUUID(), provider: 'x', now: null }),
     );
     expect(text).toContain('email_outbox_available');
     expect(text).not.toMatch(/Seq Scan on email_outbox/);
   });
 
   it('the oldest-pending age reads email_outbox_pending_age', async () => {
-    const text = await plan(`SELECT min(created_at) FROM ${ident(db.schema)}.email_outbox WHERE state = 'pending'`);
+    const text = await planOf((q) => outboxStats(q, db.schema, { byState: false }));
     expect(text).toContain('email_outbox_pending_age');
   });
 });
