@@ -60,3 +60,27 @@ describe('leasehold CLI lanes', () => {
     expect(delivery.stdout()).toContain('delivery lane running (provider sandbox)');
   });
 });
+
+describe('leasehold demo', () => {
+  it('seeds holds, runs both lanes on the sandbox and reports the drain at the limit', async () => {
+    const schema = `${db.schema}_demo`;
+    const child = startNode(cliPath, ['demo', '--holds', '20', '--over', '1', '--rate', '20', '--schema', schema], db.env);
+    const { code } = await child.exited;
+    expect(code).toBe(0);
+    const out = child.stdout();
+    expect(out).toContain('seeded 20 holds falling due over 1s; sandbox provider; shared limit 20/s');
+    expect(out).toMatch(/^ +t +held +expired +backlog +sent +sent\/s +oldest pending$/m);
+    expect(out).toContain('done: 20 emails accepted by the sandbox');
+    const { rows } = await db.pool.query<{ state: string; n: number }>(
+      `SELECT state, count(*)::int AS n FROM ${ident(schema)}.email_outbox GROUP BY state`,
+    );
+    expect(rows).toEqual([{ state: 'sent', n: 20 }]);
+    await db.pool.query(`DROP SCHEMA ${ident(schema)} CASCADE`);
+  });
+
+  it('refuses to drop a schema that is not a demo schema', async () => {
+    const child = startNode(cliPath, ['demo', '--schema', 'leasehold'], db.env);
+    expect((await child.exited).code).toBe(2);
+    expect(child.stderr()).toContain('ending in _demo');
+  });
+});

@@ -36,12 +36,15 @@ export function registerDemo(program: Command, context: ContextFactory): void {
     .option('--holds <n>', 'holds to seed', '200')
     .option('--over <seconds>', 'spread their deadlines over this many seconds', '30')
     .option('--rate <perSecond>', 'shared send rate limit', '5')
-    .option('--schema <name>', 'schema for the demo (dropped and recreated)', 'leasehold_demo')
+    .option('--schema <name>', 'schema for the demo, ending in _demo (dropped and recreated)', 'leasehold_demo')
     .action(async (options: DemoOptions) => {
       const holds = Math.floor(positive('holds', options.holds, 100_000));
       const over = positive('over', options.over, 3600);
       const rate = positive('rate', options.rate, 100_000);
-      if (!/^[a-z_][a-z0-9_]{0,62}$/.test(options.schema)) throw new CliExit(EXIT_USAGE, 'leasehold demo: --schema must be a lowercase SQL identifier');
+      // The demo drops its schema first: only ever one named as a demo's.
+      if (!/^[a-z_][a-z0-9_]{0,57}_demo$/.test(options.schema)) {
+        throw new CliExit(EXIT_USAGE, 'leasehold demo: --schema must be a lowercase SQL identifier ending in _demo (it is dropped and recreated)');
+      }
       const ctx = context();
       const db = await ctx.database({ poolSize: 6 });
       const schema = options.schema;
