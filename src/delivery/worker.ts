@@ -222,26 +222,20 @@ export class DeliveryWorker extends LoopWorker {
   private async afterRecord(results: AttemptResult[], recorded: RecordedResult[], holdIds: Map<string, string>): Promise<void> {
     const { pool, metrics } = this.options;
     const byId = new Map(recorded.map((r) => [r.id, r]));
+    // Fleet-wide consequences, applied once per round however many sends
+    // reported them, and whether or not the lease was still ours.
     let cooldownMs = 0;
+    let pause: AttemptResult | undefined;
     for (const result of results) {
       const row = byId.get(result.id);
       const ids = { holdId: holdIds.get(result.id), intentId: result.id, attempt: result.attempt };
       metrics?.sends.inc({ outcome: result.outcome });
       if (result.outcomeUnknown) metrics?.outcomeUnknown.inc();
-      // Fleet-wide consequences hold whether or not this lease was still ours.
       if (result.outcome === 'rate_limited') {
         metrics?.rateLimited.inc();
         cooldownMs = Math.max(cooldownMs, result.providerWaitMs ?? 0);
       }
-      if (result.outcome === 'paused') {
-        const reason = result.error ?? 'provider asked to pause';
-        await deliveryPause(pool, this.schema, {
-          reason,
-          by: this.gateway.name,
-          ...(result.providerWaitMs !== undefined ? { untilMs: result.providerWaitMs } : {}),
-        });
-        this.logger.error({ event: 'delivery.paused', ...ids, reason, by: this.gateway.name }, 'delivery paused by provider answer');
-      }
+      if (result.outcome === 'paused') pause ??= result;
       if (row && !row.applied) {
         this.logger.warn({ event: 'intent.fenced', ...ids, outcome: result.outcome }, 'lease no longer ours; result recorded on the attempt only');
         continue;
@@ -276,5 +270,17 @@ export class DeliveryWorker extends LoopWorker {
       if (row && row.state !== 'pending') metrics?.attemptsPerIntent.observe({ state: row.state }, row.attempts);
     }
     if (cooldownMs > 0) await limiterCooldown(pool, this.schema, cooldownMs);
+    if (pause) {
+      const reason = pause.error ?? 'provider asked to pause';
+      await deliveryPause(pool, this.schema, {
+        reason,
+        by: this.gateway.name,
+        ...(pause.providerWaitMs !== undefined ? { untilMs: pause.providerWaitMs } : {}),
+      });
+      this.logger.error(
+        { event: 'delivery.paused', holdId: holdIds.get(pause.id), intentId: pause.id, attempt: pause.attempt, reason, by: this.gateway.name },
+        'delivery paused by provider answer',
+      );
+    }
   }
 }
