@@ -78,16 +78,26 @@ export async function laneStats(db: Queryable, schema: string, options: { byStat
   };
 }
 
-/** Finished send attempts by outcome over the last `windowSeconds`, from email_attempts. */
-export async function attemptOutcomes(db: Queryable, schema: string, windowSeconds: number): Promise<Record<string, number>> {
-  const { rows } = await db.query<{ outcome: string; n: number }>(
-    `SELECT outcome, count(*)::int AS n
+/**
+ * Finished send attempts by outcome over the last minute and the last hour,
+ * in one pass over the recent attempts (email_attempts_finished index).
+ */
+export async function recentAttemptOutcomes(
+  db: Queryable,
+  schema: string,
+): Promise<{ lastMinute: Record<string, number>; lastHour: Record<string, number> }> {
+  const { rows } = await db.query<{ outcome: string; minute: number; hour: number }>(
+    `SELECT outcome,
+            (count(*) FILTER (WHERE finished_at >= now() - interval '1 minute'))::int AS minute,
+            count(*)::int AS hour
        FROM ${ident(schema)}.email_attempts
-      WHERE finished_at >= now() - make_interval(secs => $1::float8)
+      WHERE finished_at >= now() - interval '1 hour'
       GROUP BY outcome ORDER BY outcome`,
-    [windowSeconds],
   );
-  return Object.fromEntries(rows.map((r) => [r.outcome, r.n]));
+  return {
+    lastMinute: Object.fromEntries(rows.filter((r) => r.minute > 0).map((r) => [r.outcome, r.minute])),
+    lastHour: Object.fromEntries(rows.map((r) => [r.outcome, r.hour])),
+  };
 }
 
 export interface PromiseCheck {

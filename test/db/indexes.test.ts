@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { intentsChannel } from '../../src/db/listener.js';
 import { ident, type Queryable } from '../../src/db/pool.js';
 import { holdsExpireDue } from '../../src/holds/queries.js';
-import { outboxStats } from '../../src/observability/stats.js';
+import { outboxStats, recentAttemptOutcomes } from '../../src/observability/stats.js';
 import { intentsLease } from '../../src/outbox/queries.js';
 import { testDatabase, type TestDatabase } from '../helpers/database.js';
 
@@ -27,11 +27,17 @@ beforeAll(async () => {
        FROM ${s}.support_reservations`,
   );
   await db.pool.query(
+    `INSERT INTO ${s}.email_attempts (intent_id, attempt, lease_token, started_at, finished_at, outcome, receipt)
+     SELECT id, 1, gen_random_uuid(), now() - interval '2 days', now() - interval '2 days', 'accepted', 'r'
+       FROM ${s}.email_outbox`,
+  );
+  await db.pool.query(
     `INSERT INTO ${s}.support_reservations (id, customer_email, expires_at, request_hash)
      SELECT 'live-' || i, 'c@example.com', now() + make_interval(secs => i), 'x' FROM generate_series(1, 20) i`,
   );
   await db.pool.query(`ANALYZE ${s}.support_reservations`);
   await db.pool.query(`ANALYZE ${s}.email_outbox`);
+  await db.pool.query(`ANALYZE ${s}.email_attempts`);
 });
 afterAll(() => db.close());
 
@@ -66,6 +72,12 @@ describe('hot paths use partial indexes', () => {
     );
     expect(text).toContain('email_outbox_available');
     expect(text).not.toMatch(/Seq Scan on email_outbox/);
+  });
+
+  it('recent sends by outcome read email_attempts_finished, not the attempts history', async () => {
+    const text = await planOf((q) => recentAttemptOutcomes(q, db.schema));
+    expect(text).toContain('email_attempts_finished');
+    expect(text).not.toMatch(/Seq Scan on email_attempts/);
   });
 
   it('the oldest-pending age reads email_outbox_pending_age', async () => {

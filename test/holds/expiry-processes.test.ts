@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ExpiryWorker } from '../../src/holds/expiry-worker.js';
 import { ident } from '../../src/db/pool.js';
+import { loadMigrations } from '../../src/db/migrate.js';
 import { testDatabase, type TestDatabase } from '../helpers/database.js';
 import { countBy, insertDueHolds } from '../helpers/holds.js';
 import { cliPath, fixture, kill9, startNode } from '../helpers/processes.js';
@@ -85,8 +86,10 @@ describe('migrations', () => {
     const exits = await Promise.all(children.map((c) => c.exited));
     expect(exits.map((e) => e.code)).toEqual([0, 0, 0, 0]);
     const { rows } = await db.pool.query<{ id: number }>(`SELECT id FROM ${ident(schema)}.migrations ORDER BY id`);
-    expect(rows.map((r) => r.id)).toEqual([1, 2, 3]);
-    for (const c of children) expect(c.stdout()).toMatch(/is at 0003_delivery_control \(3 applied\)/);
+    const known = await loadMigrations();
+    expect(rows.map((r) => r.id)).toEqual(known.map((m) => m.id));
+    const last = known.at(-1)!;
+    for (const c of children) expect(c.stdout()).toContain(`is at ${last.name} (${known.length} applied)`);
     await db.pool.query(`DROP SCHEMA ${ident(schema)} CASCADE`);
   });
 });
