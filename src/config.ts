@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { MAX_BURST, MAX_PER_SECOND } from './delivery/control.js';
 import { ConfigError } from './errors.js';
 
 const int = (min: number, max: number) => {
@@ -28,9 +29,9 @@ const schema = z.object({
   LEASEHOLD_RATE_PER_SECOND: z.coerce
     .number({ error: 'must be a number greater than 0' })
     .positive('must be a number greater than 0')
-    .max(1_000_000, 'must be at most 1000000')
+    .max(MAX_PER_SECOND, `must be at most ${MAX_PER_SECOND}`)
     .default(10),
-  LEASEHOLD_RATE_BURST: int(1, 1_000_000).default(10),
+  LEASEHOLD_RATE_BURST: int(1, MAX_BURST).default(10),
   LEASEHOLD_EXPIRY_INTERVAL_MS: int(10, 3_600_000).default(1000),
   LEASEHOLD_EXPIRY_BATCH: int(1, 100_000).default(500),
   LEASEHOLD_LEASE_MS: int(1000, 3_600_000).default(30_000),

@@ -31,15 +31,26 @@ export interface RateLimitState extends RateLimitPolicy {
   updatedAt: Date;
 }
 
+export const MAX_PER_SECOND = 1_000_000;
+export const MAX_BURST = 1_000_000;
+
+/** The policy rules, one place: the API, the CLI and the library all call these. */
+export function validatePerSecond(perSecond: unknown): number {
+  if (typeof perSecond !== 'number' || !Number.isFinite(perSecond) || perSecond <= 0 || perSecond > MAX_PER_SECOND) {
+    throw new ValidationError('perSecond', `must be a number greater than 0 and at most ${MAX_PER_SECOND}`);
+  }
+  return perSecond;
+}
+
+export function validateBurst(burst: unknown): number {
+  if (typeof burst !== 'number' || !Number.isInteger(burst) || burst < 1 || burst > MAX_BURST) {
+    throw new ValidationError('burst', `must be a whole number from 1 to ${MAX_BURST}`);
+  }
+  return burst;
+}
+
 export function validatePolicy(policy: { perSecond?: unknown; burst?: unknown }): RateLimitPolicy {
-  const { perSecond, burst } = policy;
-  if (typeof perSecond !== 'number' || !Number.isFinite(perSecond) || perSecond <= 0 || perSecond > 1_000_000) {
-    throw new ValidationError('perSecond', 'must be a number greater than 0 and at most 1000000');
-  }
-  if (typeof burst !== 'number' || !Number.isInteger(burst) || burst < 1 || burst > 1_000_000) {
-    throw new ValidationError('burst', 'must be a whole number from 1 to 1000000');
-  }
-  return { perSecond, burst };
+  return { perSecond: validatePerSecond(policy.perSecond), burst: validateBurst(policy.burst) };
 }
 
 /** Create the limiter row with the configured initial policy; an existing row (runtime changes) wins. */

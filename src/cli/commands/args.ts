@@ -1,5 +1,6 @@
 import { InvalidArgumentError } from 'commander';
 import { ValidationError } from '../../errors.js';
+import { validateBurst, validatePerSecond } from '../../delivery/control.js';
 import { validateHoldId } from '../../holds/validate.js';
 import { INTENT_ID_PATTERN } from '../../server/context.js';
 
@@ -23,21 +24,17 @@ export function intentIdArg(value: string): string {
   return value;
 }
 
-export function perSecondArg(value: string): number {
-  const n = Number(value);
-  if (value.trim() === '' || !Number.isFinite(n) || n <= 0 || n > 1_000_000) {
-    throw new InvalidArgumentError('must be a number greater than 0 and at most 1000000');
+/** A command-line number, checked by the same rule the API and library use. */
+function numberArg(value: string, validate: (n: number) => number): number {
+  try {
+    return validate(value.trim() === '' ? Number.NaN : Number(value));
+  } catch (error) {
+    throw new InvalidArgumentError((error as ValidationError).message.replace(/^\w+: /, ''));
   }
-  return n;
 }
 
-export function burstArg(value: string): number {
-  const n = Number(value);
-  if (value.trim() === '' || !Number.isInteger(n) || n < 1 || n > 1_000_000) {
-    throw new InvalidArgumentError('must be a whole number from 1 to 1000000');
-  }
-  return n;
-}
+export const perSecondArg = (value: string): number => numberArg(value, validatePerSecond);
+export const burstArg = (value: string): number => numberArg(value, validateBurst);
 
 export function secondsArg(value: string): number {
   const n = Number(value);
