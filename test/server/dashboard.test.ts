@@ -105,8 +105,13 @@ describe.skipIf(!existsSync(CHROMIUM))('operator dashboard in a real browser', (
     expect(await trace.textContent()).toMatch(/hold dash-1: expired\nbecame eligible +\d{4}-/);
   });
 
-  it('treats data as text, never as markup', async () => {
-    const html = await page.content();
-    expect(html).not.toContain('@example.com'); // no recipient reaches the page
+  it('treats data as text, never as markup, and shows no recipient', async () => {
+    // Provider error texts end up in last_error: they must not become markup.
+    const hostile = '<img src=x id=injected onerror="document.title=1">';
+    await db.pool.query(`UPDATE ${ident(db.schema)}.email_outbox SET last_error = $1 WHERE id = 'reservation-expired:dash-2'`, [hostile]);
+    await page.reload();
+    await page.waitForFunction((text) => document.querySelector('#intents')?.textContent?.includes(text), hostile);
+    expect(await page.locator('#injected').count()).toBe(0);
+    expect(await page.content()).not.toContain('@example.com');
   });
 });
