@@ -20,7 +20,11 @@ export interface LeasedIntent {
   lease_expires_at: Date;
   /** The previous lease expired without a result: its holder died or stalled. */
   lease_was_expired: boolean;
-  /** The last attempt ended ambiguously (timeout, 5xx, or never finished). */
+  /**
+   * Some earlier attempt of this round ended ambiguously (timeout, 5xx, or
+   * never finished), however many clear answers came after it: the provider
+   * may already hold the message.
+   */
   previous_outcome_unknown: boolean;
 }
 
@@ -28,7 +32,9 @@ export interface LeasedIntent {
  * Lease up to `limit` due pending intents for `leaseMs` under `token`, and
  * open one email_attempts row per intent, in one statement. While leased,
  * available_at = lease_expires_at, so an expired lease is simply due again.
- * A previous lease's unfinished attempt is closed as `lease_expired`.
+ * A previous lease's unfinished attempt is closed as `lease_expired`, and
+ * that ambiguity is remembered on the intent (`outcome_unknown_seen`), so
+ * the flag costs one column read per lease, not a walk through the history.
  */
 export async function intentsLease(
   db: Queryable,
@@ -40,11 +46,7 @@ export async function intentsLease(
     `WITH clock AS (
        SELECT coalesce($4::timestamptz, now()) AS now
      ), next AS (
-       SELECT o.id, o.lease_token AS old_token,
-              coalesce((SELECT a.finished_at IS NULL OR a.outcome_unknown
-                          FROM ${s}.email_attempts a
-                         WHERE a.intent_id = o.id
-                         ORDER BY a.attempt DESC LIMIT 1), false) AS previous_outcome_unknown
+       SELECT o.id, o.lease_token AS old_token
          FROM ${s}.email_outbox o, clock
         WHERE o.state = 'pending' AND o.available_at <= clock.now
         ORDER BY o.available_at
@@ -56,14 +58,17 @@ export async function intentsLease(
               lease_expires_at = clock.now + make_interval(secs => $2::float8 / 1000),
               available_at = clock.now + make_interval(secs => $2::float8 / 1000),
               attempts = o.attempts + 1,
-              lease_expirations = o.lease_expirations + (next.old_token IS NOT NULL)::int
+              lease_expirations = o.lease_expirations + (next.old_token IS NOT NULL)::int,
+              -- A lease still set means its attempt never reported back (closed
+              -- below as lease_expired): the provider may have accepted it.
+              outcome_unknown_seen = o.outcome_unknown_seen OR next.old_token IS NOT NULL
          FROM next, clock, ${s}.support_reservations r
         -- The = ANY keeps the planner on primary-key lookups; joined on
         -- next.id alone it may hash-join against a scan of the whole outbox.
         WHERE o.id = next.id AND o.id = ANY (ARRAY(SELECT next.id FROM next)) AND r.id = o.reservation_id
         RETURNING o.id, o.reservation_id, o.recipient, o.template, o.attempts, o.failed_attempts, o.replays,
                   r.expires_at AS hold_expires_at, o.lease_expires_at,
-                  next.old_token IS NOT NULL AS lease_was_expired, next.previous_outcome_unknown
+                  next.old_token IS NOT NULL AS lease_was_expired, o.outcome_unknown_seen AS previous_outcome_unknown
      ), closed AS (
        UPDATE ${s}.email_attempts a SET outcome = 'lease_expired', outcome_unknown = true, finished_at = clock.now,
               error = 'lease expired before a result was recorded'
@@ -162,6 +167,7 @@ export async function intentsRecord(
                 ELSE NULL END,
               last_error = CASE WHEN r.outcome = 'accepted' THEN o.last_error ELSE r.error END,
               possible_duplicate = o.possible_duplicate OR (r.outcome = 'accepted' AND (o.state = 'sent' OR r.duplicate_risk)),
+              outcome_unknown_seen = o.outcome_unknown_seen OR r.unknown,
               lease_token = NULL,
               lease_expires_at = NULL
          FROM r, clock

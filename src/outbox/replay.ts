@@ -16,7 +16,10 @@ export async function replayIntent(db: Queryable, id: string, options: { schema?
   const { rowCount } = await db.query(
     `UPDATE ${ident(schema)}.email_outbox SET
        state = 'pending', available_at = now(), failed_attempts = 0, replays = replays + 1,
-       finished_at = NULL, sent_at = NULL, receipt = NULL, last_error = NULL, possible_duplicate = false
+       finished_at = NULL, sent_at = NULL, receipt = NULL, last_error = NULL, possible_duplicate = false,
+       -- The new round has its own key: an ambiguous attempt of the old one says
+       -- nothing about whether this deliberate resend is already with the provider.
+       outcome_unknown_seen = false
      WHERE id = $1 AND state <> 'pending'`,
     [id],
   );
