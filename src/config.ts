@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { MAX_BURST, MAX_PER_SECOND } from './delivery/control.js';
+import { MAX_BURST, PER_SECOND_RULE, isValidPerSecond } from './delivery/control.js';
 import { ConfigError } from './errors.js';
 
 const int = (min: number, max: number) => {
@@ -26,11 +26,7 @@ const schema = z.object({
   LEASEHOLD_API_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
   EMAIL_PROVIDER: z.enum(['sandbox', 'resend', 'postmark', 'ses', 'smtp']).default('sandbox'),
   EMAIL_FROM: z.string().min(3).default('Support <support@example.com>'),
-  LEASEHOLD_RATE_PER_SECOND: z.coerce
-    .number({ error: 'must be a number greater than 0' })
-    .positive('must be a number greater than 0')
-    .max(MAX_PER_SECOND, `must be at most ${MAX_PER_SECOND}`)
-    .default(10),
+  LEASEHOLD_RATE_PER_SECOND: z.coerce.number({ error: PER_SECOND_RULE }).refine(isValidPerSecond, PER_SECOND_RULE).default(10),
   LEASEHOLD_RATE_BURST: int(1, MAX_BURST).default(10),
   LEASEHOLD_EXPIRY_INTERVAL_MS: int(10, 3_600_000).default(1000),
   LEASEHOLD_EXPIRY_BATCH: int(1, 100_000).default(500),

@@ -32,7 +32,7 @@ describe('configuration', () => {
     ['LEASEHOLD_SCHEMA', 'Drop Table', 'identifier'],
     ['PORT', '70000', 'whole number'],
     ['EMAIL_PROVIDER', 'pigeon', 'sandbox'],
-    ['LEASEHOLD_RATE_PER_SECOND', '0', 'greater than 0'],
+    ['LEASEHOLD_RATE_PER_SECOND', '0', 'from 0.001'],
     ['LEASEHOLD_RATE_BURST', '1.5', 'whole number'],
     ['LEASEHOLD_LEASE_MS', 'soon', 'whole number'],
     ['LEASEHOLD_API_TOKEN', 'short', '16'],

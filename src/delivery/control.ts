@@ -31,14 +31,24 @@ export interface RateLimitState extends RateLimitPolicy {
   updatedAt: Date;
 }
 
+/**
+ * The slowest policy: one send per 1,000 s. Anything slower is a pause (use
+ * pause), and rates near float8's smallest values make `per_second * elapsed`
+ * underflow in PostgreSQL, which errors instead of rounding to 0.
+ */
+export const MIN_PER_SECOND = 0.001;
 export const MAX_PER_SECOND = 1_000_000;
 export const MAX_BURST = 1_000_000;
 
-/** The policy rules, one place: the API, the CLI and the library all call these. */
+export const PER_SECOND_RULE = `must be a number from ${MIN_PER_SECOND} to ${MAX_PER_SECOND}`;
+
+export function isValidPerSecond(perSecond: unknown): perSecond is number {
+  return typeof perSecond === 'number' && Number.isFinite(perSecond) && perSecond >= MIN_PER_SECOND && perSecond <= MAX_PER_SECOND;
+}
+
+/** The policy rules, one place: the API, the CLI, the configuration and the library all call these. */
 export function validatePerSecond(perSecond: unknown): number {
-  if (typeof perSecond !== 'number' || !Number.isFinite(perSecond) || perSecond <= 0 || perSecond > MAX_PER_SECOND) {
-    throw new ValidationError('perSecond', `must be a number greater than 0 and at most ${MAX_PER_SECOND}`);
-  }
+  if (!isValidPerSecond(perSecond)) throw new ValidationError('perSecond', PER_SECOND_RULE);
   return perSecond;
 }
 
@@ -63,6 +73,12 @@ export async function rateLimiterEnsure(db: Queryable, schema: string, initial: 
   );
 }
 
+/**
+ * The refill expressions below (and limiterTake's) hold a stored rate under
+ * MIN_PER_SECOND to MIN_PER_SECOND: such a row (written by hand or by an
+ * older version) must not make every read and take fail with an underflow.
+ * Reads report that effective rate.
+ */
 export async function rateLimiterGet(db: Queryable, schema: string): Promise<RateLimitState | undefined> {
   const { rows } = await db.query<{
     per_second: number;
@@ -71,10 +87,12 @@ export async function rateLimiterGet(db: Queryable, schema: string): Promise<Rat
     cooldown_until: Date | null;
     updated_at: Date;
   }>(
-    `SELECT per_second, burst, updated_at, cooldown_until,
-            least(burst::float8, tokens + per_second * greatest(0, extract(epoch FROM now() - refilled_at)))::float8 AS tokens
-       FROM ${ident(schema)}.rate_limiter WHERE name = $1`,
-    [LIMITER_NAME],
+    `SELECT r.per_second, l.burst, l.updated_at, l.cooldown_until,
+            least(l.burst::float8, l.tokens + r.per_second * greatest(0, extract(epoch FROM now() - l.refilled_at)))::float8 AS tokens
+       FROM ${ident(schema)}.rate_limiter l,
+            LATERAL (SELECT greatest(l.per_second, $2::float8) AS per_second) r
+      WHERE l.name = $1`,
+    [LIMITER_NAME, MIN_PER_SECOND],
   );
   const row = rows[0];
   if (!row) return undefined;
@@ -98,12 +116,13 @@ export async function rateLimiterSet(db: Queryable, schema: string, policy: Rate
     `INSERT INTO ${ident(schema)}.rate_limiter AS l (name, per_second, burst, tokens)
      VALUES ($1, $2::float8, $3::int, $3::int)
      ON CONFLICT (name) DO UPDATE SET
-       tokens = least($3::int::float8, least(l.burst::float8, l.tokens + l.per_second * greatest(0, extract(epoch FROM now() - l.refilled_at)))),
+       tokens = least($3::int::float8, least(l.burst::float8,
+                  l.tokens + greatest(l.per_second, $4::float8) * greatest(0, extract(epoch FROM now() - l.refilled_at)))),
        refilled_at = now(),
        per_second = $2::float8,
        burst = $3::int,
        updated_at = now()`,
-    [LIMITER_NAME, valid.perSecond, valid.burst],
+    [LIMITER_NAME, valid.perSecond, valid.burst, MIN_PER_SECOND],
   );
   return (await rateLimiterGet(db, schema))!;
 }

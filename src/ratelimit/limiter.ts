@@ -1,6 +1,6 @@
 import type { Queryable } from '../db/pool.js';
 import { ident } from '../db/pool.js';
-import { LIMITER_NAME } from '../delivery/control.js';
+import { LIMITER_NAME, MIN_PER_SECOND } from '../delivery/control.js';
 
 /**
  * The one shared rate limiter: a token bucket row in PostgreSQL, refilled
@@ -44,7 +44,8 @@ export async function limiterTake(db: Queryable, schema: string, want: number): 
      ), cur AS (
        -- Evaluated after the row lock is granted; never earlier than the
        -- last refill, so waiting on the lock cannot mint permits twice.
-       SELECT l.name, l.per_second, l.burst, l.tokens, l.refilled_at, l.cooldown_until,
+       -- A stored rate under the minimum is held to it (see rateLimiterGet).
+       SELECT l.name, greatest(l.per_second, $3::float8) AS per_second, l.burst, l.tokens, l.refilled_at, l.cooldown_until,
               greatest(l.refilled_at, clock_timestamp()) AS t, clock_timestamp() AS wall
          FROM ${s}.rate_limiter l
         WHERE l.name = $1
@@ -70,7 +71,7 @@ export async function limiterTake(db: Queryable, schema: string, want: number): 
             (extract(epoch FROM d.cooldown_until - d.wall) * 1000)::float8 AS cooldown_ms,
             upd.tokens AS left
        FROM decision d, upd`,
-    [LIMITER_NAME, want],
+    [LIMITER_NAME, want, MIN_PER_SECOND],
   );
   const row = rows[0];
   if (!row) throw new Error(`rate limiter row "${LIMITER_NAME}" is missing in schema ${schema}; run rateLimiterEnsure first`);
