@@ -153,10 +153,24 @@ export async function deliveryControlGet(db: Queryable, schema: string): Promise
   return controlFromRow(rows[0]!);
 }
 
+/** `by` for pauses an operator asked for (API, CLI, dashboard); anything else is a provider's name. */
+export const PAUSED_BY_OPERATOR = 'operator';
+
 /**
  * Pause delivery fleet-wide. `by` says who (`operator`, or a provider name
  * when a provider answer paused it); `untilMs` makes the pause lift itself.
- * An existing pause keeps its original reason unless this one is an operator's.
+ *
+ * Precedence, because a send still in flight when an operator pauses can
+ * come back with a provider's pause:
+ * - an operator's pause replaces whatever pause is in force (the operator's
+ *   latest word wins, with its own reason and end);
+ * - a provider's pause never changes an operator's pause in force: not its
+ *   reason, not its end (a provider condition still there when the
+ *   operator's pause ends is met again on the next send);
+ * - a provider's pause on top of a provider's pause may only lengthen it:
+ *   the later end wins (no end is latest), with its reason.
+ * `paused_at` stays when delivery first stopped. One statement, evaluated
+ * against the row under its lock, so concurrent pauses cannot interleave.
  */
 export async function deliveryPause(
   db: Queryable,
@@ -165,20 +179,39 @@ export async function deliveryPause(
 ): Promise<DeliveryControl> {
   const reason = pause.reason.trim();
   if (reason.length === 0 || reason.length > 500) throw new ValidationError('reason', 'must be 1-500 characters');
+  const s = ident(schema);
   const { rows } = await db.query<ControlRow>(
-    `UPDATE ${ident(schema)}.delivery_control SET
+    `WITH cur AS (
+       SELECT id, reason, paused_by, paused_at, paused_until,
+              paused AND (paused_until IS NULL OR paused_until > now()) AS active
+         FROM ${s}.delivery_control
+          FOR UPDATE
+     ), req AS (
+       SELECT CASE WHEN $3::float8 IS NULL THEN NULL ELSE now() + make_interval(secs => $3::float8 / 1000) END AS until
+     ), decision AS (
+       SELECT cur.*, req.until AS new_until,
+              NOT cur.active
+                OR $2 = $4
+                OR (cur.paused_by IS DISTINCT FROM $4 AND cur.paused_until IS NOT NULL
+                    AND (req.until IS NULL OR req.until > cur.paused_until)) AS wins
+         FROM cur, req
+     )
+     UPDATE ${s}.delivery_control c SET
        paused = true,
-       reason = $1,
-       paused_by = $2,
-       paused_at = CASE WHEN paused AND (paused_until IS NULL OR paused_until > now()) THEN paused_at ELSE now() END,
-       paused_until = CASE WHEN $3::float8 IS NULL THEN NULL ELSE now() + make_interval(secs => $3::float8 / 1000) END,
-       updated_at = now()
-     RETURNING paused, reason, paused_by, paused_at, paused_until`,
-    [reason, pause.by, pause.untilMs ?? null],
+       reason = CASE WHEN d.wins THEN $1 ELSE d.reason END,
+       paused_by = CASE WHEN d.wins THEN $2 ELSE d.paused_by END,
+       paused_at = CASE WHEN d.active THEN d.paused_at ELSE now() END,
+       paused_until = CASE WHEN d.wins THEN d.new_until ELSE d.paused_until END,
+       updated_at = CASE WHEN d.wins THEN now() ELSE c.updated_at END
+       FROM decision d
+      WHERE c.id = d.id
+     RETURNING c.paused, c.reason, c.paused_by, c.paused_at, c.paused_until`,
+    [reason, pause.by, pause.untilMs ?? null, PAUSED_BY_OPERATOR],
   );
   return controlFromRow(rows[0]!);
 }
 
+/** Lift any pause, an operator's or a provider's: resuming is always an operator's decision. */
 export async function deliveryResume(db: Queryable, schema: string): Promise<DeliveryControl> {
   const { rows } = await db.query<ControlRow>(
     `UPDATE ${ident(schema)}.delivery_control SET

@@ -11,9 +11,13 @@ import {
   rateLimiterSet,
   validatePerSecond,
 } from '../../src/delivery/control.js';
+import { DeliveryWorker } from '../../src/delivery/worker.js';
 import { ConfigError, ValidationError } from '../../src/errors.js';
+import { ExpiryWorker } from '../../src/holds/expiry-worker.js';
 import { limiterTake } from '../../src/ratelimit/limiter.js';
 import { testDatabase, type TestDatabase } from '../helpers/database.js';
+import { insertDueHolds } from '../helpers/holds.js';
+import { ScriptedGateway } from '../helpers/scripted-gateway.js';
 
 let db: TestDatabase;
 beforeAll(async () => {
@@ -78,5 +82,87 @@ describe('a limiter row holding a rate below the minimum', () => {
 
   it('can be repaired through rateLimiterSet', async () => {
     await expect(rateLimiterSet(db.pool, db.schema, { perSecond: 20, burst: 4 })).resolves.toMatchObject({ perSecond: 20, burst: 4 });
+  });
+});
+
+describe('pause precedence: an operator outranks providers', () => {
+  beforeEach(() => deliveryResume(db.pool, db.schema));
+
+  const operator = (reason: string, untilMs?: number) =>
+    deliveryPause(db.pool, db.schema, { reason, by: 'operator', ...(untilMs !== undefined ? { untilMs } : {}) });
+  const provider = (reason: string, untilMs?: number) =>
+    deliveryPause(db.pool, db.schema, { reason, by: 'ses', ...(untilMs !== undefined ? { untilMs } : {}) });
+  const dbNow = async () => (await db.pool.query<{ now: Date }>('SELECT now()')).rows[0]!.now.getTime();
+
+  it("a provider's pause with an end time neither relabels nor shortens an operator's indefinite pause", async () => {
+    const mine = await operator('maintenance window');
+    const after = await provider('SES: daily sending quota exhausted', 2500);
+    expect(after).toMatchObject({ paused: true, reason: 'maintenance window', pausedBy: 'operator', pausedUntil: null });
+    expect(after.pausedAt).toEqual(mine.pausedAt);
+    expect(await deliveryControlGet(db.pool, db.schema)).toEqual(after);
+    // Still paused for every worker: the permit query sees the same state.
+    expect(await limiterTake(db.pool, db.schema, 1)).toMatchObject({ granted: 0, paused: true, pauseReason: 'maintenance window' });
+  });
+
+  it("an operator's timed pause is neither extended nor relabelled by a provider's", async () => {
+    const mine = await operator('drill', 60_000);
+    expect(await provider('account suspended')).toEqual(mine);
+    expect(await provider('quota', 3_600_000)).toEqual(mine);
+  });
+
+  it('a provider pause on top of a provider pause keeps the later end, with its reason', async () => {
+    const first = await provider('quota exhausted', 600_000);
+    const longer = await provider('quota still exhausted', 3_600_000);
+    expect(longer).toMatchObject({ pausedBy: 'ses', reason: 'quota still exhausted', pausedAt: first.pausedAt });
+    expect(longer.pausedUntil!.getTime()).toBeGreaterThan(first.pausedUntil!.getTime());
+    // A shorter one does not bring the end forward.
+    expect(await provider('throttled briefly', 60_000)).toEqual(longer);
+    // An indefinite one outlasts any end time; a timed one does not shorten it.
+    const indefinite = await provider('account suspended');
+    expect(indefinite).toMatchObject({ reason: 'account suspended', pausedUntil: null, pausedAt: first.pausedAt });
+    expect(await provider('quota', 600_000)).toEqual(indefinite);
+  });
+
+  it("an operator's pause replaces a provider's: the operator's reason, no end time unless given", async () => {
+    const theirs = await provider('quota exhausted', 600_000);
+    const mine = await operator('investigating bounces');
+    expect(mine).toMatchObject({ paused: true, reason: 'investigating bounces', pausedBy: 'operator', pausedUntil: null, pausedAt: theirs.pausedAt });
+    const timed = await operator('back in a minute', 60_000);
+    expect(timed).toMatchObject({ reason: 'back in a minute', pausedBy: 'operator' });
+    expect(timed.pausedUntil!.getTime() - (await dbNow())).toBeLessThanOrEqual(60_000);
+  });
+
+  it('a pause that has lifted itself no longer outranks anything', async () => {
+    await operator('short drill', 60_000);
+    await db.pool.query(`UPDATE ${ident(db.schema)}.delivery_control SET paused_until = now() - interval '1 second'`);
+    expect(await deliveryControlGet(db.pool, db.schema)).toMatchObject({ paused: false });
+    const theirs = await provider('quota exhausted', 600_000);
+    expect(theirs).toMatchObject({ paused: true, pausedBy: 'ses', reason: 'quota exhausted' });
+    expect(theirs.pausedUntil!.getTime()).toBeGreaterThan(await dbNow());
+  });
+
+  it("a send in flight when the operator paused, answered with a provider's timed pause, leaves the operator's pause in place", async () => {
+    await rateLimiterSet(db.pool, db.schema, { perSecond: 1000, burst: 1000 });
+    await insertDueHolds(db.pool, db.schema, 1, { prefix: 'inflight' });
+    await new ExpiryWorker({ pool: db.pool, schema: db.schema }).runOnce();
+    const gateway = new ScriptedGateway(async () => {
+      await operator('stop everything');
+      return { kind: 'paused', reason: 'SES: daily sending quota exhausted', resumeAfterMs: 2500 };
+    });
+    const run = await new DeliveryWorker({ pool: db.pool, schema: db.schema, gateway }).runOnce();
+    expect(run.outcomes).toEqual({ paused: 1 });
+    expect(await deliveryControlGet(db.pool, db.schema)).toMatchObject({
+      paused: true,
+      reason: 'stop everything',
+      pausedBy: 'operator',
+      pausedUntil: null,
+    });
+  });
+
+  it("resume by an operator lifts everything, whoever paused", async () => {
+    await operator('maintenance');
+    await provider('quota', 600_000);
+    expect(await deliveryResume(db.pool, db.schema)).toMatchObject({ paused: false, reason: null, pausedBy: null, pausedUntil: null });
+    expect((await limiterTake(db.pool, db.schema, 1)).paused).toBe(false);
   });
 });
