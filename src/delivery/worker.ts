@@ -272,14 +272,24 @@ export class DeliveryWorker extends LoopWorker {
     if (cooldownMs > 0) await limiterCooldown(pool, this.schema, cooldownMs);
     if (pause) {
       const reason = pause.error ?? 'provider asked to pause';
-      await deliveryPause(pool, this.schema, {
+      const control = await deliveryPause(pool, this.schema, {
         reason,
         by: this.gateway.name,
         ...(pause.providerWaitMs !== undefined ? { untilMs: pause.providerWaitMs } : {}),
       });
+      // An operator's pause (or a longer provider pause) outranks this one and stays as it was.
+      const kept = control.pausedBy !== this.gateway.name || control.reason !== reason;
       this.logger.error(
-        { event: 'delivery.paused', holdId: holdIds.get(pause.id), intentId: pause.id, attempt: pause.attempt, reason, by: this.gateway.name },
-        'delivery paused by provider answer',
+        {
+          event: 'delivery.paused',
+          holdId: holdIds.get(pause.id),
+          intentId: pause.id,
+          attempt: pause.attempt,
+          reason,
+          by: this.gateway.name,
+          ...(kept ? { inForce: { by: control.pausedBy, reason: control.reason, until: control.pausedUntil } } : {}),
+        },
+        kept ? 'provider answer asked to pause; the pause already in force stays' : 'delivery paused by provider answer',
       );
     }
   }

@@ -14,10 +14,12 @@ import {
 import { DeliveryWorker } from '../../src/delivery/worker.js';
 import { ConfigError, ValidationError } from '../../src/errors.js';
 import { ExpiryWorker } from '../../src/holds/expiry-worker.js';
+import { createLogger } from '../../src/observability/logger.js';
 import { limiterTake } from '../../src/ratelimit/limiter.js';
 import { testDatabase, type TestDatabase } from '../helpers/database.js';
 import { insertDueHolds } from '../helpers/holds.js';
 import { ScriptedGateway } from '../helpers/scripted-gateway.js';
+import { LogCapture } from '../server/harness.js';
 
 let db: TestDatabase;
 beforeAll(async () => {
@@ -149,13 +151,20 @@ describe('pause precedence: an operator outranks providers', () => {
       await operator('stop everything');
       return { kind: 'paused', reason: 'SES: daily sending quota exhausted', resumeAfterMs: 2500 };
     });
-    const run = await new DeliveryWorker({ pool: db.pool, schema: db.schema, gateway }).runOnce();
+    const logs = new LogCapture();
+    const logger = createLogger({ level: 'info', destination: logs });
+    const run = await new DeliveryWorker({ pool: db.pool, schema: db.schema, gateway, logger }).runOnce();
     expect(run.outcomes).toEqual({ paused: 1 });
     expect(await deliveryControlGet(db.pool, db.schema)).toMatchObject({
       paused: true,
       reason: 'stop everything',
       pausedBy: 'operator',
       pausedUntil: null,
+    });
+    // The log says which pause is in force rather than claiming the provider's took effect.
+    expect(logs.events().find((e) => e.event === 'delivery.paused')).toMatchObject({
+      by: 'scripted',
+      inForce: { by: 'operator', reason: 'stop everything', until: null },
     });
   });
 
