@@ -28,8 +28,9 @@ export interface SendContext {
   /** 1-based attempt number of this intent. */
   attempt: number;
   /**
-   * An earlier attempt ended without a clear answer (timeout, 5xx, a worker
-   * killed mid-send): the message may already be with the provider. Adapters
+   * Some earlier attempt of this intent (any, not only the latest; since its
+   * last replay) ended without a clear answer (timeout, 5xx, a worker killed
+   * mid-send): the message may already be with the provider. Adapters
    * that cannot deduplicate by key look it up first (Postmark by metadata).
    */
   previousOutcomeUnknown: boolean;
