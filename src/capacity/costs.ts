@@ -94,7 +94,7 @@ function apiLogBytes(w: Workload): number {
 }
 
 function leasehold(w: Workload, prices: PriceTable, { rows, statements }: Inputs): DesignCost {
-  const { emails, settled } = volumes(w);
+  const { emails, settled, sends } = volumes(w);
   const workers = w.deployment.workers;
   const storageGb = rows.atRetention.bytes / GIB;
   const peak = statements.burst?.total ?? statements.average.total;
@@ -128,9 +128,9 @@ function leasehold(w: Workload, prices: PriceTable, { rows, statements }: Inputs
       email(w, prices),
       ...logLines(
         prices,
-        emails * MEASURED.logBytesPerExpiredHold + settled * 2 * MEASURED.logBytesPerApiLine,
+        emails * MEASURED.logBytesPerExpiredHold + (settled * 2 + (sends - emails) * 2) * MEASURED.logBytesPerApiLine,
         w.observability.logRetentionDays,
-        `leasehold's structured logs: ${MEASURED.logBytesPerExpiredHold} B measured per expired hold (created, expired, intent created, leased, accepted), two API lines per other hold`,
+        `leasehold's structured logs: ${MEASURED.logBytesPerExpiredHold} B measured per expired hold (created, expired, intent created, leased, accepted), two lines per other hold and per extra attempt`,
       ),
     ],
     notes: [

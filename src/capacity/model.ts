@@ -302,6 +302,7 @@ export function unknowns(w: Workload): string[] {
   const list = [
     "The provider's real limits: the rate, burst and daily quota your account is granted, and undisclosed throttling (Postmark publishes no rate limit; Resend and SES limits are per account). The model trusts the numbers given.",
     `Provider latency: assumed ${w.provider.latencyMs} ms per send (--latency-ms); it decides how many sends a delivery process keeps in flight.`,
+    'The application that creates and confirms holds: its API servers are the same in every design and not costed (in this design `leasehold start` can serve the API itself).',
     'Network egress, NAT gateways, load balancers and cross-AZ traffic: not costed in any design.',
     'Human cost: on-call, incident recovery, replaying or reconciling lost or duplicated emails, and the engineering time to build and run each design. Often the largest line, and not computable here.',
     'Taxes, discounts, savings plans, reserved instances, support plans, and free tiers already used by other workloads in the account.',

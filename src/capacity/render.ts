@@ -79,6 +79,7 @@ export function renderReport(r: CapacityReport): string[] {
         ['drain time', drain],
         ['last email sent', b.lastSendAtSeconds === null ? 'never' : `${seconds(b.lastSendAtSeconds)} after the burst starts`],
         ['oldest email age', age],
+        ['assumes', 'the limiter bucket is full when the burst starts, its holds fall due evenly over the window, average demand keeps arriving'],
         ['expiry lane', `${dec(b.expiryCatchUpSeconds, 2)}s to expire them all (measured ${int(38_735)} holds/s) against the ${seconds(b.expiryPromiseSeconds)} promise: ${b.expiryVerdict}`],
       ]),
     );
