@@ -1,0 +1,93 @@
+/**
+ * Figures the capacity model takes from this codebase rather than from the
+ * operator: measured row and log sizes, measured throughput, and how many
+ * statements each lane issues per batch or round (read off the workers).
+ */
+
+/**
+ * Measured 2026-11-30 on PostgreSQL 17.10 (the embedded server, default
+ * settings) against the schema of migrations 0001-0004, by the procedure in
+ * test/capacity/measure.ts: 3,000 holds created with createHold (generated
+ * UUID id, a 26-character address, metadata `{"ticket":"T-100000"}`),
+ * expired by ExpiryWorker and sent by DeliveryWorker through the sandbox,
+ * then VACUUM FULL; bytes = growth of heap + TOAST + all indexes (main
+ * forks) / rows. test/capacity/row-bytes.test.ts re-measures (with 2,000
+ * holds) on every `npm test` and fails if a migration moves any figure by a
+ * quarter; `LEASEHOLD_CAPACITY_PRINT=1 npx vitest run
+ * test/capacity/row-bytes.test.ts` prints the new figures.
+ *
+ * Without compaction (plain VACUUM right after one insert-update cycle, so
+ * every dead row version's space still counted) the same rows took 549,
+ * 1,576 and 579 bytes: the upper bound of update churn. Long-running tables
+ * reuse that space, so the model multiplies the compact size by a bloat
+ * factor (input `storage.bloatFactor`, default 1.3) between the two.
+ */
+export const MEASURED = {
+  bytesPerRow: {
+    /** support_reservations row in a terminal state: heap + pkey (the due index holds only live holds). */
+    hold: 287,
+    /** email_outbox row once finished: heap + pkey, reservation_id unique, two listing indexes. */
+    intent: 672,
+    /** email_attempts row: heap + pkey + finished_at index. */
+    attempt: 333,
+  },
+  /**
+   * Structured log bytes per expired hold: what the lanes' pino logger wrote
+   * (hold.expired, intent.created, intent.leased, intent.accepted) plus the
+   * API's hold.created line. Same run as above.
+   */
+  logBytesPerExpiredHold: 1274,
+  /** One API log line (hold.created, hold.confirmed): a hold that never expires logs two. */
+  logBytesPerApiLine: 208,
+} as const;
+
+/**
+ * Throughput from BENCHMARKS.md (run finished 2026-11-30 04:37 UTC, 2 vCPUs):
+ * ExpiryWorker at the default batch of 500, median of five rounds.
+ */
+export const EXPIRY_HOLDS_PER_SECOND = 38_735;
+
+/**
+ * Database time of one expiry tick that finds few holds, from BENCHMARKS.md's
+ * breakdown of a transaction (BEGIN about 0.2 ms, COMMIT with its WAL flush
+ * 1.3-1.7 ms) plus the one-row statement and the look-ahead query, about
+ * 1 ms together. Bounds how many separate ticks a second one worker runs.
+ */
+export const EXPIRY_TICK_MS = 3;
+
+/**
+ * Database and scheduling time of one delivery round besides the provider
+ * call: BENCHMARKS.md measured about 2,000 intents/s for one process at 8
+ * intents per round with an instant provider, so about 4 ms per round.
+ */
+export const DELIVERY_ROUND_OVERHEAD_MS = 4;
+
+/**
+ * Statements per unit of work, read off src/holds/expiry-worker.ts and
+ * src/delivery/worker.ts (with src/db/pool.ts withTransaction):
+ */
+export const STATEMENTS = {
+  /** Expiry tick with a full batch: BEGIN, holdsExpireDue, COMMIT (it loops at once). */
+  expiryFullTick: 3,
+  /** Expiry tick with a short batch: the same plus holdsDueOutlook to decide how long to sleep. */
+  expiryShortTick: 4,
+  /** Delivery round that sends: limiterTake, intentsLease, intentsRecord. */
+  deliverySendingRound: 3,
+  /** limiterRefund, when fewer intents were leased than permits granted. */
+  deliveryRefund: 1,
+  /** Delivery round that finds nothing: limiterTake, intentsLease (0 rows), limiterRefund. */
+  deliveryEmptyRound: 3,
+  /** limiterTake refused (bucket empty): the round ends there. */
+  deliveryRefusedTake: 1,
+  /** The application's createHold, and confirmHold/cancelHold for holds that do not expire. */
+  holdCreate: 1,
+  holdSettle: 1,
+} as const;
+
+/** Idle delivery processes poll once per second (DeliveryWorker's pollIntervalMs). */
+export const DELIVERY_POLL_PER_SECOND = 1;
+
+export const SECONDS_PER_DAY = 86_400;
+/** The month cloud price pages bill by: 730 hours. */
+export const HOURS_PER_MONTH = 730;
+export const DAYS_PER_MONTH = HOURS_PER_MONTH / 24;

@@ -1,0 +1,344 @@
+import {
+  DAYS_PER_MONTH,
+  DELIVERY_POLL_PER_SECOND,
+  DELIVERY_ROUND_OVERHEAD_MS,
+  EXPIRY_HOLDS_PER_SECOND,
+  EXPIRY_TICK_MS,
+  MEASURED,
+  SECONDS_PER_DAY,
+  STATEMENTS,
+} from './constants.js';
+import { designCosts, type DesignCost } from './costs.js';
+import type { Workload } from './input.js';
+import type { PriceTable } from './prices.js';
+
+/**
+ * The workload and cost model: pure arithmetic over a validated workload
+ * and price table, no I/O. Every figure comes with the formula or the
+ * assumption behind it, because a capacity estimate nobody can check is
+ * worse than none.
+ */
+
+export type Verdict = 'meets' | 'misses' | 'never-drains';
+
+export interface BurstReport {
+  holds: number;
+  windowSeconds: number;
+  limiterPerSecond: number;
+  limiterBurst: number;
+  /** The average email rate that keeps arriving while the burst drains. */
+  baselinePerSecond: number;
+  /** What the delivery workers can send at the assumed provider latency. */
+  deliveryCapacityPerSecond: number;
+  pacedBy: 'limiter' | 'workers';
+  /** Rate left for the burst: min(limit, capacity) - baseline. */
+  drainRatePerSecond: number;
+  /** (burst holds - limiter burst) / drain rate; null when it never drains. */
+  drainSeconds: number | null;
+  /** When the burst's last email leaves, from the burst's start: max(window, drain). */
+  lastSendAtSeconds: number | null;
+  /** Oldest pending email at the worst moment: max(0, drain - window). */
+  oldestEmailAgeSeconds: number | null;
+  promiseSeconds: number;
+  verdict: Verdict;
+  /** Expiry lane: the whole burst at the measured throughput. */
+  expiryCatchUpSeconds: number;
+  expiryPromiseSeconds: number;
+  expiryVerdict: 'meets' | 'misses';
+  formula: string;
+}
+
+export interface SteadyReport {
+  emailsPerSecond: number;
+  /** min(limiter rate, delivery capacity). */
+  sendRatePerSecond: number;
+  pacedBy: 'limiter' | 'workers';
+  utilisation: number;
+  verdict: 'keeps-up' | 'falls-behind';
+}
+
+export interface QuotaReport {
+  dailyQuota: number | null;
+  emailsPerDay: number;
+  /** emailsPerDay / dailyQuota. */
+  share: number | null;
+  verdict: 'no-quota' | 'within' | 'exceeds';
+  note: string;
+}
+
+export interface RowCounts {
+  holds: number;
+  intents: number;
+  attempts: number;
+}
+
+export interface RowsReport {
+  perDay: RowCounts & { bytes: number };
+  atRetention: RowCounts & { days: number; bytes: number };
+  /** Holds in `held` at any moment (holds per second x hold window). */
+  liveHolds: number;
+  /** Measured bytes per row (compact) and the bloat factor applied on top. */
+  bytesPerRow: { hold: number; intent: number; attempt: number };
+  bloatFactor: number;
+  assumption: string;
+}
+
+export interface StatementRates {
+  expiry: number;
+  delivery: number;
+  application: number;
+  total: number;
+}
+
+export interface StatementsReport {
+  average: StatementRates;
+  /**
+   * The worst burst at its peak (null without one): expiry while its holds
+   * fall due (for expirySeconds), delivery while it drains (for seconds).
+   */
+  burst: (StatementRates & { expirySeconds: number; seconds: number | null }) | null;
+  assumptions: string[];
+}
+
+export interface CapacityReport {
+  workload: Workload;
+  derived: {
+    holdsPerDay: number;
+    emailsPerSecond: number;
+    holdsPerSecond: number;
+    emailsPerMonth: number;
+    holdsPerMonth: number;
+  };
+  steady: SteadyReport;
+  burst: BurstReport | null;
+  quota: QuotaReport;
+  rows: RowsReport;
+  statements: StatementsReport;
+  costs: DesignCost[];
+  prices: { region: string; recorded: string; warning: string };
+  unknowns: string[];
+}
+
+/** Intents one delivery round leases: the worker caps the batch at its concurrency. */
+export const roundSize = (w: Workload): number => Math.max(1, Math.min(w.deployment.deliveryBatch, w.deployment.deliveryConcurrency));
+
+/** Seconds one round takes: the provider call plus the round's own statements. */
+const roundSeconds = (w: Workload): number => (w.provider.latencyMs + DELIVERY_ROUND_OVERHEAD_MS) / 1000;
+
+export function deliveryCapacity(w: Workload): number {
+  return (w.deployment.workers * roundSize(w)) / roundSeconds(w);
+}
+
+export function burstReport(w: Workload): BurstReport | null {
+  const { holds, windowSeconds } = w.burst;
+  if (holds === 0) return null;
+  const limit = w.provider.perSecond;
+  const capacity = deliveryCapacity(w);
+  const baseline = w.volume.emailsPerDay / SECONDS_PER_DAY;
+  const drainRate = Math.min(limit, capacity) - baseline;
+  const excess = Math.max(0, holds - w.provider.burst);
+  const drainSeconds = drainRate > 0 ? excess / drainRate : null;
+  const lastSendAtSeconds = drainSeconds === null ? null : Math.max(windowSeconds, drainSeconds);
+  const oldest = drainSeconds === null ? null : Math.max(0, drainSeconds - windowSeconds);
+  const verdict: Verdict = oldest === null ? 'never-drains' : oldest <= w.promiseSeconds ? 'meets' : 'misses';
+  const expiryCatchUpSeconds = holds / EXPIRY_HOLDS_PER_SECOND;
+  return {
+    holds,
+    windowSeconds,
+    limiterPerSecond: limit,
+    limiterBurst: w.provider.burst,
+    baselinePerSecond: baseline,
+    deliveryCapacityPerSecond: capacity,
+    pacedBy: capacity < limit ? 'workers' : 'limiter',
+    drainRatePerSecond: drainRate,
+    drainSeconds,
+    lastSendAtSeconds,
+    oldestEmailAgeSeconds: oldest,
+    promiseSeconds: w.promiseSeconds,
+    verdict,
+    expiryCatchUpSeconds,
+    expiryPromiseSeconds: w.expiryPromiseSeconds,
+    expiryVerdict: expiryCatchUpSeconds <= w.expiryPromiseSeconds ? 'meets' : 'misses',
+    formula:
+      'drain = max(0, burst holds - limiter burst) / (min(limit, delivery capacity) - average email rate); ' +
+      'oldest age = max(0, drain - burst window), holds falling due evenly over the window and the bucket full when it starts',
+  };
+}
+
+export function steadyReport(w: Workload): SteadyReport {
+  const emailsPerSecond = w.volume.emailsPerDay / SECONDS_PER_DAY;
+  const capacity = deliveryCapacity(w);
+  const sendRate = Math.min(w.provider.perSecond, capacity);
+  const utilisation = emailsPerSecond / sendRate;
+  return {
+    emailsPerSecond,
+    sendRatePerSecond: sendRate,
+    pacedBy: capacity < w.provider.perSecond ? 'workers' : 'limiter',
+    utilisation,
+    verdict: utilisation < 1 ? 'keeps-up' : 'falls-behind',
+  };
+}
+
+export function quotaReport(w: Workload): QuotaReport {
+  const quota = w.provider.dailyQuota ?? null;
+  // Quotas count accepted messages, not attempts.
+  const emails = w.volume.emailsPerDay;
+  if (quota === null) {
+    return {
+      dailyQuota: null,
+      emailsPerDay: emails,
+      share: null,
+      verdict: 'no-quota',
+      note: 'no daily quota given (--daily-quota); the provider may still enforce one',
+    };
+  }
+  const share = emails / quota;
+  return {
+    dailyQuota: quota,
+    emailsPerDay: emails,
+    share,
+    verdict: share <= 1 ? 'within' : 'exceeds',
+    note:
+      share <= 1
+        ? `emails use ${(share * 100).toFixed(0)}% of the daily quota`
+        : `over quota by ${Math.ceil(emails - quota)} a day: the provider refuses the rest, delivery pauses and the backlog grows every day`,
+  };
+}
+
+export function rowsReport(w: Workload): RowsReport {
+  const emails = w.volume.emailsPerDay;
+  const holds = emails / w.volume.expiredShare;
+  const attempts = emails * w.deployment.attemptsPerEmail;
+  const bloat = w.storage.bloatFactor;
+  const b = MEASURED.bytesPerRow;
+  const bytes = (holds * b.hold + emails * b.intent + attempts * b.attempt) * bloat;
+  const days = w.retentionDays;
+  return {
+    perDay: { holds, intents: emails, attempts, bytes },
+    atRetention: { days, holds: holds * days, intents: emails * days, attempts: attempts * days, bytes: bytes * days },
+    liveHolds: (holds / SECONDS_PER_DAY) * w.holdWindowSeconds,
+    bytesPerRow: { ...b },
+    bloatFactor: bloat,
+    assumption:
+      `rows x bytes measured per row on a migrated schema (hold ${b.hold}, intent ${b.intent}, attempt ${b.attempt} B, indexes included) x ${bloat} for update churn; ` +
+      `kept ${days} days (leasehold prune); held holds and pending intents are too few to matter`,
+  };
+}
+
+function expiryTicksPerWorker(w: Workload, duePerSecond: number): number {
+  return Math.max(1000 / w.deployment.expiryIntervalMs, Math.min(duePerSecond, 1000 / EXPIRY_TICK_MS));
+}
+
+export function statementsReport(w: Workload, burst: BurstReport | null): StatementsReport {
+  const workers = w.deployment.workers;
+  const e = w.volume.emailsPerDay / SECONDS_PER_DAY;
+  const h = e / w.volume.expiredShare;
+  const S = STATEMENTS;
+
+  const application = h * S.holdCreate + (h - e) * S.holdSettle;
+
+  // Every expiry worker wakes when the next hold falls due (at least once per
+  // interval); one of them takes it, each pays a short tick.
+  const ticks = expiryTicksPerWorker(w, e);
+  const expiry = workers * ticks * S.expiryShortTick;
+  // Each tick that created intents NOTIFYs every delivery process: the one
+  // that gets them runs a sending round (with a refund: it asked for a whole
+  // round's permits) and, having leased, an empty round at once; the others
+  // one empty round each. Without a wake-up each polls once a second.
+  const wakes = Math.min(e, ticks);
+  const perWake = S.deliverySendingRound + S.deliveryRefund + S.deliveryEmptyRound + (workers - 1) * S.deliveryEmptyRound;
+  const polls = workers * Math.max(0, DELIVERY_POLL_PER_SECOND - wakes) * S.deliveryEmptyRound;
+  const retries = e * (w.deployment.attemptsPerEmail - 1) * (S.deliverySendingRound + S.deliveryRefund);
+  const delivery = wakes * perWake + polls + retries;
+  const average = { expiry, delivery, application, total: expiry + delivery + application };
+
+  let burstRates: StatementsReport['burst'] = null;
+  if (burst) {
+    let burstExpiry: number;
+    let expirySeconds: number;
+    if (burst.windowSeconds === 0) {
+      expirySeconds = burst.expiryCatchUpSeconds;
+      // All due at once: full batches back to back at the measured throughput.
+      burstExpiry = (EXPIRY_HOLDS_PER_SECOND / w.deployment.expiryBatch) * S.expiryFullTick;
+    } else {
+      expirySeconds = burst.windowSeconds;
+      const due = burst.holds / burst.windowSeconds + e;
+      const t = expiryTicksPerWorker(w, due);
+      burstExpiry = due / t >= w.deployment.expiryBatch ? (due / w.deployment.expiryBatch) * S.expiryFullTick : workers * t * S.expiryShortTick;
+    }
+    // Draining: rounds of k intents; when the limiter paces and fewer permits
+    // arrive per round than there are workers, idle workers' takes are refused.
+    const rate = Math.min(burst.limiterPerSecond, burst.deliveryCapacityPerSecond);
+    const inFlight = rate * roundSeconds(w);
+    const k = Math.min(roundSize(w), Math.max(1, inFlight / workers));
+    const rounds = rate / k;
+    const refused = burst.pacedBy === 'limiter' && inFlight < workers ? rate * (workers - inFlight) : 0;
+    const burstDelivery = rounds * S.deliverySendingRound + refused * S.deliveryRefusedTake;
+    burstRates = {
+      expiry: burstExpiry,
+      delivery: burstDelivery,
+      application,
+      total: burstExpiry + burstDelivery + application,
+      expirySeconds,
+      seconds: burst.drainSeconds,
+    };
+  }
+
+  return {
+    average,
+    burst: burstRates,
+    assumptions: [
+      `expiry: each of ${workers} worker(s) ticks when the next hold falls due, at least every ${w.deployment.expiryIntervalMs} ms, ` +
+        `at most every ${EXPIRY_TICK_MS} ms; a tick is BEGIN, one set-based expire statement, COMMIT, plus a look-ahead query when the batch was short`,
+      `delivery: a round is limiterTake + intentsLease + intentsRecord (one statement each, however many intents) and leases up to ` +
+        `min(batch, concurrency) = ${roundSize(w)}; at low rates every NOTIFY wakes all ${workers} process(es) and idle ones poll once a second`,
+      'burst: holds all due at once expire in full batches at the measured 38,735 holds/s (a fraction of a second); while it drains, a delivery round carries the permits that refilled during one provider call, and idle workers\' limiter takes are refused when permits are scarcer than workers',
+      'application: one INSERT per hold (createHold) and one UPDATE per confirmed or cancelled hold; reads by the API, /metrics and the dashboard are not counted',
+    ],
+  };
+}
+
+export function unknowns(w: Workload): string[] {
+  const list = [
+    "The provider's real limits: the rate, burst and daily quota your account is granted, and undisclosed throttling (Postmark publishes no rate limit; Resend and SES limits are per account). The model trusts the numbers given.",
+    `Provider latency: assumed ${w.provider.latencyMs} ms per send (--latency-ms); it decides how many sends a delivery process keeps in flight.`,
+    'The application that creates and confirms holds: its API servers are the same in every design and not costed (in this design `leasehold start` can serve the API itself).',
+    'Network egress, NAT gateways, load balancers and cross-AZ traffic: not costed in any design.',
+    'Human cost: on-call, incident recovery, replaying or reconciling lost or duplicated emails, and the engineering time to build and run each design. Often the largest line, and not computable here.',
+    'Taxes, discounts, savings plans, reserved instances, support plans, and free tiers already used by other workloads in the account.',
+    'Metrics and alerting: leasehold exposes Prometheus metrics; where they are scraped, stored and alerted on is your infrastructure.',
+    'Your metadata, addresses and ids: row sizes were measured with a small metadata object; large metadata grows the holds table.',
+    'High availability: one single-AZ database instance; Multi-AZ, read replicas and cross-region recovery change the database lines.',
+    'How often sends are duplicated or rejected in practice, and what a lost or late email costs your business.',
+  ];
+  if (w.provider.name === 'sandbox' || w.provider.name === 'smtp') {
+    list.unshift(`Email price: provider '${w.provider.name}' has no price in the table; choose --provider or edit the email section of the price table.`);
+  }
+  return list;
+}
+
+export function capacityModel(w: Workload, prices: PriceTable): CapacityReport {
+  const emailsPerSecond = w.volume.emailsPerDay / SECONDS_PER_DAY;
+  const holdsPerDay = w.volume.emailsPerDay / w.volume.expiredShare;
+  const burst = burstReport(w);
+  const rows = rowsReport(w);
+  const statements = statementsReport(w, burst);
+  return {
+    workload: w,
+    derived: {
+      holdsPerDay,
+      emailsPerSecond,
+      holdsPerSecond: holdsPerDay / SECONDS_PER_DAY,
+      emailsPerMonth: w.volume.emailsPerDay * DAYS_PER_MONTH,
+      holdsPerMonth: holdsPerDay * DAYS_PER_MONTH,
+    },
+    steady: steadyReport(w),
+    burst,
+    quota: quotaReport(w),
+    rows,
+    statements,
+    costs: designCosts(w, prices, { rows, statements }),
+    prices: { region: prices.region, recorded: prices.recorded, warning: prices.warning },
+    unknowns: unknowns(w),
+  };
+}

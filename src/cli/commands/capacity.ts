@@ -1,0 +1,116 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { Option, type Command } from 'commander';
+import { parse as parseYaml } from 'yaml';
+import { FLAGS, mergeInput, nest, parseWorkload, type ConfigDefaults, type WorkloadField } from '../../capacity/input.js';
+import { capacityModel } from '../../capacity/model.js';
+import { parsePrices } from '../../capacity/prices.js';
+import { renderReport } from '../../capacity/render.js';
+import { ValidationError } from '../../errors.js';
+import { packageRoot } from '../../runtime/package-root.js';
+import { CliExit, EXIT_USAGE } from '../context.js';
+import type { ContextFactory } from '../main.js';
+
+/**
+ * `leasehold capacity`: parse the workload (YAML file, then flags over it,
+ * then the configuration's defaults), run the pure model, print. Touches no
+ * database and fetches nothing.
+ */
+
+const HELP: Record<WorkloadField, string> = {
+  'volume.emailsPerDay': 'emails sent per day, one per expired hold (required)',
+  'volume.expiredShare': 'share of holds that expire, 0-1 (default 1)',
+  'burst.holds': 'holds falling due together in the worst burst (default 0)',
+  'burst.windowSeconds': 'seconds over which they fall due (default 0: at once)',
+  holdWindowSeconds: 'how long a hold is held, seconds (default 1200)',
+  retentionDays: 'days finished rows are kept (default 30)',
+  promiseSeconds: 'email promise, seconds (default LEASEHOLD_EMAIL_PROMISE_S)',
+  expiryPromiseSeconds: 'expiry promise, seconds (default LEASEHOLD_EXPIRY_PROMISE_S)',
+  'provider.name': 'sandbox, resend, postmark, ses or smtp (default EMAIL_PROVIDER)',
+  'provider.perSecond': 'granted sends per second (default LEASEHOLD_RATE_PER_SECOND)',
+  'provider.burst': 'limiter burst (default LEASEHOLD_RATE_BURST)',
+  'provider.dailyQuota': 'granted emails per day (default: none)',
+  'provider.latencyMs': 'provider answer time per send, ms (default 200)',
+  'deployment.workers': 'machines running `leasehold start` (default 2)',
+  'deployment.deliveryBatch': 'LEASEHOLD_DELIVERY_BATCH (default: the configured one)',
+  'deployment.deliveryConcurrency': 'LEASEHOLD_DELIVERY_CONCURRENCY (default: the configured one)',
+  'deployment.expiryBatch': 'LEASEHOLD_EXPIRY_BATCH (default: the configured one)',
+  'deployment.expiryIntervalMs': 'LEASEHOLD_EXPIRY_INTERVAL_MS (default: the configured one)',
+  'deployment.attemptsPerEmail': 'send attempts per email on average (default 1)',
+  'storage.bloatFactor': 'multiplier on measured row sizes for update churn (default 1.3)',
+  'observability.logRetentionDays': 'days logs are kept (default 30)',
+  freeTiers: 'subtract free monthly allowances (shared by the whole account)',
+};
+
+/** commander's camelCase attribute for a flag: --emails-per-day -> emailsPerDay. */
+const attribute = (flag: string) => flag.slice(2).replace(/-([a-z])/g, (_, c: string) => c.toUpperCase());
+
+function readYaml(file: string, what: string): unknown {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (error) {
+    throw new CliExit(EXIT_USAGE, `leasehold capacity: ${what}: cannot read ${file}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+  }
+  try {
+    return parseYaml(text);
+  } catch (error) {
+    throw new CliExit(EXIT_USAGE, `leasehold capacity: ${what}: ${file} is not valid YAML: ${(error as Error).message.split('\n')[0]!.replace(/:$/, '')}`);
+  }
+}
+
+/** Numbers in JSON: cents stay, tiny unit prices keep six significant digits. */
+const tidy = (_key: string, value: unknown) =>
+  typeof value === 'number' && !Number.isInteger(value)
+    ? Math.abs(value) >= 1
+      ? Math.round(value * 1e4) / 1e4
+      : Number(value.toPrecision(6))
+    : value;
+
+export function registerCapacity(program: Command, context: ContextFactory): void {
+  const command = program
+    .command('capacity')
+    .description('workload and cost model: burst drain time, oldest email age against the promise, rows, statements/s, monthly cost of three designs')
+    .option('--file <path>', 'workload YAML (see capacity/workload.example.yaml); flags override it field by field')
+    .option('--prices <path>', 'price table YAML (default: capacity/prices.yaml in the package)')
+    .option('--json', 'print the report as JSON');
+  for (const [field, flag] of Object.entries(FLAGS) as Array<[WorkloadField, string]>) {
+    command.addOption(field === 'freeTiers' ? new Option(flag, HELP[field]) : new Option(`${flag} <value>`, HELP[field]));
+  }
+  command.action((options: Record<string, string | boolean | undefined>) => {
+    const ctx = context();
+    const { config } = ctx;
+    const defaults: ConfigDefaults = {
+      provider: config.emailProvider,
+      perSecond: config.ratePerSecond,
+      burst: config.rateBurst,
+      deliveryBatch: config.deliveryBatch,
+      deliveryConcurrency: config.deliveryConcurrency,
+      expiryBatch: config.expiryBatch,
+      expiryIntervalMs: config.expiryIntervalMs,
+      promiseSeconds: config.emailPromiseS,
+      expiryPromiseSeconds: config.expiryPromiseS,
+    };
+    const fromFile = typeof options.file === 'string' ? readYaml(options.file, '--file') : {};
+    const flags = Object.fromEntries(
+      (Object.entries(FLAGS) as Array<[WorkloadField, string]>).map(([field, flag]) => [field, options[attribute(flag)]]),
+    );
+    const pricesFile = typeof options.prices === 'string' ? options.prices : path.join(packageRoot(), 'capacity', 'prices.yaml');
+    let report;
+    try {
+      const workload = parseWorkload(mergeInput(fromFile, nest(flags)), defaults);
+      const prices = parsePrices(readYaml(pricesFile, '--prices'));
+      report = capacityModel(workload, prices);
+    } catch (error) {
+      if (error instanceof ValidationError) throw new CliExit(EXIT_USAGE, `leasehold capacity: ${error.message}`);
+      throw error;
+    }
+    if (options.json) {
+      ctx.out(JSON.stringify({ pricesFile, ...report }, tidy, 2));
+    } else {
+      for (const line of renderReport(report)) ctx.out(line);
+      ctx.out('');
+      ctx.out(`Prices from ${pricesFile}. --json for machines.`);
+    }
+  });
+}
