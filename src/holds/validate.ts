@@ -1,13 +1,13 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { ValidationError } from '../errors.js';
+import { checkJsonValue, storableText } from '../text.js';
 
 export const HOLD_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
 export const MAX_TTL_SECONDS = 30 * 24 * 3600;
 export const MAX_METADATA_BYTES = 16 * 1024;
 
-export const holdIdSchema = z
-  .string()
+export const holdIdSchema = storableText()
   .regex(HOLD_ID_PATTERN, 'must be 1-128 characters of letters, digits, ".", "_", ":" or "-", starting with a letter or digit');
 
 /**
@@ -18,7 +18,7 @@ export const holdIdSchema = z
 export const createHoldSchema = z
   .object({
     id: holdIdSchema.optional(),
-    customerEmail: z.string().max(254, 'must be at most 254 characters').pipe(z.email('must be an email address')),
+    customerEmail: storableText().max(254, 'must be at most 254 characters').pipe(z.email('must be an email address')),
     expiresAt: z
       .union([z.iso.datetime({ offset: true, message: 'must be an ISO 8601 date-time with a time zone' }), z.date()])
       .optional(),
@@ -79,6 +79,8 @@ export function validateCreateHold(input: unknown, now: Date): ValidHold {
     }
   }
   const metadata = v.metadata ?? {};
+  // Before JSON.stringify: a deep enough value overflows its stack.
+  checkJsonValue(metadata, 'metadata');
   const metadataJson = JSON.stringify(metadata);
   if (Buffer.byteLength(metadataJson) > MAX_METADATA_BYTES) {
     throw new ValidationError('metadata', `must be at most ${MAX_METADATA_BYTES} bytes as JSON`);

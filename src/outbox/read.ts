@@ -1,6 +1,7 @@
 import type { Queryable } from '../db/pool.js';
 import { ident } from '../db/pool.js';
 import { ValidationError } from '../errors.js';
+import { isStorableText } from '../text.js';
 import type { Attempt, Intent, IntentState } from './states.js';
 
 /** Read side of the outbox: what operators, the API and `trace` look at. */
@@ -114,22 +115,45 @@ function encodeCursor(intent: Intent): string {
   return Buffer.from(JSON.stringify([intent.createdAt.toISOString(), intent.id])).toString('base64url');
 }
 
+// The UTC form encodeCursor writes.
+const CURSOR_TIME = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.\d{1,6})?Z$/;
+
+/**
+ * A cursor comes back from the client, so it is input like any other: what
+ * it decodes to must be something PostgreSQL accepts, or a tampered cursor
+ * would be a 5xx. Date.parse is too lenient for that ("1" is the year 2001,
+ * February 31st rolls over, year 0 does not exist in PostgreSQL).
+ */
 function decodeCursor(cursor: string): [string, string] {
+  let value: unknown;
   try {
-    const value = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown;
-    if (
-      Array.isArray(value) &&
-      value.length === 2 &&
-      typeof value[0] === 'string' &&
-      typeof value[1] === 'string' &&
-      !Number.isNaN(Date.parse(value[0]))
-    ) {
-      return [value[0], value[1]];
-    }
+    value = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
   } catch {
-    // fall through
+    value = undefined;
+  }
+  if (Array.isArray(value) && value.length === 2 && typeof value[0] === 'string' && typeof value[1] === 'string') {
+    const [at, id] = value as [string, string];
+    const time = CURSOR_TIME.exec(at);
+    if (time && isStorableText(id) && isRealUtcTime(time)) return [at, id];
   }
   throw new ValidationError('cursor', 'is not a cursor returned by this API');
+}
+
+function isRealUtcTime(parts: RegExpExecArray): boolean {
+  const [year, month, day, hour, minute, second] = parts.slice(1, 7).map(Number) as [number, number, number, number, number, number];
+  const date = new Date(Date.UTC(year, month - 1, day, hour, minute, second));
+  // Date.UTC rolls an out-of-range field over (February 31st -> March 2nd)
+  // and maps years 0-99 to 19xx, so a round trip that changes anything means
+  // PostgreSQL could refuse it; no cursor this API wrote is refused.
+  return (
+    year >= 1 &&
+    date.getUTCFullYear() === year &&
+    date.getUTCMonth() === month - 1 &&
+    date.getUTCDate() === day &&
+    date.getUTCHours() === hour &&
+    date.getUTCMinutes() === minute &&
+    date.getUTCSeconds() === second
+  );
 }
 
 /** Intents newest first, optionally of one state, keyset-paged (stable under inserts). */
