@@ -111,11 +111,14 @@ export interface IntentPage {
   nextCursor: string | null;
 }
 
-function encodeCursor(intent: Intent): string {
-  return Buffer.from(JSON.stringify([intent.createdAt.toISOString(), intent.id])).toString('base64url');
+// A cursor carries created_at to the microsecond, as PostgreSQL keeps it: the
+// expiry lane writes a whole batch with one captured now, and a cursor cut to
+// milliseconds (a JS Date) would skip the rest of that batch on the next page.
+function encodeCursor(row: IntentRow & { cursor_at: string }): string {
+  return Buffer.from(JSON.stringify([row.cursor_at, row.id])).toString('base64url');
 }
 
-// The UTC form encodeCursor writes.
+// Exactly the UTC form encodeCursor writes (older cursors had milliseconds).
 const CURSOR_TIME = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.\d{1,6})?Z$/;
 
 /**
@@ -163,15 +166,16 @@ export async function intentsList(
   options: { state?: IntentState; limit: number; cursor?: string },
 ): Promise<IntentPage> {
   const after = options.cursor ? decodeCursor(options.cursor) : null;
-  const { rows } = await db.query<IntentRow>(
-    `SELECT ${INTENT_COLUMNS} FROM ${ident(schema)}.email_outbox
+  const { rows } = await db.query<IntentRow & { cursor_at: string }>(
+    `SELECT ${INTENT_COLUMNS}, to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS cursor_at
+       FROM ${ident(schema)}.email_outbox
       WHERE ($1::text IS NULL OR state = $1)
         AND ($2::timestamptz IS NULL OR (created_at, id) < ($2::timestamptz, $3::text))
       ORDER BY created_at DESC, id DESC
       LIMIT $4`,
     [options.state ?? null, after?.[0] ?? null, after?.[1] ?? null, options.limit + 1],
   );
-  const intents = rows.slice(0, options.limit).map(intentFromRow);
+  const page = rows.slice(0, options.limit);
   const more = rows.length > options.limit;
-  return { intents, nextCursor: more && intents.length > 0 ? encodeCursor(intents.at(-1)!) : null };
+  return { intents: page.map(intentFromRow), nextCursor: more && page.length > 0 ? encodeCursor(page.at(-1)!) : null };
 }

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ident } from '../../src/db/pool.js';
 import { apiHarness, type ApiHarness } from './harness.js';
 
 /**
@@ -95,9 +96,39 @@ describe('tampered cursors', () => {
     expect400(await h.call('GET', `/v1/intents?cursor=${value}`), 'cursor');
   });
 
-  it('a well-formed cursor pages', async () => {
+  it('a cursor in the old millisecond form still pages', async () => {
     const res = await h.call('GET', `/v1/intents?cursor=${cursor(['2024-01-01T00:00:00.000Z', 'x'])}`);
     expect(res.statusCode).toBe(200);
+  });
+});
+
+describe('paging through intents created in the same instant', () => {
+  it('pages through a batch sharing one microsecond timestamp without skipping any', async () => {
+    // The expiry lane writes a whole batch with one captured now (microseconds);
+    // a cursor that kept only milliseconds skipped the rest of the batch.
+    const s = ident(h.db.schema);
+    await h.db.pool.query(
+      `INSERT INTO ${s}.support_reservations (id, customer_email, status, expires_at, created_at, expired_at, request_hash)
+       SELECT 'same-' || n, 'x@example.com', 'expired', t, t, t, 'h'
+         FROM generate_series(1, 5) n, (SELECT '2020-01-01 00:00:00.123456+00'::timestamptz AS t) c`,
+    );
+    await h.db.pool.query(
+      `INSERT INTO ${s}.email_outbox (id, reservation_id, recipient, template, state, available_at, created_at)
+       SELECT 'reservation-expired:' || id, id, customer_email, 'reservation-expired', 'pending', expired_at, expired_at
+         FROM ${s}.support_reservations WHERE id LIKE 'same-%'`,
+    );
+    const seen: string[] = [];
+    let next: string | null = '';
+    while (next !== null) {
+      const res = await h.call('GET', `/v1/intents?limit=2${next ? `&cursor=${next}` : ''}`);
+      expect(res.statusCode).toBe(200);
+      const page = res.json() as { intents: Array<{ id: string }>; nextCursor: string | null };
+      seen.push(...page.intents.map((i) => i.id));
+      next = page.nextCursor;
+    }
+    expect(seen.filter((id) => id.startsWith('reservation-expired:same-')).sort()).toEqual(
+      [1, 2, 3, 4, 5].map((n) => `reservation-expired:same-${n}`),
+    );
   });
 });
 
