@@ -58,11 +58,13 @@ export function toValidationError(error: z.ZodError, prefix = ''): ValidationErr
 }
 
 /**
- * Validate a create-hold request against `now` (the caller's view of the
- * clock; the database enforces nothing about the future, so this is where
- * "in the past" and "absurdly far" are caught).
+ * Validate a create-hold request's shape and content, and compute the hash
+ * that decides whether a later request with the same id is the same request.
+ * Nothing here depends on the clock: a retry of a request that was valid when
+ * first sent must be recognised as the same request after its expiresAt
+ * passed (see checkExpiresAt, applied only to requests that create).
  */
-export function validateCreateHold(input: unknown, now: Date): ValidHold {
+export function validateCreateHold(input: unknown): ValidHold {
   const parsed = createHoldSchema.safeParse(input);
   if (!parsed.success) throw toValidationError(parsed.error);
   const v = parsed.data;
@@ -73,10 +75,6 @@ export function validateCreateHold(input: unknown, now: Date): ValidHold {
   if (v.expiresAt !== undefined) {
     expiresAt = new Date(v.expiresAt);
     if (Number.isNaN(expiresAt.getTime())) throw new ValidationError('expiresAt', 'is not a valid date');
-    if (expiresAt.getTime() <= now.getTime()) throw new ValidationError('expiresAt', 'must be in the future');
-    if (expiresAt.getTime() > now.getTime() + MAX_TTL_SECONDS * 1000) {
-      throw new ValidationError('expiresAt', 'must be within 30 days');
-    }
   }
   const metadata = v.metadata ?? {};
   // Before JSON.stringify: a deep enough value overflows its stack.
@@ -86,10 +84,9 @@ export function validateCreateHold(input: unknown, now: Date): ValidHold {
     throw new ValidationError('metadata', `must be at most ${MAX_METADATA_BYTES} bytes as JSON`);
   }
   const customerEmail = v.customerEmail;
+  // expiresAt as an instant, so the same moment written in another zone is the same request.
   const requestHash = createHash('sha256')
-    .update(
-      JSON.stringify([customerEmail, v.expiresAt !== undefined ? expiresAt!.toISOString() : null, v.ttlSeconds ?? null, metadataJson]),
-    )
+    .update(JSON.stringify([customerEmail, expiresAt ? expiresAt.toISOString() : null, v.ttlSeconds ?? null, metadataJson]))
     .digest('base64url');
   return {
     id: v.id ?? `hold_${randomUUID()}`,
@@ -99,6 +96,19 @@ export function validateCreateHold(input: unknown, now: Date): ValidHold {
     metadata,
     requestHash,
   };
+}
+
+/**
+ * The rules on expiresAt that depend on `now` (the caller's view of the
+ * clock; the database enforces nothing about the future, so this is where
+ * "in the past" and "absurdly far" are caught).
+ */
+export function checkExpiresAt(hold: ValidHold, now: Date): void {
+  if (hold.expiresAt === undefined) return;
+  if (hold.expiresAt.getTime() <= now.getTime()) throw new ValidationError('expiresAt', 'must be in the future');
+  if (hold.expiresAt.getTime() > now.getTime() + MAX_TTL_SECONDS * 1000) {
+    throw new ValidationError('expiresAt', 'must be within 30 days');
+  }
 }
 
 export function validateHoldId(id: unknown, field = 'id'): string {
