@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { z } from 'zod';
 import { MAX_BURST, MAX_PER_SECOND } from './delivery/control.js';
 import { ConfigError } from './errors.js';
@@ -6,6 +7,15 @@ const int = (min: number, max: number) => {
   const message = `must be a whole number from ${min} to ${max}`;
   return z.coerce.number({ error: message }).int(message).min(min, message).max(max, message);
 };
+
+const HOST_NAME = /^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/;
+
+/** An address to listen on: an IP literal (127.0.0.1, ::1, 0.0.0.0) or a host name (localhost). */
+export function isListenHost(value: string): boolean {
+  return isIP(value) !== 0 || HOST_NAME.test(value);
+}
+
+export const LISTEN_HOST_MESSAGE = 'must be an IP address or a host name, e.g. 127.0.0.1, 0.0.0.0 or ::1';
 
 /**
  * Every environment variable leasehold reads, with its default. Parsing
@@ -23,6 +33,9 @@ const schema = z.object({
     .regex(/^[a-z_][a-z0-9_]{0,62}$/, 'must be a lowercase SQL identifier (letters, digits, underscore)')
     .default('leasehold'),
   PORT: int(0, 65535).default(8787),
+  // Loopback unless the operator chooses to expose the API (and its open
+  // /healthz, /metrics and dashboard) on other interfaces.
+  LEASEHOLD_HOST: z.string().refine(isListenHost, LISTEN_HOST_MESSAGE).default('127.0.0.1'),
   LEASEHOLD_API_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
   EMAIL_PROVIDER: z.enum(['sandbox', 'resend', 'postmark', 'ses', 'smtp']).default('sandbox'),
   EMAIL_FROM: z.string().min(3).default('Support <support@example.com>'),
@@ -51,6 +64,8 @@ export interface Config {
   dataDir: string;
   schema: string;
   port: number;
+  /** Interface the HTTP API listens on. */
+  host: string;
   apiToken: string | undefined;
   emailProvider: Env['EMAIL_PROVIDER'];
   emailFrom: string;
@@ -93,6 +108,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     dataDir: e.LEASEHOLD_DATA_DIR,
     schema: e.LEASEHOLD_SCHEMA,
     port: e.PORT,
+    host: e.LEASEHOLD_HOST,
     apiToken: e.LEASEHOLD_API_TOKEN,
     emailProvider: e.EMAIL_PROVIDER,
     emailFrom: e.EMAIL_FROM,

@@ -102,16 +102,19 @@ export interface ApiServer {
   close(): Promise<void>;
 }
 
-/** Build the API and listen on `port` (0 picks a free one). The caller owns the pool. */
+/**
+ * Build the API and listen on `port` (0 picks a free one) at `host` (default
+ * 127.0.0.1: loopback only). The caller owns the pool.
+ */
 export async function startApiServer(options: ApiOptions & { port: number; host?: string }): Promise<ApiServer> {
   const app = buildApp(options);
-  const host = options.host ?? '0.0.0.0';
-  await app.listen({ port: options.port, host });
-  const { port } = app.server.address() as AddressInfo;
-  const shown = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host;
+  await app.listen({ port: options.port, host: options.host ?? '127.0.0.1' });
+  // The address actually bound, not the one asked for: "0.0.0.0" says the API
+  // is open on every interface, which is what an operator must see.
+  const { address, family, port } = app.server.address() as AddressInfo;
   let closed: Promise<void> | undefined;
   return {
-    url: `http://${shown.includes(':') ? `[${shown}]` : shown}:${port}`,
+    url: `http://${family === 'IPv6' ? `[${address}]` : address}:${port}`,
     app,
     close: () => (closed ??= app.close().then(() => undefined)),
   };
