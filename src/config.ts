@@ -36,7 +36,13 @@ const schema = z.object({
   // Loopback unless the operator chooses to expose the API (and its open
   // /healthz, /metrics and dashboard) on other interfaces.
   LEASEHOLD_HOST: z.string().refine(isListenHost, LISTEN_HOST_MESSAGE).default('127.0.0.1'),
-  LEASEHOLD_API_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
+  // The token travels in `Authorization: Bearer <token>`, where whitespace
+  // ends it and only ASCII arrives intact: any other token could never match.
+  LEASEHOLD_API_TOKEN: z
+    .string()
+    .min(16, 'must be at least 16 characters')
+    .regex(/^[\x21-\x7e]+$/, 'must be printable ASCII without whitespace (it is sent in an Authorization: Bearer header)')
+    .optional(),
   EMAIL_PROVIDER: z.enum(['sandbox', 'resend', 'postmark', 'ses', 'smtp']).default('sandbox'),
   EMAIL_FROM: z.string().min(3).default('Support <support@example.com>'),
   LEASEHOLD_RATE_PER_SECOND: z.coerce
@@ -58,6 +64,10 @@ const schema = z.object({
 });
 
 type Env = z.infer<typeof schema>;
+
+// Never echoed in an error line: that would put a secret (the token, a
+// database password) in logs and terminals.
+const SECRET_VARIABLES = new Set(['LEASEHOLD_API_TOKEN', 'DATABASE_URL']);
 
 export interface Config {
   databaseUrl: string | undefined;
@@ -93,7 +103,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
     const variable = String(issue.path[0] ?? 'environment');
-    throw new ConfigError(variable, `${issue.message} (got ${JSON.stringify(cleaned[variable] ?? null)})`);
+    const got = SECRET_VARIABLES.has(variable) ? '' : ` (got ${JSON.stringify(cleaned[variable] ?? null)})`;
+    throw new ConfigError(variable, `${issue.message}${got}`);
   }
   const e = parsed.data;
   const sendTimeoutMs = e.LEASEHOLD_SEND_TIMEOUT_MS ?? Math.min(10_000, Math.floor(e.LEASEHOLD_LEASE_MS / 2));
