@@ -63,9 +63,14 @@ export function buildApp(options: ApiOptions): FastifyInstance {
     json(request, text, done);
   });
 
+  const authenticate = bearerAuth(options.apiToken);
   app.setErrorHandler(errorHandler(logger));
-  app.setNotFoundHandler((request, reply) => {
-    const { statusCode, body } = toErrorResponse(new ApiError(404, 'not_found', `no route ${request.method} ${request.url.split('?')[0]!.slice(0, 200)}`));
+  app.setNotFoundHandler(async (request, reply) => {
+    const path = request.url.split('?')[0]!;
+    // Under /v1 the token is checked before "no such route": otherwise a
+    // stranger could tell existing routes (401) from missing ones (404).
+    if (path === '/v1' || path.startsWith('/v1/')) await authenticate(request);
+    const { statusCode, body } = toErrorResponse(new ApiError(404, 'not_found', `no route ${request.method} ${path.slice(0, 200)}`));
     return reply.code(statusCode).send(body);
   });
   app.addHook('onResponse', async (request, reply) => {
@@ -80,7 +85,6 @@ export function buildApp(options: ApiOptions): FastifyInstance {
   opsRoutes(app, ctx, [options.metrics.registry, databaseMetrics]);
   dashboardRoutes(app);
 
-  const authenticate = bearerAuth(options.apiToken);
   void app.register(
     async (v1) => {
       v1.addHook('onRequest', authenticate);

@@ -33,6 +33,32 @@ describe('bearer token on /v1', () => {
     }
   });
 
+  it.each([
+    ['GET', '/v1/nope'],
+    ['GET', '/v1'],
+    ['POST', '/v1/'],
+    ['DELETE', '/v1/holds/x'],
+    ['GET', '/v1/holds/x/confirm'],
+    ['PUT', '/v1/intents'],
+    ['GET', '/v1/admin?x=1'],
+  ])('%s %s (no such route): 401 without the token, so probing cannot tell which routes exist; 404 with it', async (method, url) => {
+    for (const authorization of [undefined, 'Bearer wrong-token']) {
+      const res = await h.app.inject({ method: method as 'GET', url, headers: authorization ? { authorization } : {} });
+      expect(res.statusCode, String(authorization)).toBe(401);
+      expect(res.headers['www-authenticate']).toBe('Bearer');
+      expect(res.json()).toEqual({ error: { code: 'unauthorized', message: expect.any(String) } });
+    }
+    const authed = await h.call(method as 'GET', url);
+    expect(authed.statusCode).toBe(404);
+    expect(authed.json().error.code).toBe('not_found');
+  });
+
+  it('outside /v1 an unknown route is a 404 with or without a token', async () => {
+    for (const url of ['/v2/holds', '/v1x', '/nope']) {
+      expect((await h.app.inject({ method: 'GET', url })).statusCode, url).toBe(404);
+    }
+  });
+
   it('the right token passes (case-insensitive scheme), and nothing was changed by refused calls', async () => {
     const res = await h.app.inject({ method: 'GET', url: '/v1/intents', headers: { authorization: `bearer ${TOKEN}` } });
     expect(res.statusCode).toBe(200);
