@@ -7,7 +7,7 @@ import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import { bearerAuth } from './auth.js';
 import type { ApiContext } from './context.js';
-import { ApiError, errorHandler, toErrorResponse } from './errors.js';
+import { ApiError, clientErrorHandler, errorHandler, toErrorResponse } from './errors.js';
 import { deliveryRoutes } from './routes/delivery.js';
 import { holdRoutes } from './routes/holds.js';
 import { intentRoutes } from './routes/intents.js';
@@ -43,6 +43,8 @@ export function buildApp(options: ApiOptions): FastifyInstance {
     bodyLimit: BODY_LIMIT_BYTES,
     routerOptions: { maxParamLength: 1000 },
     return503OnClosing: true,
+    // Oversized headers and non-HTTP bytes, refused before any route.
+    clientErrorHandler: clientErrorHandler(logger),
     // Malformed URLs (bad percent-encoding) never reach a route.
     frameworkErrors: (error, _request, reply) => {
       const { statusCode, body } = toErrorResponse(error);
