@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { z } from 'zod';
 import { MAX_BURST, PER_SECOND_RULE, isValidPerSecond } from './delivery/control.js';
 import { ConfigError } from './errors.js';
@@ -6,6 +7,15 @@ const int = (min: number, max: number) => {
   const message = `must be a whole number from ${min} to ${max}`;
   return z.coerce.number({ error: message }).int(message).min(min, message).max(max, message);
 };
+
+const HOST_NAME = /^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/;
+
+/** An address to listen on: an IP literal (127.0.0.1, ::1, 0.0.0.0) or a host name (localhost). */
+export function isListenHost(value: string): boolean {
+  return isIP(value) !== 0 || HOST_NAME.test(value);
+}
+
+export const LISTEN_HOST_MESSAGE = 'must be an IP address or a host name, e.g. 127.0.0.1, 0.0.0.0 or ::1';
 
 /**
  * Every environment variable leasehold reads, with its default. Parsing
@@ -23,7 +33,16 @@ const schema = z.object({
     .regex(/^[a-z_][a-z0-9_]{0,62}$/, 'must be a lowercase SQL identifier (letters, digits, underscore)')
     .default('leasehold'),
   PORT: int(0, 65535).default(8787),
-  LEASEHOLD_API_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
+  // Loopback unless the operator chooses to expose the API (and its open
+  // /healthz, /metrics and dashboard) on other interfaces.
+  LEASEHOLD_HOST: z.string().refine(isListenHost, LISTEN_HOST_MESSAGE).default('127.0.0.1'),
+  // The token travels in `Authorization: Bearer <token>`, where whitespace
+  // ends it and only ASCII arrives intact: any other token could never match.
+  LEASEHOLD_API_TOKEN: z
+    .string()
+    .min(16, 'must be at least 16 characters')
+    .regex(/^[\x21-\x7e]+$/, 'must be printable ASCII without whitespace (it is sent in an Authorization: Bearer header)')
+    .optional(),
   EMAIL_PROVIDER: z.enum(['sandbox', 'resend', 'postmark', 'ses', 'smtp']).default('sandbox'),
   EMAIL_FROM: z.string().min(3).default('Support <support@example.com>'),
   LEASEHOLD_RATE_PER_SECOND: z.coerce.number({ error: PER_SECOND_RULE }).refine(isValidPerSecond, PER_SECOND_RULE).default(10),
@@ -42,11 +61,17 @@ const schema = z.object({
 
 type Env = z.infer<typeof schema>;
 
+// Never echoed in an error line: that would put a secret (the token, a
+// database password) in logs and terminals.
+const SECRET_VARIABLES = new Set(['LEASEHOLD_API_TOKEN', 'DATABASE_URL']);
+
 export interface Config {
   databaseUrl: string | undefined;
   dataDir: string;
   schema: string;
   port: number;
+  /** Interface the HTTP API listens on. */
+  host: string;
   apiToken: string | undefined;
   emailProvider: Env['EMAIL_PROVIDER'];
   emailFrom: string;
@@ -74,7 +99,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
     const variable = String(issue.path[0] ?? 'environment');
-    throw new ConfigError(variable, `${issue.message} (got ${JSON.stringify(cleaned[variable] ?? null)})`);
+    const got = SECRET_VARIABLES.has(variable) ? '' : ` (got ${JSON.stringify(cleaned[variable] ?? null)})`;
+    throw new ConfigError(variable, `${issue.message}${got}`);
   }
   const e = parsed.data;
   const sendTimeoutMs = e.LEASEHOLD_SEND_TIMEOUT_MS ?? Math.min(10_000, Math.floor(e.LEASEHOLD_LEASE_MS / 2));
@@ -89,6 +115,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     dataDir: e.LEASEHOLD_DATA_DIR,
     schema: e.LEASEHOLD_SCHEMA,
     port: e.PORT,
+    host: e.LEASEHOLD_HOST,
     apiToken: e.LEASEHOLD_API_TOKEN,
     emailProvider: e.EMAIL_PROVIDER,
     emailFrom: e.EMAIL_FROM,

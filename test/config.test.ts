@@ -23,6 +23,7 @@ describe('configuration', () => {
       maxAttempts: 10,
       expiryPromiseS: 60,
       emailPromiseS: 900,
+      host: '127.0.0.1',
     });
     expect(config.sendTimeoutMs).toBeLessThan(config.leaseMs);
   });
@@ -36,6 +37,8 @@ describe('configuration', () => {
     ['LEASEHOLD_RATE_BURST', '1.5', 'whole number'],
     ['LEASEHOLD_LEASE_MS', 'soon', 'whole number'],
     ['LEASEHOLD_API_TOKEN', 'short', '16'],
+    ['LEASEHOLD_HOST', 'not a host', 'IP address or a host name'],
+    ['LEASEHOLD_HOST', 'http://127.0.0.1', 'IP address or a host name'],
     ['LOG_LEVEL', 'loud', 'Invalid option'],
   ])('names %s when it is invalid', (variable, value, fragment) => {
     const error = (() => {
@@ -48,6 +51,37 @@ describe('configuration', () => {
     expect(error).toBeInstanceOf(ConfigError);
     expect((error as ConfigError).variable).toBe(variable);
     expect((error as ConfigError).message).toContain(fragment);
+  });
+
+  it.each([
+    ['a space inside', 'token-with a-space-0123456789'],
+    ['a trailing newline', 'token-0123456789abcdef\n'],
+    ['a leading tab', '\ttoken-0123456789abcdef'],
+    ['a carriage return (a Windows env file)', 'token-0123456789abcdef\r'],
+    ['a non-ASCII letter', 'tökén-0123456789abcdef'],
+  ])('refuses an API token with %s (it could never match a Bearer header), without echoing it', (_what, token) => {
+    const error = (() => {
+      try {
+        loadConfig({ LEASEHOLD_API_TOKEN: token });
+      } catch (e) {
+        return e;
+      }
+    })() as ConfigError;
+    expect(error).toBeInstanceOf(ConfigError);
+    expect(error.variable).toBe('LEASEHOLD_API_TOKEN');
+    expect(error.message).toMatch(/whitespace/);
+    expect(error.message).not.toContain('0123456789');
+  });
+
+  it('does not echo a bad DATABASE_URL either (it may carry a password)', () => {
+    expect(() => loadConfig({ DATABASE_URL: 'mysql://app:s3cret-pw@db/app' })).toThrow(/^DATABASE_URL: must be a postgres:\/\/ or postgresql:\/\/ URL$/);
+  });
+
+  it('accepts any printable ASCII token, and chooses the interface from LEASEHOLD_HOST', () => {
+    expect(loadConfig({ LEASEHOLD_API_TOKEN: 'Ab0+/=._~-!#$%&*^|`' + 'x'.repeat(8) }).apiToken).toBe('Ab0+/=._~-!#$%&*^|`xxxxxxxx');
+    for (const host of ['0.0.0.0', '::', '::1', '10.1.2.3', 'localhost', 'api.internal.example']) {
+      expect(loadConfig({ LEASEHOLD_HOST: host }).host).toBe(host);
+    }
   });
 
   it('treats empty variables as unset', () => {

@@ -1,9 +1,9 @@
 import type { Queryable } from '../db/pool.js';
 import { HoldNotHeldError, IdempotencyConflictError, NotFoundError } from '../errors.js';
 import type { Clock } from '../runtime/clock.js';
-import { holdFromRow, holdsGet, holdsInsert, holdsSettle } from './queries.js';
+import { holdFromRow, holdsGet, holdsInsert, holdsSettle, type HoldRow } from './queries.js';
 import type { Hold } from './states.js';
-import { validateCreateHold, validateHoldId, type CreateHoldInput } from './validate.js';
+import { checkExpiresAt, validateCreateHold, validateHoldId, type CreateHoldInput, type ValidHold } from './validate.js';
 
 /**
  * The hold API for applications. Every function takes any `pg` Pool, Client
@@ -33,8 +33,19 @@ const schemaOf = (options: HoldOptions) => options.schema ?? 'leasehold';
  */
 export async function createHold(db: Queryable, input: CreateHoldInput, options: HoldOptions = {}): Promise<CreateHoldResult> {
   const now = options.clock?.now() ?? null;
-  const valid = validateCreateHold(input, now ?? new Date());
+  const valid = validateCreateHold(input);
   const schema = schemaOf(options);
+  try {
+    checkExpiresAt(valid, now ?? new Date());
+  } catch (error) {
+    // Idempotency is decided before the clock: a client whose response was
+    // lost retries the same body, perhaps after its expiresAt passed, and
+    // must get the hold it created rather than "must be in the future". Only
+    // a request that would create something is held to the deadline.
+    const existing = valid.clientId ? await holdsGet(db, schema, valid.id) : undefined;
+    if (!existing) throw error;
+    return existingHold(existing, valid);
+  }
   const inserted = await holdsInsert(
     db,
     schema,
@@ -50,7 +61,13 @@ export async function createHold(db: Queryable, input: CreateHoldInput, options:
   );
   if (inserted) return { hold: holdFromRow(inserted), created: true };
   const existing = await holdsGet(db, schema, valid.id);
-  if (!existing || existing.request_hash !== valid.requestHash) throw new IdempotencyConflictError(valid.id);
+  if (!existing) throw new IdempotencyConflictError(valid.id);
+  return existingHold(existing, valid);
+}
+
+/** The same id again: the same request gets the hold it created, another request a conflict. */
+function existingHold(existing: HoldRow, valid: ValidHold): CreateHoldResult {
+  if (existing.request_hash !== valid.requestHash) throw new IdempotencyConflictError(valid.id);
   return { hold: holdFromRow(existing), created: false };
 }
 

@@ -1,13 +1,13 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { ValidationError } from '../errors.js';
+import { checkJsonValue, storableText } from '../text.js';
 
 export const HOLD_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
 export const MAX_TTL_SECONDS = 30 * 24 * 3600;
 export const MAX_METADATA_BYTES = 16 * 1024;
 
-export const holdIdSchema = z
-  .string()
+export const holdIdSchema = storableText()
   .regex(HOLD_ID_PATTERN, 'must be 1-128 characters of letters, digits, ".", "_", ":" or "-", starting with a letter or digit');
 
 /**
@@ -18,7 +18,7 @@ export const holdIdSchema = z
 export const createHoldSchema = z
   .object({
     id: holdIdSchema.optional(),
-    customerEmail: z.string().max(254, 'must be at most 254 characters').pipe(z.email('must be an email address')),
+    customerEmail: storableText().max(254, 'must be at most 254 characters').pipe(z.email('must be an email address')),
     expiresAt: z
       .union([z.iso.datetime({ offset: true, message: 'must be an ISO 8601 date-time with a time zone' }), z.date()])
       .optional(),
@@ -58,11 +58,13 @@ export function toValidationError(error: z.ZodError, prefix = ''): ValidationErr
 }
 
 /**
- * Validate a create-hold request against `now` (the caller's view of the
- * clock; the database enforces nothing about the future, so this is where
- * "in the past" and "absurdly far" are caught).
+ * Validate a create-hold request's shape and content, and compute the hash
+ * that decides whether a later request with the same id is the same request.
+ * Nothing here depends on the clock: a retry of a request that was valid when
+ * first sent must be recognised as the same request after its expiresAt
+ * passed (see checkExpiresAt, applied only to requests that create).
  */
-export function validateCreateHold(input: unknown, now: Date): ValidHold {
+export function validateCreateHold(input: unknown): ValidHold {
   const parsed = createHoldSchema.safeParse(input);
   if (!parsed.success) throw toValidationError(parsed.error);
   const v = parsed.data;
@@ -73,21 +75,18 @@ export function validateCreateHold(input: unknown, now: Date): ValidHold {
   if (v.expiresAt !== undefined) {
     expiresAt = new Date(v.expiresAt);
     if (Number.isNaN(expiresAt.getTime())) throw new ValidationError('expiresAt', 'is not a valid date');
-    if (expiresAt.getTime() <= now.getTime()) throw new ValidationError('expiresAt', 'must be in the future');
-    if (expiresAt.getTime() > now.getTime() + MAX_TTL_SECONDS * 1000) {
-      throw new ValidationError('expiresAt', 'must be within 30 days');
-    }
   }
   const metadata = v.metadata ?? {};
+  // Before JSON.stringify: a deep enough value overflows its stack.
+  checkJsonValue(metadata, 'metadata');
   const metadataJson = JSON.stringify(metadata);
   if (Buffer.byteLength(metadataJson) > MAX_METADATA_BYTES) {
     throw new ValidationError('metadata', `must be at most ${MAX_METADATA_BYTES} bytes as JSON`);
   }
   const customerEmail = v.customerEmail;
+  // expiresAt as an instant, so the same moment written in another zone is the same request.
   const requestHash = createHash('sha256')
-    .update(
-      JSON.stringify([customerEmail, v.expiresAt !== undefined ? expiresAt!.toISOString() : null, v.ttlSeconds ?? null, metadataJson]),
-    )
+    .update(JSON.stringify([customerEmail, expiresAt ? expiresAt.toISOString() : null, v.ttlSeconds ?? null, metadataJson]))
     .digest('base64url');
   return {
     id: v.id ?? `hold_${randomUUID()}`,
@@ -97,6 +96,19 @@ export function validateCreateHold(input: unknown, now: Date): ValidHold {
     metadata,
     requestHash,
   };
+}
+
+/**
+ * The rules on expiresAt that depend on `now` (the caller's view of the
+ * clock; the database enforces nothing about the future, so this is where
+ * "in the past" and "absurdly far" are caught).
+ */
+export function checkExpiresAt(hold: ValidHold, now: Date): void {
+  if (hold.expiresAt === undefined) return;
+  if (hold.expiresAt.getTime() <= now.getTime()) throw new ValidationError('expiresAt', 'must be in the future');
+  if (hold.expiresAt.getTime() > now.getTime() + MAX_TTL_SECONDS * 1000) {
+    throw new ValidationError('expiresAt', 'must be within 30 days');
+  }
 }
 
 export function validateHoldId(id: unknown, field = 'id'): string {

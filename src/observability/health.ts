@@ -1,4 +1,5 @@
 import type { Queryable } from '../db/pool.js';
+import type { Logger } from './logger.js';
 import { laneStats, type LaneStats } from './stats.js';
 
 /**
@@ -30,6 +31,8 @@ export interface HealthOptions {
   promises: { expiryPromiseS: number; emailPromiseS: number };
   /** Give up on the database after this long (default 3000 ms). */
   timeoutMs?: number;
+  /** Where the cause of an unreachable database is written (the report itself does not carry it). */
+  logger?: Logger;
 }
 
 function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
@@ -76,9 +79,17 @@ export async function checkHealth(options: HealthOptions): Promise<HealthReport>
   try {
     stats = await withTimeout(laneStats(options.db, options.schema, { byState: false }), options.timeoutMs ?? 3000);
   } catch (error) {
+    // /healthz is open to anyone who can reach it, and a driver error names
+    // the database's host and port (connect ECONNREFUSED 10.0.0.5:5432):
+    // the report says what is wrong, the log says why.
+    const e = error as { message?: string; code?: string };
+    options.logger?.warn(
+      { event: 'health.database_unreachable', error: { message: e?.message ?? String(error), code: e?.code } },
+      'health check could not read the database',
+    );
     return {
       status: 'unavailable',
-      reasons: [{ code: 'database_unreachable', message: `database unreachable: ${(error as Error).message ?? String(error)}` }],
+      reasons: [{ code: 'database_unreachable', message: 'the database is unreachable or did not answer in time' }],
     };
   }
   return judgeHealth(stats, options.promises);

@@ -1,6 +1,7 @@
 import type { Queryable } from '../db/pool.js';
 import { ident } from '../db/pool.js';
 import { ValidationError } from '../errors.js';
+import { isStorableText } from '../text.js';
 import type { Attempt, Intent, IntentState } from './states.js';
 
 /** Read side of the outbox: what operators, the API and `trace` look at. */
@@ -110,26 +111,52 @@ export interface IntentPage {
   nextCursor: string | null;
 }
 
-function encodeCursor(intent: Intent): string {
-  return Buffer.from(JSON.stringify([intent.createdAt.toISOString(), intent.id])).toString('base64url');
+// A cursor carries created_at to the microsecond, as PostgreSQL keeps it: the
+// expiry lane writes a whole batch with one captured now, and a cursor cut to
+// milliseconds (a JS Date) would skip the rest of that batch on the next page.
+function encodeCursor(row: IntentRow & { cursor_at: string }): string {
+  return Buffer.from(JSON.stringify([row.cursor_at, row.id])).toString('base64url');
 }
 
+// Exactly the UTC form encodeCursor writes (older cursors had milliseconds).
+const CURSOR_TIME = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.\d{1,6})?Z$/;
+
+/**
+ * A cursor comes back from the client, so it is input like any other: what
+ * it decodes to must be something PostgreSQL accepts, or a tampered cursor
+ * would be a 5xx. Date.parse is too lenient for that ("1" is the year 2001,
+ * February 31st rolls over, year 0 does not exist in PostgreSQL).
+ */
 function decodeCursor(cursor: string): [string, string] {
+  let value: unknown;
   try {
-    const value = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown;
-    if (
-      Array.isArray(value) &&
-      value.length === 2 &&
-      typeof value[0] === 'string' &&
-      typeof value[1] === 'string' &&
-      !Number.isNaN(Date.parse(value[0]))
-    ) {
-      return [value[0], value[1]];
-    }
+    value = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
   } catch {
-    // fall through
+    value = undefined;
+  }
+  if (Array.isArray(value) && value.length === 2 && typeof value[0] === 'string' && typeof value[1] === 'string') {
+    const [at, id] = value as [string, string];
+    const time = CURSOR_TIME.exec(at);
+    if (time && isStorableText(id) && isRealUtcTime(time)) return [at, id];
   }
   throw new ValidationError('cursor', 'is not a cursor returned by this API');
+}
+
+function isRealUtcTime(parts: RegExpExecArray): boolean {
+  const [year, month, day, hour, minute, second] = parts.slice(1, 7).map(Number) as [number, number, number, number, number, number];
+  const date = new Date(Date.UTC(year, month - 1, day, hour, minute, second));
+  // Date.UTC rolls an out-of-range field over (February 31st -> March 2nd)
+  // and maps years 0-99 to 19xx, so a round trip that changes anything means
+  // PostgreSQL could refuse it; no cursor this API wrote is refused.
+  return (
+    year >= 1 &&
+    date.getUTCFullYear() === year &&
+    date.getUTCMonth() === month - 1 &&
+    date.getUTCDate() === day &&
+    date.getUTCHours() === hour &&
+    date.getUTCMinutes() === minute &&
+    date.getUTCSeconds() === second
+  );
 }
 
 /** Intents newest first, optionally of one state, keyset-paged (stable under inserts). */
@@ -139,15 +166,16 @@ export async function intentsList(
   options: { state?: IntentState; limit: number; cursor?: string },
 ): Promise<IntentPage> {
   const after = options.cursor ? decodeCursor(options.cursor) : null;
-  const { rows } = await db.query<IntentRow>(
-    `SELECT ${INTENT_COLUMNS} FROM ${ident(schema)}.email_outbox
+  const { rows } = await db.query<IntentRow & { cursor_at: string }>(
+    `SELECT ${INTENT_COLUMNS}, to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS cursor_at
+       FROM ${ident(schema)}.email_outbox
       WHERE ($1::text IS NULL OR state = $1)
         AND ($2::timestamptz IS NULL OR (created_at, id) < ($2::timestamptz, $3::text))
       ORDER BY created_at DESC, id DESC
       LIMIT $4`,
     [options.state ?? null, after?.[0] ?? null, after?.[1] ?? null, options.limit + 1],
   );
-  const intents = rows.slice(0, options.limit).map(intentFromRow);
+  const page = rows.slice(0, options.limit);
   const more = rows.length > options.limit;
-  return { intents, nextCursor: more && intents.length > 0 ? encodeCursor(intents.at(-1)!) : null };
+  return { intents: page.map(intentFromRow), nextCursor: more && page.length > 0 ? encodeCursor(page.at(-1)!) : null };
 }

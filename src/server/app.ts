@@ -7,7 +7,7 @@ import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import { bearerAuth } from './auth.js';
 import type { ApiContext } from './context.js';
-import { ApiError, errorHandler, toErrorResponse } from './errors.js';
+import { ApiError, clientErrorHandler, errorHandler, toErrorResponse } from './errors.js';
 import { deliveryRoutes } from './routes/delivery.js';
 import { holdRoutes } from './routes/holds.js';
 import { intentRoutes } from './routes/intents.js';
@@ -43,6 +43,8 @@ export function buildApp(options: ApiOptions): FastifyInstance {
     bodyLimit: BODY_LIMIT_BYTES,
     routerOptions: { maxParamLength: 1000 },
     return503OnClosing: true,
+    // Oversized headers and non-HTTP bytes, refused before any route.
+    clientErrorHandler: clientErrorHandler(logger),
     // Malformed URLs (bad percent-encoding) never reach a route.
     frameworkErrors: (error, _request, reply) => {
       const { statusCode, body } = toErrorResponse(error);
@@ -63,9 +65,14 @@ export function buildApp(options: ApiOptions): FastifyInstance {
     json(request, text, done);
   });
 
+  const authenticate = bearerAuth(options.apiToken);
   app.setErrorHandler(errorHandler(logger));
-  app.setNotFoundHandler((request, reply) => {
-    const { statusCode, body } = toErrorResponse(new ApiError(404, 'not_found', `no route ${request.method} ${request.url.split('?')[0]!.slice(0, 200)}`));
+  app.setNotFoundHandler(async (request, reply) => {
+    const path = request.url.split('?')[0]!;
+    // Under /v1 the token is checked before "no such route": otherwise a
+    // stranger could tell existing routes (401) from missing ones (404).
+    if (path === '/v1' || path.startsWith('/v1/')) await authenticate(request);
+    const { statusCode, body } = toErrorResponse(new ApiError(404, 'not_found', `no route ${request.method} ${path.slice(0, 200)}`));
     return reply.code(statusCode).send(body);
   });
   app.addHook('onResponse', async (request, reply) => {
@@ -80,7 +87,6 @@ export function buildApp(options: ApiOptions): FastifyInstance {
   opsRoutes(app, ctx, [options.metrics.registry, databaseMetrics]);
   dashboardRoutes(app);
 
-  const authenticate = bearerAuth(options.apiToken);
   void app.register(
     async (v1) => {
       v1.addHook('onRequest', authenticate);
@@ -102,16 +108,19 @@ export interface ApiServer {
   close(): Promise<void>;
 }
 
-/** Build the API and listen on `port` (0 picks a free one). The caller owns the pool. */
+/**
+ * Build the API and listen on `port` (0 picks a free one) at `host` (default
+ * 127.0.0.1: loopback only). The caller owns the pool.
+ */
 export async function startApiServer(options: ApiOptions & { port: number; host?: string }): Promise<ApiServer> {
   const app = buildApp(options);
-  const host = options.host ?? '0.0.0.0';
-  await app.listen({ port: options.port, host });
-  const { port } = app.server.address() as AddressInfo;
-  const shown = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host;
+  await app.listen({ port: options.port, host: options.host ?? '127.0.0.1' });
+  // The address actually bound, not the one asked for: "0.0.0.0" says the API
+  // is open on every interface, which is what an operator must see.
+  const { address, family, port } = app.server.address() as AddressInfo;
   let closed: Promise<void> | undefined;
   return {
-    url: `http://${shown.includes(':') ? `[${shown}]` : shown}:${port}`,
+    url: `http://${family === 'IPv6' ? `[${address}]` : address}:${port}`,
     app,
     close: () => (closed ??= app.close().then(() => undefined)),
   };

@@ -5,6 +5,7 @@ import { ValidationError } from '../errors.js';
 import { toValidationError } from '../holds/validate.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
+import { storableText } from '../text.js';
 
 /** What every route needs: the database, where the tables are, and where to log. */
 export interface ApiContext {
@@ -35,6 +36,5 @@ export function expectNoBody(body: unknown): void {
 
 export const INTENT_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:#-]{0,199}$/;
 
-export const intentIdSchema = z
-  .string()
+export const intentIdSchema = storableText()
   .regex(INTENT_ID_PATTERN, 'must be 1-200 characters of letters, digits, ".", "_", ":", "#" or "-"');

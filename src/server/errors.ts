@@ -1,3 +1,5 @@
+import { STATUS_CODES } from 'node:http';
+import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { isConnectionError } from '../db/pool.js';
 import {
@@ -89,5 +91,34 @@ export function errorHandler(logger: Logger) {
     }
     if (statusCode === 401) reply.header('www-authenticate', 'Bearer');
     return reply.code(statusCode).type('application/json; charset=utf-8').send(body);
+  };
+}
+
+/**
+ * Errors Node's HTTP parser raises before there is a request to route: a
+ * header block over Node's limit (16 KiB), bytes that are not HTTP, a request
+ * that took too long to arrive. They get the same error shape as every other
+ * refusal, written straight to the socket since there is no reply object,
+ * and the connection is closed (the parser cannot continue on it).
+ */
+export function clientErrorHandler(logger: Logger) {
+  return (error: Error & { code?: string }, socket: Duplex): void => {
+    // A reset connection has no one left to answer.
+    if (error.code === 'ECONNRESET' || socket.destroyed) return;
+    const [status, code, message] =
+      error.code === 'HPE_HEADER_OVERFLOW'
+        ? [431, 'header_too_large', 'the request headers are too large']
+        : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+          ? [408, 'request_timeout', 'the request did not arrive in time']
+          : [400, 'bad_request', 'the request is not valid HTTP'];
+    logger.debug({ event: 'http.client_error', code: error.code ?? null, statusCode: status }, 'request refused by the HTTP parser');
+    if (socket.writable) {
+      const body = JSON.stringify({ error: { code, message } } satisfies ErrorBody);
+      socket.write(
+        `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n` +
+          `content-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+      );
+    }
+    socket.destroy(error);
   };
 }

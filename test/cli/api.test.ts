@@ -54,6 +54,16 @@ describe('leasehold api', () => {
     expect((await child.exited).code).toBe(0);
   });
 
+  it('a token with whitespace in it is a configuration error (exit 2, one line), and the token is not echoed', async () => {
+    const token = 'operator chosen token 123456';
+    const child = startNode(cliPath, ['api'], { ...db.env, PORT: '0', LEASEHOLD_API_TOKEN: token });
+    expect((await child.exited).code).toBe(2);
+    const lines = child.stderr().trim().split('\n');
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(/^leasehold: invalid configuration: LEASEHOLD_API_TOKEN: .*whitespace/);
+    expect(child.stderr() + child.stdout()).not.toContain('chosen token');
+  });
+
   it('a port already in use is a failure with one line (exit 1)', async () => {
     const { child, url } = await startApi({ LEASEHOLD_API_TOKEN: 'operator-chosen-token-123456' });
     try {

@@ -119,6 +119,22 @@ describe('creating holds', () => {
     );
   });
 
+  it('answers a retry after the deadline with the existing hold: idempotency is decided before the clock', async () => {
+    // A clock of its own: moving it must not move the other tests' clock.
+    const own = new ManualClock('2030-06-01T12:00:00Z');
+    const options = { schema: db.schema, clock: own };
+    const id = nextId();
+    const body = { id, customerEmail: 'late@example.com', expiresAt: '2030-06-01T12:20:00Z', metadata: { slot: 'wed' } };
+    const first = await createHold(db.pool, body, options);
+    own.advance(60 * 60_000); // the response was lost; the client retries an hour later
+    const again = await createHold(db.pool, { ...body }, options);
+    expect(again).toEqual({ hold: first.hold, created: false });
+    // The same instant written another way is the same request.
+    expect((await createHold(db.pool, { ...body, expiresAt: '2030-06-01T14:20:00+02:00' }, options)).created).toBe(false);
+    await expect(createHold(db.pool, { ...body, metadata: { slot: 'thu' } }, options)).rejects.toBeInstanceOf(IdempotencyConflictError);
+    await expect(createHold(db.pool, { ...body, id: nextId() }, options)).rejects.toMatchObject({ field: 'expiresAt' });
+  });
+
   it('generates an id when none is given, and ttlSeconds counts from the clock', async () => {
     const { hold } = await createHold(db.pool, { customerEmail: 'h@example.com', ttlSeconds: 1200 }, opts());
     expect(hold.id).toMatch(/^hold_[0-9a-f-]{36}$/);

@@ -6,7 +6,7 @@ import { createLogger } from '../../src/observability/logger.js';
 import { createMetrics } from '../../src/observability/metrics.js';
 import { buildApp } from '../../src/server/app.js';
 import { insertDueHolds } from '../helpers/holds.js';
-import { apiHarness, TOKEN, type ApiHarness } from '../server/harness.js';
+import { apiHarness, LogCapture, TOKEN, type ApiHarness } from '../server/harness.js';
 
 let h: ApiHarness;
 beforeAll(async () => {
@@ -69,6 +69,34 @@ describe('/healthz', () => {
 });
 
 describe('database unreachable', () => {
+  it("/healthz (open to anyone) gives a stable code and no address; the cause goes to the logs", async () => {
+    const pool = createPool({ connectionString: 'postgres://nobody@127.0.0.1:1/none' });
+    const logs = new LogCapture();
+    const app = buildApp({
+      pool,
+      schema: 'leasehold',
+      config: loadConfig({}),
+      logger: createLogger({ level: 'info', destination: logs }),
+      metrics: createMetrics(),
+      apiToken: TOKEN,
+    });
+    try {
+      const res = await app.inject({ method: 'GET', url: '/healthz' });
+      expect(res.statusCode).toBe(503);
+      expect(res.json()).toEqual({
+        status: 'unavailable',
+        reasons: [{ code: 'database_unreachable', message: 'the database is unreachable or did not answer in time' }],
+      });
+      expect(res.body).not.toMatch(/127\.0\.0\.1|ECONNREFUSED|nobody/);
+      const logged = logs.events().find((e) => e.event === 'health.database_unreachable');
+      expect(JSON.stringify(logged)).toContain('ECONNREFUSED');
+    } finally {
+      await app.close();
+      await pool.end();
+    }
+  });
+
+
   it('/healthz says so with 503, /v1 answers 503 database_unavailable, /metrics reports database_up 0', async () => {
     const pool = createPool({ connectionString: 'postgres://nobody@127.0.0.1:1/none' });
     const app = buildApp({

@@ -1,4 +1,8 @@
+import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createMetrics } from '../../src/observability/metrics.js';
+import { startApiServer } from '../../src/server/app.js';
+import { loadConfig } from '../../src/config.js';
 import { apiHarness, TOKEN, type ApiHarness } from './harness.js';
 
 let h: ApiHarness;
@@ -30,6 +34,32 @@ describe('bearer token on /v1', () => {
       expect(res.statusCode, String(authorization)).toBe(401);
       expect(res.headers['www-authenticate']).toBe('Bearer');
       expect(res.json()).toEqual({ error: { code: 'unauthorized', message: expect.any(String) } });
+    }
+  });
+
+  it.each([
+    ['GET', '/v1/nope'],
+    ['GET', '/v1'],
+    ['POST', '/v1/'],
+    ['DELETE', '/v1/holds/x'],
+    ['GET', '/v1/holds/x/confirm'],
+    ['PUT', '/v1/intents'],
+    ['GET', '/v1/admin?x=1'],
+  ])('%s %s (no such route): 401 without the token, so probing cannot tell which routes exist; 404 with it', async (method, url) => {
+    for (const authorization of [undefined, 'Bearer wrong-token']) {
+      const res = await h.app.inject({ method: method as 'GET', url, headers: authorization ? { authorization } : {} });
+      expect(res.statusCode, String(authorization)).toBe(401);
+      expect(res.headers['www-authenticate']).toBe('Bearer');
+      expect(res.json()).toEqual({ error: { code: 'unauthorized', message: expect.any(String) } });
+    }
+    const authed = await h.call(method as 'GET', url);
+    expect(authed.statusCode).toBe(404);
+    expect(authed.json().error.code).toBe('not_found');
+  });
+
+  it('outside /v1 an unknown route is a 404 with or without a token', async () => {
+    for (const url of ['/v2/holds', '/v1x', '/nope']) {
+      expect((await h.app.inject({ method: 'GET', url })).statusCode, url).toBe(404);
     }
   });
 
@@ -103,6 +133,49 @@ describe('error shapes for bad input', () => {
       const res = await h.call(method as 'GET', url!);
       expect(res.statusCode, `${method} ${url}`).toBe(404);
       expect(res.json()).toEqual({ error: { code: 'not_found', message: expect.any(String) } });
+    }
+  });
+});
+
+describe('requests refused by the HTTP parser, before any route (a real socket)', () => {
+  // Raw bytes in, raw response out: these never reach Fastify's request
+  // handling, so only a listening server shows what a client would get.
+  function exchange(port: number, request: string): Promise<{ status: number; headers: string; body: string }> {
+    return new Promise((resolve, reject) => {
+      const socket = net.connect({ host: '127.0.0.1', port });
+      let data = '';
+      socket.on('data', (chunk) => (data += chunk.toString('utf8')));
+      socket.on('error', reject);
+      socket.on('close', () => {
+        const [head = '', body = ''] = data.split('\r\n\r\n');
+        resolve({ status: Number(head.split(' ')[1]), headers: head, body });
+      });
+      socket.write(request);
+    });
+  }
+
+  it.each([
+    ['a header block over the limit', `GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(40_000)}\r\n\r\n`, 431, 'header_too_large'],
+    ['a malformed request line', 'NOT HTTP AT ALL\r\n\r\n', 400, 'bad_request'],
+  ])('%s gets the JSON error shape, and the server keeps serving', async (_what, request, status, code) => {
+    const server = await startApiServer({
+      pool: h.db.pool,
+      schema: h.db.schema,
+      config: loadConfig({}),
+      logger: h.logger,
+      metrics: createMetrics(),
+      apiToken: TOKEN,
+      port: 0,
+    });
+    try {
+      const port = Number(new URL(server.url).port);
+      const res = await exchange(port, request);
+      expect(res.status, res.headers).toBe(status);
+      expect(res.headers).toMatch(/^content-type: application\/json/im);
+      expect(JSON.parse(res.body)).toEqual({ error: { code, message: expect.any(String) } });
+      expect((await fetch(`${server.url}/healthz`)).status).toBe(200);
+    } finally {
+      await server.close();
     }
   });
 });

@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ExpiryWorker } from '../../src/holds/expiry-worker.js';
+import { createHold } from '../../src/holds/holds.js';
+import { ManualClock } from '../../src/runtime/clock.js';
 import { ident } from '../../src/db/pool.js';
 import { apiHarness, type ApiHarness } from './harness.js';
 
@@ -25,6 +27,28 @@ describe('POST /v1/holds', () => {
     const other = await h.call('POST', '/v1/holds', { ...body, ttlSeconds: 60 });
     expect(other.statusCode).toBe(409);
     expect(other.json()).toEqual({ error: { code: 'idempotency_conflict', message: expect.stringContaining('slot-1') } });
+  });
+
+  it('answers the same body sent again after its expiresAt passed with 200 and the hold; another body stays 409', async () => {
+    // Time is moved, not waited for: the hold was created two hours ago
+    // (through the library with a clock set then), due one hour ago, and has expired since.
+    const created = new Date(Date.now() - 2 * 3600_000);
+    const body = { id: 'slot-late', customerEmail: 'late@example.com', expiresAt: new Date(created.getTime() + 3600_000).toISOString(), metadata: { agent: 3 } };
+    await createHold(h.db.pool, body, { schema: h.db.schema, clock: new ManualClock(created) });
+    await new ExpiryWorker({ pool: h.db.pool, schema: h.db.schema }).runOnce();
+
+    const retry = await h.call('POST', '/v1/holds', body);
+    expect(retry.statusCode, retry.body).toBe(200);
+    expect(retry.json()).toMatchObject({ id: 'slot-late', status: 'expired', expiresAt: body.expiresAt, metadata: { agent: 3 } });
+    expect(retry.headers.location).toBe('/v1/holds/slot-late');
+
+    const other = await h.call('POST', '/v1/holds', { ...body, metadata: { agent: 4 } });
+    expect(other.statusCode).toBe(409);
+    expect(other.json().error.code).toBe('idempotency_conflict');
+
+    const fresh = await h.call('POST', '/v1/holds', { ...body, id: 'slot-never-created' });
+    expect(fresh.statusCode).toBe(400);
+    expect(fresh.json().error).toMatchObject({ field: 'expiresAt', message: 'expiresAt: must be in the future' });
   });
 
   it('generates an id when none is given, and accepts expiresAt instead of ttlSeconds', async () => {

@@ -5,6 +5,7 @@ import { createMetrics } from '../../observability/metrics.js';
 import { onShutdownSignals } from '../../runtime/shutdown.js';
 import { startApiServer } from '../../server/app.js';
 import type { ContextFactory } from '../main.js';
+import { hostArg } from './args.js';
 
 /** LEASEHOLD_API_TOKEN, or a fresh random one (the caller prints it once). */
 export function resolveApiToken(configured: string | undefined): { token: string; generated: boolean } {
@@ -16,8 +17,8 @@ export function registerApi(program: Command, context: ContextFactory): void {
   program
     .command('api')
     .description('serve the HTTP API alone on PORT (migrations first; SIGTERM/SIGINT drains, a second signal forces)')
-    .option('--host <address>', 'interface to listen on', '0.0.0.0')
-    .action(async (options: { host: string }) => {
+    .option('--host <address>', 'interface to listen on (default LEASEHOLD_HOST, else 127.0.0.1)', hostArg)
+    .action(async (options: { host?: string }) => {
       const ctx = context();
       const { config, logger } = ctx;
       const db = await ctx.database({ poolSize: 10 });
@@ -32,11 +33,8 @@ export function registerApi(program: Command, context: ContextFactory): void {
           metrics: createMetrics(),
           apiToken: token,
           port: config.port,
-          host: options.host,
+          host: options.host ?? config.host,
         });
-        if (generated) ctx.out(`API token (generated for this run; set LEASEHOLD_API_TOKEN to keep one): ${token}`);
-        ctx.out(`leasehold API listening on ${server.url}`);
-        logger.info({ event: 'api.started', url: server.url }, 'API listening');
         await new Promise<void>((resolve) => {
           onShutdownSignals(
             async () => {
@@ -47,6 +45,11 @@ export function registerApi(program: Command, context: ContextFactory): void {
             // Forced (second signal or timeout): leave now, whatever is still open.
             { exit: (code) => (code === 0 ? resolve() : process.exit(code)) },
           );
+          // Announced only now: a supervisor that sends SIGTERM as soon as it
+          // reads this line must get a drain, not the default signal death.
+          if (generated) ctx.out(`API token (generated for this run; set LEASEHOLD_API_TOKEN to keep one): ${token}`);
+          ctx.out(`leasehold API listening on ${server.url}`);
+          logger.info({ event: 'api.started', url: server.url }, 'API listening');
         });
       } catch (error) {
         await db.close();

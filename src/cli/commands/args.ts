@@ -1,4 +1,5 @@
 import { InvalidArgumentError } from 'commander';
+import { isListenHost, LISTEN_HOST_MESSAGE } from '../../config.js';
 import { ValidationError } from '../../errors.js';
 import { validateBurst, validatePerSecond } from '../../delivery/control.js';
 import { validateHoldId } from '../../holds/validate.js';
@@ -48,4 +49,10 @@ export function reasonArg(value: string): string {
   const reason = value.trim();
   if (reason.length === 0 || reason.length > 500) throw new InvalidArgumentError('must be 1-500 characters');
   return reason;
+}
+
+/** --host: the same rule as LEASEHOLD_HOST. */
+export function hostArg(value: string): string {
+  if (!isListenHost(value)) throw new InvalidArgumentError(LISTEN_HOST_MESSAGE);
+  return value;
 }

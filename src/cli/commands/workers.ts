@@ -10,11 +10,14 @@ import { startApiServer } from '../../server/app.js';
 import type { ContextFactory } from '../main.js';
 import type { CommandContext } from '../context.js';
 import { resolveApiToken } from './api.js';
+import { hostArg } from './args.js';
 
 interface Lanes {
   expiry: boolean;
   delivery: boolean;
   api: boolean;
+  /** --host, overriding LEASEHOLD_HOST. */
+  host?: string;
 }
 
 /**
@@ -30,14 +33,26 @@ async function runLanes(ctx: CommandContext, lanes: Lanes): Promise<void> {
   const db = await ctx.database({ poolSize: 12 });
   const metrics = createMetrics();
   const stops: Array<() => Promise<void>> = [];
+  // Printed once the signal handlers are in place: a supervisor that sends
+  // SIGTERM as soon as it reads "listening" must get a drain, not a death.
+  const announcements: string[] = [];
   try {
     await rateLimiterEnsure(db.pool, db.schema, { perSecond: config.ratePerSecond, burst: config.rateBurst });
     if (lanes.api) {
       const { token, generated } = resolveApiToken(config.apiToken);
-      const server = await startApiServer({ pool: db.pool, schema: db.schema, config, logger, metrics, apiToken: token, port: config.port });
+      const server = await startApiServer({
+        pool: db.pool,
+        schema: db.schema,
+        config,
+        logger,
+        metrics,
+        apiToken: token,
+        port: config.port,
+        host: lanes.host ?? config.host,
+      });
       stops.push(() => server.close());
-      if (generated) ctx.out(`API token (generated for this run; set LEASEHOLD_API_TOKEN to keep one): ${token}`);
-      ctx.out(`leasehold API listening on ${server.url} (dashboard: ${server.url}/)`);
+      if (generated) announcements.push(`API token (generated for this run; set LEASEHOLD_API_TOKEN to keep one): ${token}`);
+      announcements.push(`leasehold API listening on ${server.url} (dashboard: ${server.url}/)`);
     }
     let delivery: DeliveryWorker | undefined;
     if (lanes.delivery && gateway) {
@@ -65,7 +80,7 @@ async function runLanes(ctx: CommandContext, lanes: Lanes): Promise<void> {
         await gateway.close?.();
       });
       logger.info({ event: 'delivery_worker.started', provider: gateway.name }, 'delivery worker started');
-      ctx.out(`delivery lane running (provider ${gateway.name})`);
+      announcements.push(`delivery lane running (provider ${gateway.name})`);
     }
     if (lanes.expiry) {
       const worker = new ExpiryWorker({
@@ -79,7 +94,7 @@ async function runLanes(ctx: CommandContext, lanes: Lanes): Promise<void> {
       worker.start();
       stops.unshift(() => worker.stop());
       logger.info({ event: 'expiry_worker.started', intervalMs: config.expiryIntervalMs }, 'expiry worker started');
-      ctx.out('expiry lane running');
+      announcements.push('expiry lane running');
     }
   } catch (error) {
     for (const stop of stops) await stop().catch(() => {});
@@ -95,6 +110,7 @@ async function runLanes(ctx: CommandContext, lanes: Lanes): Promise<void> {
       logger,
       { exit: (code) => (code === 0 ? resolve() : process.exit(code)) },
     );
+    for (const line of announcements) ctx.out(line);
   });
 }
 
@@ -112,5 +128,8 @@ export function registerWorkers(program: Command, context: ContextFactory): void
   program
     .command('start')
     .description('run leasehold: migrations, the HTTP API on PORT and both lanes (SIGTERM/SIGINT drains, a second signal forces)')
-    .action(async () => runLanes(context(), { expiry: true, delivery: true, api: true }));
+    .option('--host <address>', 'interface the API listens on (default LEASEHOLD_HOST, else 127.0.0.1)', hostArg)
+    .action(async (options: { host?: string }) =>
+      runLanes(context(), { expiry: true, delivery: true, api: true, ...(options.host ? { host: options.host } : {}) }),
+    );
 }

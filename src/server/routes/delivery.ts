@@ -9,10 +9,11 @@ import {
   rateLimiterSet,
   validatePolicy,
 } from '../../delivery/control.js';
+import { storableText } from '../../text.js';
 import { expectNoBody, parse, type ApiContext } from '../context.js';
 
 const pauseBody = z
-  .object({ reason: z.string('must be a string').trim().min(1, 'must not be empty').max(500, 'must be at most 500 characters').optional() })
+  .object({ reason: storableText().trim().min(1, 'must not be empty').max(500, 'must be at most 500 characters').optional() })
   .strict()
   .optional()
   .nullable();
