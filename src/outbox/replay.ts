@@ -9,7 +9,8 @@ import type { Intent } from './states.js';
  * intent (sent, rejected or dead) goes back to pending with a fresh attempt
  * budget. Its replay count changes the provider idempotency key
  * (`<id>#replay-<n>`), so a provider that deduplicates still sends it.
- * A pending intent is refused: it is already going to be sent.
+ * A pending intent is refused: it is already going to be sent. So is an
+ * intent whose recipient was erased (retention): there is nobody to send to.
  */
 export async function replayIntent(db: Queryable, id: string, options: { schema?: string } = {}): Promise<Intent> {
   const schema = options.schema ?? 'leasehold';
@@ -17,12 +18,18 @@ export async function replayIntent(db: Queryable, id: string, options: { schema?
     `UPDATE ${ident(schema)}.email_outbox SET
        state = 'pending', available_at = now(), failed_attempts = 0, replays = replays + 1,
        finished_at = NULL, sent_at = NULL, receipt = NULL, last_error = NULL, possible_duplicate = false
-     WHERE id = $1 AND state <> 'pending'`,
+     WHERE id = $1 AND state <> 'pending' AND recipient IS NOT NULL`,
     [id],
   );
   const intent = await intentsGet(db, schema, id);
   if (!intent) throw new NotFoundError('intent', id);
-  if (rowCount === 0) throw new IntentStateError(id, intent.state, `intent ${JSON.stringify(id)} is already pending`);
+  if (rowCount === 0) {
+    const message =
+      intent.state === 'pending'
+        ? `intent ${JSON.stringify(id)} is already pending`
+        : `intent ${JSON.stringify(id)} cannot be replayed: its recipient was erased`;
+    throw new IntentStateError(id, intent.state, message);
+  }
   return intent;
 }
 
