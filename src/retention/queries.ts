@@ -240,7 +240,10 @@ export async function standaloneErase(
        UPDATE ${t} t SET ${setClause(table.erase, 't', '$4')}
         WHERE t.${key} = ANY (ARRAY(SELECT key FROM batch)) RETURNING 1)
      SELECT count(*)::int AS n FROM done`,
-    [options.now, options.days, options.limit, ADDRESS_IN_TEXT],
+    // $4 only when a column is scrubbed: PostgreSQL refuses a parameter it cannot type.
+    Object.values(table.erase).some((how) => how.startsWith('scrub'))
+      ? [options.now, options.days, options.limit, ADDRESS_IN_TEXT]
+      : [options.now, options.days, options.limit],
   );
   return rows[0]!.n;
 }
@@ -267,6 +270,7 @@ export async function retentionPreview(
   const s = ident(schema);
   const tables = options.tables ?? RETENTION_TABLES;
   const names = [...tables.storyChildren.map((c) => c.table), 'email_outbox', 'support_reservations', ...tables.standalone.map((t) => t.table)];
+  // A table may appear twice (story child and standalone): its counts add up.
   const prune: TableCounts = Object.fromEntries(names.map((t) => [t, 0]));
   const erase: TableCounts = { ...prune };
   const { retentionDays, erasePiiAfterDays } = options;
@@ -322,16 +326,17 @@ export async function retentionPreview(
         `SELECT count(*)::int AS n FROM ${t} t WHERE (${table.applies}) AND ${age} < ${CUTOFF}`,
         [options.now, retentionDays],
       );
-      prune[table.table] = rows[0]!.n;
+      prune[table.table] = (prune[table.table] ?? 0) + rows[0]!.n;
     }
     if (erasePiiAfterDays !== null) {
       const { rows } = await db.query<{ n: number }>(
         `SELECT count(*)::int AS n FROM ${t} t
           WHERE (${table.applies}) AND ${age} < ${CUTOFF} AND ${stillPersonal('t', table.erase, '$3')}
-            AND ($4::int IS NULL OR NOT $5::bool OR ${age} >= ${pruneCutoff})`,
+            AND ($4::int IS NULL OR NOT $5::bool OR ${age} >= ${pruneCutoff})
+            AND $3::text IS NOT NULL -- types $3 when no column is scrubbed`,
         [options.now, erasePiiAfterDays, ADDRESS_IN_TEXT, retentionDays, pruned],
       );
-      erase[table.table] = rows[0]!.n;
+      erase[table.table] = (erase[table.table] ?? 0) + rows[0]!.n;
     }
   }
   return { prune, erase, keptPendingStories };

@@ -37,7 +37,7 @@ export async function writeStory(pool: pg.Pool, schema: string, spec: StorySpec)
              CASE WHEN $3 = 'confirmed' THEN now() - make_interval(secs => $4) END,
              CASE WHEN $3 = 'cancelled' THEN now() - make_interval(secs => $4) END,
              CASE WHEN $3 = 'expired' THEN now() - make_interval(secs => $4) END,
-             $5::jsonb, 'hash-of-' || $2)`,
+             $5::jsonb, md5($2))`,
     [spec.id, email, spec.status, ended, JSON.stringify(spec.metadata ?? {})],
   );
   if (spec.status !== 'expired') return;
