@@ -23,6 +23,7 @@ describe('configuration', () => {
       maxAttempts: 10,
       expiryPromiseS: 60,
       emailPromiseS: 900,
+      retention: { retentionDays: 30, erasePiiAfterDays: 7, batchSize: 1000, intervalMs: 60_000 },
     });
     expect(config.sendTimeoutMs).toBeLessThan(config.leaseMs);
   });
@@ -37,6 +38,14 @@ describe('configuration', () => {
     ['LEASEHOLD_LEASE_MS', 'soon', 'whole number'],
     ['LEASEHOLD_API_TOKEN', 'short', '16'],
     ['LOG_LEVEL', 'loud', 'Invalid option'],
+    ['LEASEHOLD_RETENTION_DAYS', '0', 'whole number of days from 1 to 3650, or off (got "0")'],
+    ['LEASEHOLD_RETENTION_DAYS', 'a month', 'or off (got "a month")'],
+    ['LEASEHOLD_RETENTION_DAYS', '3651', 'from 1 to 3650'],
+    ['LEASEHOLD_ERASE_PII_AFTER_DAYS', '1.5', 'whole number of days from 0 to 3650, or off (got "1.5")'],
+    ['LEASEHOLD_ERASE_PII_AFTER_DAYS', 'never', 'or off'],
+    ['LEASEHOLD_ERASE_PII_AFTER_DAYS', '31', 'must not be more than the retention (30 days)'],
+    ['LEASEHOLD_PRUNE_BATCH', '0', 'whole number from 1 to 10000'],
+    ['LEASEHOLD_PRUNE_INTERVAL_MS', '10', 'whole number'],
   ])('names %s when it is invalid', (variable, value, fragment) => {
     const error = (() => {
       try {
@@ -48,6 +57,19 @@ describe('configuration', () => {
     expect(error).toBeInstanceOf(ConfigError);
     expect((error as ConfigError).variable).toBe(variable);
     expect((error as ConfigError).message).toContain(fragment);
+  });
+
+  it('reads the retention policy: whole days or off, erasure no later than deletion', () => {
+    expect(loadConfig({ LEASEHOLD_RETENTION_DAYS: 'off', LEASEHOLD_ERASE_PII_AFTER_DAYS: '400' }).retention).toMatchObject({
+      retentionDays: null,
+      erasePiiAfterDays: 400,
+    });
+    expect(loadConfig({ LEASEHOLD_RETENTION_DAYS: '90', LEASEHOLD_ERASE_PII_AFTER_DAYS: 'off' }).retention).toMatchObject({
+      retentionDays: 90,
+      erasePiiAfterDays: null,
+    });
+    expect(loadConfig({ LEASEHOLD_RETENTION_DAYS: '7', LEASEHOLD_ERASE_PII_AFTER_DAYS: '0' }).retention).toMatchObject({ retentionDays: 7, erasePiiAfterDays: 0 });
+    expect(() => loadConfig({ LEASEHOLD_RETENTION_DAYS: '5' })).toThrow(/LEASEHOLD_ERASE_PII_AFTER_DAYS: must not be more than the retention \(5 days\)/);
   });
 
   it('treats empty variables as unset', () => {

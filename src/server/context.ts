@@ -10,7 +10,7 @@ import type { Metrics } from '../observability/metrics.js';
 export interface ApiContext {
   pool: pg.Pool;
   schema: string;
-  config: Pick<Config, 'expiryPromiseS' | 'emailPromiseS' | 'ratePerSecond' | 'rateBurst'>;
+  config: Pick<Config, 'expiryPromiseS' | 'emailPromiseS' | 'ratePerSecond' | 'rateBurst'> & Partial<Pick<Config, 'retention'>>;
   logger: Logger;
   metrics: Metrics;
 }
