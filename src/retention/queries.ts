@@ -75,14 +75,18 @@ const HOLD_ERASURE = (p: string) =>
  */
 function storyBatch(s: string, extra: string): string {
   return `roots AS MATERIALIZED (
-       SELECT r.id
+       SELECT r.id, (SELECT o.id FROM ${s}.email_outbox o WHERE o.reservation_id = r.id) AS intent_id
          FROM ${s}.support_reservations r
         WHERE r.status <> 'held' ${extra}
           AND ${HOLD_END} < ${CUTOFF}
           -- Invariant 12: a story whose email is pending (or ended after the
-          -- cutoff) is not touched, nor is its hold.
-          AND NOT EXISTS (SELECT 1 FROM ${s}.email_outbox o
-                           WHERE o.reservation_id = r.id AND (o.state = 'pending' OR o.finished_at >= ${CUTOFF}))
+          -- cutoff) is not touched, nor is its hold. A scalar subquery, not
+          -- NOT EXISTS: the planner turned that into a hash anti-join against
+          -- a scan of the whole outbox (test/db/indexes.test.ts); this stays
+          -- one lookup in the outbox's unique reservation_id index per hold,
+          -- in index order, so LIMIT stops the walk early.
+          AND NOT coalesce((SELECT o.state = 'pending' OR o.finished_at >= ${CUTOFF}
+                              FROM ${s}.email_outbox o WHERE o.reservation_id = r.id), false)
         ORDER BY ${HOLD_END}
         LIMIT $3
           FOR UPDATE OF r SKIP LOCKED
@@ -94,9 +98,10 @@ function storyBatch(s: string, extra: string): string {
           AND o.state <> 'pending' AND o.finished_at < ${CUTOFF}
           FOR UPDATE OF o SKIP LOCKED
      ), whole AS MATERIALIZED (
+       -- (intent_id from roots, not NOT EXISTS here: that was planned as a
+       -- hash of the whole outbox.)
        SELECT r.id FROM roots r
-        WHERE r.id IN (SELECT reservation_id FROM intents)
-           OR NOT EXISTS (SELECT 1 FROM ${s}.email_outbox o WHERE o.reservation_id = r.id)
+        WHERE r.intent_id IS NULL OR r.intent_id IN (SELECT id FROM intents)
      ), story_intents AS MATERIALIZED (
        SELECT id FROM intents WHERE reservation_id IN (SELECT id FROM whole)
      )`;
