@@ -71,7 +71,8 @@ const HOLD_ERASURE = (p: string) =>
  * Lock a batch of whole stories that ended before the cutoff, oldest first,
  * skipping rows other workers hold. `whole` keeps only stories whose every
  * intent is locked here (or that have none), so a story is never split.
- * `extra` narrows the holds (erasure: not yet erased).
+ * `extra` narrows the holds (erasure: not yet erased, written as the
+ * predicate of support_reservations_unerased).
  */
 function storyBatch(s: string, extra: string): string {
   return `roots AS MATERIALIZED (
@@ -178,7 +179,7 @@ export async function storiesErase(
   const s = ident(schema);
   const children = (options.tables ?? RETENTION_TABLES).storyChildren;
   const ctes = [
-    storyBatch(s, 'AND r.erased_at IS NULL'),
+    storyBatch(s, 'AND r.customer_email IS NOT NULL'),
     ...childCtes(children, s, 'erase', '$4'),
     `intents_done AS (
        UPDATE ${s}.email_outbox o SET recipient = NULL, last_error = regexp_replace(o.last_error, $4, '${ERASED}', 'g')
@@ -287,7 +288,7 @@ export async function retentionPreview(
   const prunable = `(r.status <> 'held' AND ${HOLD_END} < ${pruneCutoff} AND NOT ${blocked(pruneCutoff)})`;
 
   const countStories = async (days: number, mode: 'prune' | 'erase', target: TableCounts) => {
-    const extra = mode === 'prune' ? '' : `AND r.erased_at IS NULL${retentionDays === null ? '' : ` AND NOT ${prunable}`}`;
+    const extra = mode === 'prune' ? '' : `AND r.customer_email IS NOT NULL${retentionDays === null ? '' : ` AND NOT ${prunable}`}`;
     const children = tables.storyChildren.map((child, i) => {
       const changes = mode === 'prune' || child.erase === 'delete' ? 'true' : stillPersonal('t', child.erase, '$3');
       return `(SELECT count(*) FROM ${s}.${ident(child.table)} t WHERE t.intent_id IN (SELECT id FROM story_intents) AND ${changes})::int AS c${i}`;
@@ -461,7 +462,7 @@ export async function retentionOldest(db: Queryable, schema: string, tables: Ret
   );
   const { rows } = await db.query<Record<string, number>>(
     `SELECT (SELECT ${age(`min(${HOLD_END})`)} FROM ${s}.support_reservations r WHERE r.status <> 'held') AS holds,
-            (SELECT ${age(`min(${HOLD_END})`)} FROM ${s}.support_reservations r WHERE r.status <> 'held' AND r.erased_at IS NULL) AS unerased
+            (SELECT ${age(`min(${HOLD_END})`)} FROM ${s}.support_reservations r WHERE r.status <> 'held' AND r.customer_email IS NOT NULL) AS unerased
             ${standalone.map((c) => ', ' + c).join('')}`,
   );
   const row = rows[0]!;
