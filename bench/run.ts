@@ -16,10 +16,11 @@ import { deliveryLimiter } from './delivery-limiter.js';
 import { deliveryThroughput } from './delivery-throughput.js';
 import { expiryLateness } from './expiry-lateness.js';
 import { expiryThroughput } from './expiry-throughput.js';
+import { prune } from './prune.js';
 
 process.env.LOG_LEVEL ??= 'silent';
 
-const benchmarks: Benchmark[] = [expiryThroughput, expiryLateness, deliveryThroughput, deliveryLimiter, deliveryLatency];
+const benchmarks: Benchmark[] = [expiryThroughput, expiryLateness, deliveryThroughput, deliveryLimiter, deliveryLatency, prune];
 
 // dist/bench/run.js -> repository root
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');

@@ -1,7 +1,15 @@
 import { isIP } from 'node:net';
 import { z } from 'zod';
 import { MAX_BURST, PER_SECOND_RULE, isValidPerSecond } from './delivery/control.js';
-import { ConfigError } from './errors.js';
+import { ConfigError, ValidationError } from './errors.js';
+import {
+  checkEraseWithinRetention,
+  DEFAULT_RETENTION,
+  MAX_PRUNE_BATCH,
+  parseErasePiiAfterDays,
+  parseRetentionDays,
+  type RetentionPolicy,
+} from './retention/policy.js';
 
 const int = (min: number, max: number) => {
   const message = `must be a whole number from ${min} to ${max}`;
@@ -56,6 +64,11 @@ const schema = z.object({
   LEASEHOLD_MAX_ATTEMPTS: int(1, 1000).default(10),
   LEASEHOLD_EXPIRY_PROMISE_S: int(1, 31_536_000).default(60),
   LEASEHOLD_EMAIL_PROMISE_S: int(1, 31_536_000).default(900),
+  // Whole days or `off`; read by the retention policy's own rule below.
+  LEASEHOLD_RETENTION_DAYS: z.string().default(String(DEFAULT_RETENTION.retentionDays)),
+  LEASEHOLD_ERASE_PII_AFTER_DAYS: z.string().default(String(DEFAULT_RETENTION.erasePiiAfterDays)),
+  LEASEHOLD_PRUNE_INTERVAL_MS: int(1000, 86_400_000).default(DEFAULT_RETENTION.intervalMs),
+  LEASEHOLD_PRUNE_BATCH: int(1, MAX_PRUNE_BATCH).default(DEFAULT_RETENTION.batchSize),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 
@@ -87,6 +100,8 @@ export interface Config {
   maxAttempts: number;
   expiryPromiseS: number;
   emailPromiseS: number;
+  /** What is deleted when, and when personal data is erased (src/retention/policy.ts). */
+  retention: RetentionPolicy;
   logLevel: Env['LOG_LEVEL'];
   /** The raw environment, for provider adapters reading their own variables. */
   env: Readonly<Record<string, string | undefined>>;
@@ -130,7 +145,34 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     maxAttempts: e.LEASEHOLD_MAX_ATTEMPTS,
     expiryPromiseS: e.LEASEHOLD_EXPIRY_PROMISE_S,
     emailPromiseS: e.LEASEHOLD_EMAIL_PROMISE_S,
+    retention: retentionFromEnv(e),
     logLevel: e.LOG_LEVEL,
     env,
   };
+}
+
+/** The retention policy, checked by the same rules as the CLI flags and the API. */
+function retentionFromEnv(e: Env): RetentionPolicy {
+  const days = 'LEASEHOLD_RETENTION_DAYS';
+  const erase = 'LEASEHOLD_ERASE_PII_AFTER_DAYS';
+  const policy: RetentionPolicy = {
+    retentionDays: asConfig(days, e[days], () => parseRetentionDays(e[days], days)),
+    erasePiiAfterDays: asConfig(erase, e[erase], () => parseErasePiiAfterDays(e[erase], erase)),
+    batchSize: e.LEASEHOLD_PRUNE_BATCH,
+    intervalMs: e.LEASEHOLD_PRUNE_INTERVAL_MS,
+  };
+  asConfig(erase, e[erase], () => checkEraseWithinRetention(policy, erase));
+  return policy;
+}
+
+/** A shared validation rule's ValidationError, as the ConfigError naming the variable. */
+function asConfig<T>(variable: string, got: string | undefined, read: () => T): T {
+  try {
+    return read();
+  } catch (error) {
+    if (error instanceof ValidationError) {
+      throw new ConfigError(variable, `${error.message.replace(/^[A-Z_]+: /, '')} (got ${JSON.stringify(got ?? null)})`);
+    }
+    throw error;
+  }
 }

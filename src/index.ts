@@ -37,6 +37,18 @@ export {
 export { IntentState, type Intent, type Attempt } from './outbox/states.js';
 export { intentsGet, intentsList, attemptsList } from './outbox/read.js';
 export { replayIntent } from './outbox/replay.js';
+export {
+  DEFAULT_RETENTION,
+  RETENTION_TABLES,
+  type RetentionPolicy,
+  type RetentionTables,
+  type StoryChildTable,
+  type StandaloneTable,
+} from './retention/policy.js';
+export { Pruner, type PrunerOptions, type PruneRound, type PruneRun } from './retention/prune.js';
+export { PruneWorker } from './retention/prune-worker.js';
+export { eraseAddress, type EraseOptions } from './retention/erase.js';
+export { retentionPreview, type RetentionPreview, type AddressErasure } from './retention/queries.js';
 export type { EmailGateway, EmailMessage, SendContext, SendResult } from './providers/gateway.js';
 export { SandboxGateway, type SandboxOptions } from './providers/sandbox.js';
 export { createGateway } from './providers/registry.js';

@@ -24,6 +24,7 @@ describe('configuration', () => {
       expiryPromiseS: 60,
       emailPromiseS: 900,
       host: '127.0.0.1',
+      retention: { retentionDays: 30, erasePiiAfterDays: 7, batchSize: 1000, intervalMs: 60_000 },
     });
     expect(config.sendTimeoutMs).toBeLessThan(config.leaseMs);
   });
@@ -40,6 +41,14 @@ describe('configuration', () => {
     ['LEASEHOLD_HOST', 'not a host', 'IP address or a host name'],
     ['LEASEHOLD_HOST', 'http://127.0.0.1', 'IP address or a host name'],
     ['LOG_LEVEL', 'loud', 'Invalid option'],
+    ['LEASEHOLD_RETENTION_DAYS', '0', 'whole number of days from 1 to 3650, or off (got "0")'],
+    ['LEASEHOLD_RETENTION_DAYS', 'a month', 'or off (got "a month")'],
+    ['LEASEHOLD_RETENTION_DAYS', '3651', 'from 1 to 3650'],
+    ['LEASEHOLD_ERASE_PII_AFTER_DAYS', '1.5', 'whole number of days from 0 to 3650, or off (got "1.5")'],
+    ['LEASEHOLD_ERASE_PII_AFTER_DAYS', 'never', 'or off'],
+    ['LEASEHOLD_ERASE_PII_AFTER_DAYS', '31', 'must not be more than the retention (30 days)'],
+    ['LEASEHOLD_PRUNE_BATCH', '0', 'whole number from 1 to 10000'],
+    ['LEASEHOLD_PRUNE_INTERVAL_MS', '10', 'whole number'],
   ])('names %s when it is invalid', (variable, value, fragment) => {
     const error = (() => {
       try {
@@ -82,6 +91,19 @@ describe('configuration', () => {
     for (const host of ['0.0.0.0', '::', '::1', '10.1.2.3', 'localhost', 'api.internal.example']) {
       expect(loadConfig({ LEASEHOLD_HOST: host }).host).toBe(host);
     }
+  });
+
+  it('reads the retention policy: whole days or off, erasure no later than deletion', () => {
+    expect(loadConfig({ LEASEHOLD_RETENTION_DAYS: 'off', LEASEHOLD_ERASE_PII_AFTER_DAYS: '400' }).retention).toMatchObject({
+      retentionDays: null,
+      erasePiiAfterDays: 400,
+    });
+    expect(loadConfig({ LEASEHOLD_RETENTION_DAYS: '90', LEASEHOLD_ERASE_PII_AFTER_DAYS: 'off' }).retention).toMatchObject({
+      retentionDays: 90,
+      erasePiiAfterDays: null,
+    });
+    expect(loadConfig({ LEASEHOLD_RETENTION_DAYS: '7', LEASEHOLD_ERASE_PII_AFTER_DAYS: '0' }).retention).toMatchObject({ retentionDays: 7, erasePiiAfterDays: 0 });
+    expect(() => loadConfig({ LEASEHOLD_RETENTION_DAYS: '5' })).toThrow(/LEASEHOLD_ERASE_PII_AFTER_DAYS: must not be more than the retention \(5 days\)/);
   });
 
   it('treats empty variables as unset', () => {

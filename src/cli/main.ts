@@ -8,6 +8,7 @@ import { registerStatus } from './commands/status.js';
 import { registerTrace } from './commands/trace.js';
 import { registerDemo } from './commands/demo.js';
 import { registerCapacity } from './commands/capacity.js';
+import { registerRetention } from './commands/retention.js';
 
 export type ContextFactory = () => CommandContext;
 
@@ -29,6 +30,7 @@ export function buildProgram(context: ContextFactory): Command {
   registerStatus(program, context);
   registerDemo(program, context);
   registerCapacity(program, context);
+  registerRetention(program, context);
   for (const command of program.commands) command.exitOverride();
   return program;
 }

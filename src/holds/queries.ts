@@ -10,7 +10,8 @@ import type { Hold, HoldStatus } from './states.js';
 
 export interface HoldRow {
   id: string;
-  customer_email: string;
+  /** NULL once erased (a terminal hold only; see migrations/0009_retention.sql). */
+  customer_email: string | null;
   status: HoldStatus;
   expires_at: Date;
   created_at: Date;
@@ -19,6 +20,7 @@ export interface HoldRow {
   expired_at: Date | null;
   metadata: Record<string, unknown>;
   request_hash: string;
+  erased_at: Date | null;
 }
 
 export function holdFromRow(row: HoldRow): Hold {
@@ -32,6 +34,7 @@ export function holdFromRow(row: HoldRow): Hold {
     cancelledAt: row.cancelled_at,
     expiredAt: row.expired_at,
     metadata: row.metadata,
+    erasedAt: row.erased_at,
   };
 }
 

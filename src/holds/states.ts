@@ -18,7 +18,8 @@ export type HoldStatus = (typeof HoldStatus)[keyof typeof HoldStatus];
 
 export interface Hold {
   id: string;
-  customerEmail: string;
+  /** null once its personal data was erased (by age or on request); the timeline stays. */
+  customerEmail: string | null;
   status: HoldStatus;
   expiresAt: Date;
   createdAt: Date;
@@ -26,6 +27,8 @@ export interface Hold {
   cancelledAt: Date | null;
   expiredAt: Date | null;
   metadata: Record<string, unknown>;
+  /** When its personal data was erased (address, request fingerprint, addresses in metadata), or null. */
+  erasedAt: Date | null;
 }
 
 /** Intent id derived from the hold id: the unique key that makes expiry idempotent. */

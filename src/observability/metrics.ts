@@ -18,6 +18,9 @@ export interface Metrics {
   attemptsPerIntent: Histogram<'state'>;
   limiterWaitSeconds: Histogram;
   outcomeUnknown: Counter;
+  retentionPruned: Counter<'table'>;
+  retentionErased: Counter<'table'>;
+  retentionBatchSeconds: Histogram;
 }
 
 export function createMetrics(registry: Registry = new Registry()): Metrics {
@@ -78,6 +81,24 @@ export function createMetrics(registry: Registry = new Registry()): Metrics {
     outcomeUnknown: new Counter({
       name: 'leasehold_email_outcome_unknown_total',
       help: 'Attempts whose request may have reached the provider without an answer (timeout, 5xx).',
+      registers: r,
+    }),
+    retentionPruned: new Counter({
+      name: 'leasehold_retention_pruned_rows_total',
+      help: 'Rows deleted by the retention policy, by table.',
+      labelNames: ['table'],
+      registers: r,
+    }),
+    retentionErased: new Counter({
+      name: 'leasehold_retention_erased_rows_total',
+      help: 'Rows whose personal data was erased (by age or on request), by table.',
+      labelNames: ['table'],
+      registers: r,
+    }),
+    retentionBatchSeconds: new Histogram({
+      name: 'leasehold_retention_batch_seconds',
+      help: 'Duration of one retention batch transaction (delete or erase).',
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
       registers: r,
     }),
   };

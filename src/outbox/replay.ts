@@ -9,7 +9,8 @@ import type { Intent } from './states.js';
  * intent (sent, rejected or dead) goes back to pending with a fresh attempt
  * budget. Its replay count changes the provider idempotency key
  * (`<id>#replay-<n>`), so a provider that deduplicates still sends it.
- * A pending intent is refused: it is already going to be sent.
+ * A pending intent is refused: it is already going to be sent. So is an
+ * intent whose recipient was erased (retention): there is nobody to send to.
  */
 export async function replayIntent(db: Queryable, id: string, options: { schema?: string } = {}): Promise<Intent> {
   const schema = options.schema ?? 'leasehold';
@@ -20,12 +21,18 @@ export async function replayIntent(db: Queryable, id: string, options: { schema?
        -- The new round has its own key: an ambiguous attempt of the old one says
        -- nothing about whether this deliberate resend is already with the provider.
        outcome_unknown_seen = false
-     WHERE id = $1 AND state <> 'pending'`,
+     WHERE id = $1 AND state <> 'pending' AND recipient IS NOT NULL`,
     [id],
   );
   const intent = await intentsGet(db, schema, id);
   if (!intent) throw new NotFoundError('intent', id);
-  if (rowCount === 0) throw new IntentStateError(id, intent.state, `intent ${JSON.stringify(id)} is already pending`);
+  if (rowCount === 0) {
+    const message =
+      intent.state === 'pending'
+        ? `intent ${JSON.stringify(id)} is already pending`
+        : `intent ${JSON.stringify(id)} cannot be replayed: its recipient was erased`;
+    throw new IntentStateError(id, intent.state, message);
+  }
   return intent;
 }
 

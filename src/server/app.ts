@@ -12,13 +12,17 @@ import { deliveryRoutes } from './routes/delivery.js';
 import { holdRoutes } from './routes/holds.js';
 import { intentRoutes } from './routes/intents.js';
 import { opsRoutes } from './routes/ops.js';
+import { retentionRoutes } from './routes/retention.js';
+import { createRetentionMetrics } from '../retention/metrics.js';
+import { DEFAULT_RETENTION } from '../retention/policy.js';
 import { dashboardRoutes } from './routes/dashboard.js';
 import { statusRoutes } from './routes/status.js';
 
 export interface ApiOptions {
   pool: pg.Pool;
   schema: string;
-  config: Pick<Config, 'expiryPromiseS' | 'emailPromiseS' | 'ratePerSecond' | 'rateBurst'>;
+  /** `retention` defaults to the documented policy when left out. */
+  config: Pick<Config, 'expiryPromiseS' | 'emailPromiseS' | 'ratePerSecond' | 'rateBurst'> & Partial<Pick<Config, 'retention'>>;
   logger: Logger;
   /** Process-local counters; /metrics serves them next to the database gauges. */
   metrics: Metrics;
@@ -84,7 +88,8 @@ export function buildApp(options: ApiOptions): FastifyInstance {
 
   const ctx: ApiContext = { pool: options.pool, schema: options.schema, config: options.config, logger, metrics: options.metrics };
   const databaseMetrics = createDatabaseMetrics({ db: options.pool, schema: options.schema, promises: options.config });
-  opsRoutes(app, ctx, [options.metrics.registry, databaseMetrics]);
+  const retentionMetrics = createRetentionMetrics({ db: options.pool, schema: options.schema, policy: options.config.retention ?? DEFAULT_RETENTION });
+  opsRoutes(app, ctx, [options.metrics.registry, databaseMetrics, retentionMetrics]);
   dashboardRoutes(app);
 
   void app.register(
@@ -94,6 +99,7 @@ export function buildApp(options: ApiOptions): FastifyInstance {
       intentRoutes(v1, ctx);
       deliveryRoutes(v1, ctx);
       statusRoutes(v1, ctx);
+      retentionRoutes(v1, ctx);
     },
     { prefix: '/v1' },
   );

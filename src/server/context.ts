@@ -11,7 +11,7 @@ import { storableText } from '../text.js';
 export interface ApiContext {
   pool: pg.Pool;
   schema: string;
-  config: Pick<Config, 'expiryPromiseS' | 'emailPromiseS' | 'ratePerSecond' | 'rateBurst'>;
+  config: Pick<Config, 'expiryPromiseS' | 'emailPromiseS' | 'ratePerSecond' | 'rateBurst'> & Partial<Pick<Config, 'retention'>>;
   logger: Logger;
   metrics: Metrics;
 }

@@ -77,6 +77,8 @@ const holdLike = fc.record(
     reason: fc.oneof(anyString(600), fc.integer()),
     perSecond: fc.oneof(fc.double(), fc.integer(), fc.string({ maxLength: 5 })),
     burst: fc.oneof(fc.double(), fc.integer(), fc.string({ maxLength: 5 })),
+    email: fc.oneof(fc.emailAddress(), fc.string({ maxLength: 300 }), fc.integer(), fc.constant(null)),
+    dryRun: fc.oneof(fc.boolean(), fc.string({ maxLength: 5 }), fc.constant(null)),
     extra: fc.jsonValue({ maxDepth: 1 }),
   },
   { requiredKeys: [] },
@@ -138,6 +140,9 @@ const ROUTES: Array<[method: string, path: (id: string) => string]> = [
   ['POST', () => '/v1/delivery/resume'],
   ['GET', () => '/v1/rate-limit'],
   ['PUT', () => '/v1/rate-limit'],
+  ['GET', () => '/v1/retention'],
+  ['POST', () => '/v1/retention/prune'],
+  ['POST', () => '/v1/erasures'],
   ['GET', () => '/metrics'],
 ];
 

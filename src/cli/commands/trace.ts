@@ -22,6 +22,7 @@ export function formatTimeline(t: HoldTimeline): string[] {
   );
   if (hold.confirmedAt) lines.push(`  confirmed at ${iso(hold.confirmedAt)} (no email)`);
   if (hold.cancelledAt) lines.push(`  cancelled at ${iso(hold.cancelledAt)} (no email)`);
+  if (hold.erasedAt) lines.push(`  personal data erased at ${iso(hold.erasedAt)}`);
   if (!intent) {
     lines.push('no email intent' + (hold.status === 'held' ? ' yet (the hold is still held)' : ''));
     return lines;

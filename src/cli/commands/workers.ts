@@ -5,6 +5,7 @@ import { DeliveryWorker } from '../../delivery/worker.js';
 import { ExpiryWorker } from '../../holds/expiry-worker.js';
 import { createMetrics } from '../../observability/metrics.js';
 import { createGateway } from '../../providers/registry.js';
+import { PruneWorker } from '../../retention/prune-worker.js';
 import { onShutdownSignals } from '../../runtime/shutdown.js';
 import { startApiServer } from '../../server/app.js';
 import type { ContextFactory } from '../main.js';
@@ -18,6 +19,8 @@ interface Lanes {
   api: boolean;
   /** --host, overriding LEASEHOLD_HOST. */
   host?: string;
+  /** The retention policy's prune worker (safe to run in every process). */
+  retention?: boolean;
 }
 
 /**
@@ -96,6 +99,12 @@ async function runLanes(ctx: CommandContext, lanes: Lanes): Promise<void> {
       logger.info({ event: 'expiry_worker.started', intervalMs: config.expiryIntervalMs }, 'expiry worker started');
       announcements.push('expiry lane running');
     }
+    if (lanes.retention) {
+      const worker = new PruneWorker({ pool: db.pool, schema: db.schema, policy: config.retention, logger, metrics });
+      worker.start();
+      stops.unshift(() => worker.stop());
+      logger.info({ event: 'retention_worker.started', ...config.retention }, 'retention worker started');
+    }
   } catch (error) {
     for (const stop of stops) await stop().catch(() => {});
     await db.close();
@@ -118,18 +127,18 @@ export function registerWorkers(program: Command, context: ContextFactory): void
   program
     .command('expiry-worker')
     .description('run the expiry lane: expire due holds and write their email intents (any number may run)')
-    .action(async () => runLanes(context(), { expiry: true, delivery: false, api: false }));
+    .action(async () => runLanes(context(), { expiry: true, delivery: false, api: false, retention: false }));
 
   program
     .command('delivery-worker')
     .description('run the delivery lane: lease intents, take permits from the shared limiter, send, record (any number may run)')
-    .action(async () => runLanes(context(), { expiry: false, delivery: true, api: false }));
+    .action(async () => runLanes(context(), { expiry: false, delivery: true, api: false, retention: false }));
 
   program
     .command('start')
-    .description('run leasehold: migrations, the HTTP API on PORT and both lanes (SIGTERM/SIGINT drains, a second signal forces)')
+    .description('run leasehold: migrations, the HTTP API on PORT, both lanes and the retention policy (SIGTERM/SIGINT drains, a second signal forces)')
     .option('--host <address>', 'interface the API listens on (default LEASEHOLD_HOST, else 127.0.0.1)', hostArg)
     .action(async (options: { host?: string }) =>
-      runLanes(context(), { expiry: true, delivery: true, api: true, ...(options.host ? { host: options.host } : {}) }),
+      runLanes(context(), { expiry: true, delivery: true, api: true, retention: true, ...(options.host ? { host: options.host } : {}) }),
     );
 }

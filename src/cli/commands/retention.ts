@@ -1,0 +1,129 @@
+import { InvalidArgumentError, type Command } from 'commander';
+import type { ValidationError } from '../../errors.js';
+import { eraseAddress } from '../../retention/erase.js';
+import {
+  checkEraseWithinRetention,
+  describePolicy,
+  MAX_PRUNE_BATCH,
+  parseErasePiiAfterDays,
+  parseRetentionDays,
+  storyTables,
+  validateErasureAddress,
+  type RetentionPolicy,
+} from '../../retention/policy.js';
+import { Pruner } from '../../retention/prune.js';
+import { retentionPreview, type TableCounts } from '../../retention/queries.js';
+import type { ContextFactory } from '../main.js';
+import { CliExit, EXIT_USAGE } from '../context.js';
+import { table } from './format.js';
+
+/** `prune` and `erase`: the retention policy by hand (the prune worker in `start` runs it continuously). */
+
+function usage<T>(read: () => T): T {
+  try {
+    return read();
+  } catch (error) {
+    throw new InvalidArgumentError((error as ValidationError).message.replace(/^\w+: /, ''));
+  }
+}
+
+// `off` stays the string 'off' here: commander turns a parser's null into ''.
+type DaysFlag = number | 'off';
+const retentionDaysArg = (value: string): DaysFlag => usage(() => parseRetentionDays(value)) ?? 'off';
+const eraseDaysArg = (value: string): DaysFlag => usage(() => parseErasePiiAfterDays(value)) ?? 'off';
+const days = (flag: DaysFlag) => (flag === 'off' ? null : flag);
+const emailArg = (value: string) => usage(() => validateErasureAddress(value));
+function batchArg(value: string): number {
+  const n = Number(value);
+  if (value.trim() === '' || !Number.isInteger(n) || n < 1 || n > MAX_PRUNE_BATCH) {
+    throw new InvalidArgumentError(`must be a whole number from 1 to ${MAX_PRUNE_BATCH}`);
+  }
+  return n;
+}
+
+/** Story tables first (in deletion order), then any others. */
+function tableLines(columns: Array<[string, TableCounts]>): string[] {
+  const names = [...new Set([...storyTables(), ...columns.flatMap(([, c]) => Object.keys(c))])];
+  return table(names.map((name) => [name, columns.map(([label, c]) => `${label} ${c[name] ?? 0}`).join(', ')]));
+}
+
+interface PruneFlags {
+  dryRun?: boolean;
+  retentionDays?: DaysFlag;
+  erasePiiAfterDays?: DaysFlag;
+  batch?: number;
+  json?: boolean;
+}
+
+export function registerRetention(program: Command, context: ContextFactory): void {
+  program
+    .command('prune')
+    .description('apply the retention policy now: delete finished stories past LEASEHOLD_RETENTION_DAYS, erase personal data past LEASEHOLD_ERASE_PII_AFTER_DAYS')
+    .option('--dry-run', 'count what would be deleted and erased, per table, and change nothing')
+    .option('--retention-days <days>', 'override LEASEHOLD_RETENTION_DAYS for this run (whole days, or off)', retentionDaysArg)
+    .option('--erase-pii-after-days <days>', 'override LEASEHOLD_ERASE_PII_AFTER_DAYS for this run (whole days, or off)', eraseDaysArg)
+    .option('--batch <n>', 'stories per transaction (default LEASEHOLD_PRUNE_BATCH)', batchArg)
+    .option('--json', 'print the result as JSON')
+    .action(async (flags: PruneFlags) => {
+      const ctx = context();
+      const policy: RetentionPolicy = {
+        ...ctx.config.retention,
+        ...(flags.retentionDays !== undefined ? { retentionDays: days(flags.retentionDays) } : {}),
+        ...(flags.erasePiiAfterDays !== undefined ? { erasePiiAfterDays: days(flags.erasePiiAfterDays) } : {}),
+        ...(flags.batch !== undefined ? { batchSize: flags.batch } : {}),
+      };
+      try {
+        checkEraseWithinRetention(policy, '--erase-pii-after-days');
+      } catch (error) {
+        throw new CliExit(EXIT_USAGE, `leasehold: ${(error as ValidationError).message}`);
+      }
+      const db = await ctx.database({ poolSize: 2 });
+      try {
+        if (flags.dryRun) {
+          const preview = await retentionPreview(db.pool, db.schema, { now: null, ...policy });
+          if (flags.json) return ctx.out(JSON.stringify({ dryRun: true, policy, ...preview }, null, 2));
+          ctx.out(`dry run (nothing changed): ${describePolicy(policy)}`);
+          for (const line of tableLines([['would delete', preview.prune], ['would erase', preview.erase]])) ctx.out(line);
+          if (preview.keptPendingStories > 0) {
+            ctx.out(`kept: ${preview.keptPendingStories} stories past the retention whose email is pending or finished recently`);
+          }
+          return;
+        }
+        const run = await new Pruner({ pool: db.pool, schema: db.schema, policy, logger: ctx.logger }).runUntilDone();
+        if (flags.json) return ctx.out(JSON.stringify({ dryRun: false, policy, ...run }, null, 2));
+        ctx.out(`pruned: ${describePolicy(policy)}`);
+        for (const line of tableLines([['deleted', run.pruned], ['erased', run.erased]])) ctx.out(line);
+      } finally {
+        await db.close();
+      }
+    });
+
+  program
+    .command('erase')
+    .description("a person's deletion request: erase an address everywhere it is stored and report what changed")
+    .requiredOption('--email <address>', 'the address to erase (trimmed, compared case-insensitively)', emailArg)
+    .option('--json', 'print the report as JSON')
+    .action(async (flags: { email: string; json?: boolean }) => {
+      const ctx = context();
+      const db = await ctx.database({ poolSize: 2 });
+      try {
+        const report = await eraseAddress(db.pool, flags.email, { schema: db.schema, logger: ctx.logger });
+        if (flags.json) return ctx.out(JSON.stringify(report, null, 2));
+        const changed = Object.values(report.counts).reduce((a, b) => a + b, 0);
+        ctx.out(changed === 0 ? 'nothing stored for this address was left to erase' : 'erased:');
+        if (changed > 0) for (const line of tableLines([['rows changed', report.counts]])) ctx.out(line);
+        if (report.rejectedPending > 0) {
+          ctx.out(`${report.rejectedPending} pending email(s) rejected ("erased on request"): they will not be sent`);
+        }
+        if (report.inFlight > 0) ctx.out(`${report.inFlight} of them were being sent at that moment and may still arrive`);
+        if (report.heldHoldIds.length > 0) {
+          ctx.out(
+            `${report.heldHoldIds.length} held hold(s) kept, they are live reservations: ${report.heldHoldIds.join(', ')}` +
+              ' (cancel them or let them end, then run erase again)',
+          );
+        }
+      } finally {
+        await db.close();
+      }
+    });
+}
