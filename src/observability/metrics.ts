@@ -18,6 +18,10 @@ export interface Metrics {
   attemptsPerIntent: Histogram<'state'>;
   limiterWaitSeconds: Histogram;
   outcomeUnknown: Counter;
+  emailEvents: Counter<'provider' | 'kind'>;
+  suppressionsAdded: Counter<'reason'>;
+  suppressedSends: Counter;
+  webhookRequests: Counter<'provider' | 'result'>;
 }
 
 export function createMetrics(registry: Registry = new Registry()): Metrics {
@@ -78,6 +82,29 @@ export function createMetrics(registry: Registry = new Registry()): Metrics {
     outcomeUnknown: new Counter({
       name: 'leasehold_email_outcome_unknown_total',
       help: 'Attempts whose request may have reached the provider without an answer (timeout, 5xx).',
+      registers: r,
+    }),
+    emailEvents: new Counter({
+      name: 'leasehold_email_events_total',
+      help: 'Provider events stored (duplicates not counted), by provider and kind (delivered, bounced, complained, delayed, failed).',
+      labelNames: ['provider', 'kind'],
+      registers: r,
+    }),
+    suppressionsAdded: new Counter({
+      name: 'leasehold_suppressions_added_total',
+      help: 'Addresses suppressed by this process, by reason (hard_bounce, complaint, manual).',
+      labelNames: ['reason'],
+      registers: r,
+    }),
+    suppressedSends: new Counter({
+      name: 'leasehold_email_suppressed_total',
+      help: 'Intents rejected before sending because the recipient is suppressed (the provider was not called).',
+      registers: r,
+    }),
+    webhookRequests: new Counter({
+      name: 'leasehold_webhook_requests_total',
+      help: 'Provider webhook requests by provider and result (accepted, unauthorized, not_configured, invalid, unavailable).',
+      labelNames: ['provider', 'result'],
       registers: r,
     }),
   };
