@@ -3,6 +3,8 @@ import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
 import type pg from 'pg';
 import type { Config } from '../config.js';
 import { createDatabaseMetrics } from '../observability/db-metrics.js';
+import { registerEventMetrics } from '../observability/event-metrics.js';
+import type { WebhookSettings } from '../events/webhook-config.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import { bearerAuth } from './auth.js';
@@ -14,6 +16,8 @@ import { intentRoutes } from './routes/intents.js';
 import { opsRoutes } from './routes/ops.js';
 import { dashboardRoutes } from './routes/dashboard.js';
 import { statusRoutes } from './routes/status.js';
+import { suppressionRoutes } from './routes/suppressions.js';
+import { webhookRoutes } from './routes/webhooks.js';
 
 export interface ApiOptions {
   pool: pg.Pool;
@@ -24,6 +28,8 @@ export interface ApiOptions {
   metrics: Metrics;
   /** Bearer token required on /v1 (/healthz and /metrics are open). */
   apiToken: string;
+  /** Provider webhook verification (see webhookSettingsFromEnv); unset: every webhook answers 401 webhook_not_configured. */
+  webhooks?: WebhookSettings;
 }
 
 /** The largest body accepted: a hold with 16 KiB of metadata fits with room to spare. */
@@ -77,6 +83,7 @@ export function buildApp(options: ApiOptions): FastifyInstance {
 
   const ctx: ApiContext = { pool: options.pool, schema: options.schema, config: options.config, logger, metrics: options.metrics };
   const databaseMetrics = createDatabaseMetrics({ db: options.pool, schema: options.schema, promises: options.config });
+  registerEventMetrics(databaseMetrics, { db: options.pool, schema: options.schema });
   opsRoutes(app, ctx, [options.metrics.registry, databaseMetrics]);
   dashboardRoutes(app);
 
@@ -88,9 +95,12 @@ export function buildApp(options: ApiOptions): FastifyInstance {
       intentRoutes(v1, ctx);
       deliveryRoutes(v1, ctx);
       statusRoutes(v1, ctx);
+      suppressionRoutes(v1, ctx);
     },
     { prefix: '/v1' },
   );
+  // Outside the bearer-token scope: each provider proves itself its own way.
+  void app.register(webhookRoutes(ctx, options.webhooks ?? {}), { prefix: '/v1/webhooks' });
   return app;
 }
 
