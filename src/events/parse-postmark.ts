@@ -15,7 +15,7 @@ import { addresses, derivedEventId, id, ignored, label, object, optionalString, 
 // Only the ones that say something about the address or the delivery are
 // stored; auto-replies, address changes, subscribe/unsubscribe requests and
 // challenge messages are mail from people, not bounces.
-const BOUNCES: Record<number, { kind: EventKind; bounceType?: BounceType }> = {
+const BOUNCES = new Map<number, { kind: EventKind; bounceType?: BounceType }>(Object.entries({
   1: { kind: 'bounced', bounceType: 'hard' }, // HardBounce
   100000: { kind: 'bounced', bounceType: 'hard' }, // BadEmailAddress
   100002: { kind: 'bounced', bounceType: 'hard' }, // ManuallyDeactivated
@@ -31,9 +31,10 @@ const BOUNCES: Record<number, { kind: EventKind; bounceType?: BounceType }> = {
   100009: { kind: 'bounced', bounceType: 'soft' }, // DMARCPolicy
   100003: { kind: 'failed' }, // Unconfirmed (sender signature)
   100010: { kind: 'failed' }, // TemplateRenderingFailed
-};
+} as Record<string, { kind: EventKind; bounceType?: BounceType }>).map(([code, kind]) => [Number(code), kind]));
 
-const CODES_BY_NAME: Record<string, number> = {
+// Maps, not objects: a Type of "constructor" must not find anything.
+const CODES_BY_NAME = new Map<string, number>(Object.entries({
   HardBounce: 1,
   BadEmailAddress: 100000,
   ManuallyDeactivated: 100002,
@@ -49,7 +50,7 @@ const CODES_BY_NAME: Record<string, number> = {
   DMARCPolicy: 100009,
   Unconfirmed: 100003,
   TemplateRenderingFailed: 100010,
-};
+}));
 
 export function parsePostmarkEvent(body: unknown): ParsedEvents {
   const root = object(body, 'body');
@@ -78,8 +79,8 @@ export function parsePostmarkEvent(body: unknown): ParsedEvents {
   if (recordType !== 'Bounce' && recordType !== 'SpamComplaint') return ignored(recordType);
 
   const typeName = optionalString(root.Type);
-  const code = typeof root.TypeCode === 'number' ? root.TypeCode : typeName !== undefined ? CODES_BY_NAME[typeName] : undefined;
-  const mapped = recordType === 'SpamComplaint' ? { kind: 'complained' as const } : code !== undefined ? BOUNCES[code] : undefined;
+  const code = typeof root.TypeCode === 'number' ? root.TypeCode : typeName !== undefined ? CODES_BY_NAME.get(typeName) : undefined;
+  const mapped = recordType === 'SpamComplaint' ? { kind: 'complained' as const } : code !== undefined ? BOUNCES.get(code) : undefined;
   if (!mapped) return ignored(`${recordType}/${typeName ?? String(code)}`);
   const messageId = id(root.MessageID, 'MessageID');
   const occurredAt = timestamp(root.BouncedAt, 'BouncedAt');

@@ -9,18 +9,19 @@ import { addresses, id, ignored, label, object, optionalObject, optionalString, 
  * `type` is SES's: `Permanent` (hard), `Transient` or `Undetermined` (soft).
  */
 
-const KINDS: Record<string, EventKind> = {
-  'email.delivered': 'delivered',
-  'email.bounced': 'bounced',
-  'email.complained': 'complained',
-  'email.delivery_delayed': 'delayed',
-  'email.failed': 'failed',
-};
+// A Map, not an object: a `type` of "constructor" or "valueOf" must not find anything.
+const KINDS = new Map<string, EventKind>([
+  ['email.delivered', 'delivered'],
+  ['email.bounced', 'bounced'],
+  ['email.complained', 'complained'],
+  ['email.delivery_delayed', 'delayed'],
+  ['email.failed', 'failed'],
+]);
 
 export function parseResendEvent(body: unknown, svixId: string): ParsedEvents {
   const root = object(body, 'body');
   const type = string(root.type, 'type');
-  const kind = KINDS[type];
+  const kind = KINDS.get(type);
   if (!kind) return ignored(type);
   const data = object(root.data, 'data');
   const messageId = id(data.email_id, 'data.email_id');

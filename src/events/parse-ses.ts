@@ -12,19 +12,20 @@ import { addresses, derivedEventId, id, ignored, label, object, optionalObject, 
  * reaching two subscribed topics is stored once.
  */
 
-const KINDS: Record<string, EventKind> = {
-  Delivery: 'delivered',
-  Bounce: 'bounced',
-  Complaint: 'complained',
-  DeliveryDelay: 'delayed',
-  Reject: 'failed',
-  'Rendering Failure': 'failed',
-};
+// A Map, not an object: an eventType of "constructor" must not find anything.
+const KINDS = new Map<string, EventKind>([
+  ['Delivery', 'delivered'],
+  ['Bounce', 'bounced'],
+  ['Complaint', 'complained'],
+  ['DeliveryDelay', 'delayed'],
+  ['Reject', 'failed'],
+  ['Rendering Failure', 'failed'],
+]);
 
 export function parseSesEvent(message: unknown): ParsedEvents {
   const root = object(message, 'Message');
   const type = string(root.eventType ?? root.notificationType, 'Message.eventType');
-  const kind = KINDS[type];
+  const kind = KINDS.get(type);
   if (!kind) return ignored(type);
   const mail = object(root.mail, 'Message.mail');
   const messageId = id(mail.messageId, 'Message.mail.messageId');

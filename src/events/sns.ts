@@ -107,7 +107,8 @@ export class SnsVerifier {
     const type = body.Type;
     if (typeof type !== 'string' || !TYPES.has(type)) throw new SnsRejectedError('invalid_signature', 'not an SNS message: Type is missing or unknown');
     for (const field of REQUIRED) {
-      if (typeof body[field] !== 'string' || (body[field] as string).length === 0) {
+      // Message may be empty text; every other field has content.
+      if (typeof body[field] !== 'string' || (field !== 'Message' && (body[field] as string).length === 0)) {
         throw new SnsRejectedError('invalid_signature', `unsigned or incomplete SNS message: ${field} is missing`);
       }
     }

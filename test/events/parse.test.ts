@@ -130,6 +130,16 @@ describe('SES', () => {
   });
 });
 
+describe('lookup tables', () => {
+  it('a type named like an Object.prototype member is just unknown (found by the fuzz: it was a 500)', () => {
+    for (const type of ['valueOf', 'constructor', '__proto__', 'toString']) {
+      expect(parseResendEvent({ type, created_at: now, data: { email_id: 'x' } }, 'm')).toEqual({ events: [], ignored: type });
+      expect(parseSesEvent({ eventType: type, mail: { messageId: 'x', timestamp: now } }).ignored).toBe(type);
+      expect(parsePostmarkEvent({ RecordType: 'Bounce', Type: type, MessageID: 'x', BouncedAt: now }).events).toEqual([]);
+    }
+  });
+});
+
 describe('the fifth moment: how the email ended', () => {
   const e = (kind: EmailEvent['kind'], at: number, bounceType: EmailEvent['bounceType'] = null): EmailEvent => ({
     provider: 'resend',
