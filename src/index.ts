@@ -53,3 +53,9 @@ export type { EmailGateway, EmailMessage, SendContext, SendResult } from './prov
 export { SandboxGateway, type SandboxOptions } from './providers/sandbox.js';
 export { createGateway } from './providers/registry.js';
 export { buildApp, startApiServer, type ApiOptions } from './server/app.js';
+export { EventKind, BounceType, emailOutcome, type ProviderEvent, type EmailEvent, type EmailOutcome } from './events/kinds.js';
+export { ingestEvents, type IngestResult } from './events/ingest.js';
+export { webhookSettingsFromEnv, type WebhookSettings } from './events/webhook-config.js';
+export { SuppressionReason, type Suppression } from './suppressions/reasons.js';
+export { addressHash, normalizeAddress } from './suppressions/address.js';
+export { suppressionsAdd, suppressionsList, suppressionsRemove, suppressionsFind } from './suppressions/suppressions-table.js';

@@ -9,6 +9,7 @@ import { registerTrace } from './commands/trace.js';
 import { registerDemo } from './commands/demo.js';
 import { registerCapacity } from './commands/capacity.js';
 import { registerRetention } from './commands/retention.js';
+import { registerSuppressions } from './commands/suppressions.js';
 
 export type ContextFactory = () => CommandContext;
 
@@ -31,6 +32,7 @@ export function buildProgram(context: ContextFactory): Command {
   registerDemo(program, context);
   registerCapacity(program, context);
   registerRetention(program, context);
+  registerSuppressions(program, context);
   for (const command of program.commands) command.exitOverride();
   return program;
 }

@@ -11,6 +11,7 @@ import { renderReservationExpired } from '../providers/template.js';
 import { limiterCooldown, limiterRefund, limiterTake } from '../ratelimit/limiter.js';
 import { intentsLease, intentsRecord, type AttemptResult, type LeasedIntent, type RecordedResult } from '../outbox/queries.js';
 import { idempotencyKeyFor } from '../outbox/replay.js';
+import { suppressedAttempt, suppressedIntents } from '../suppressions/gate.js';
 import type { AttemptOutcome } from '../outbox/states.js';
 import { deliveryPause, rateLimiterEnsure, type RateLimitPolicy } from './control.js';
 import { failureDelayMs, rateLimitDelayMs, defaultRetryPolicy, type RetryPolicy } from './retry-policy.js';
@@ -139,8 +140,13 @@ export class DeliveryWorker extends LoopWorker {
       provider: this.gateway.name,
       now: this.clock.now(),
     });
-    if (leased.length < grant.granted) await limiterRefund(pool, this.schema, grant.granted - leased.length);
+    // Suppressed recipients are rejected without calling the provider (one
+    // statement for the batch), so their permits go back with the unused ones.
+    const suppressed = await suppressedIntents(pool, this.schema, leased);
+    const unused = grant.granted - leased.length + suppressed.size;
+    if (unused > 0) await limiterRefund(pool, this.schema, unused);
     if (leased.length === 0) return { permits: grant.granted, leased: 0, outcomes: {}, blocked: 'idle' };
+    if (suppressed.size > 0) this.options.metrics?.suppressedSends.inc(suppressed.size);
 
     for (const intent of leased) {
       if (intent.lease_was_expired) {
@@ -154,7 +160,12 @@ export class DeliveryWorker extends LoopWorker {
     }
     await this.faults.at('delivery.leased', { intents: leased.map((i) => i.id) });
 
-    const results = await Promise.all(leased.map((intent) => this.attempt(intent, token)));
+    const results = await Promise.all(
+      leased.map((intent) => {
+        const suppression = suppressed.get(intent.id);
+        return suppression ? suppressedAttempt(intent, token, suppression) : this.attempt(intent, token);
+      }),
+    );
     const recorded = await intentsRecord(pool, this.schema, results, { maxAttempts: this.maxAttempts, now: this.clock.now() });
     await this.afterRecord(results, recorded, new Map(leased.map((i) => [i.id, i.reservation_id])));
 

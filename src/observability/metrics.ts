@@ -21,6 +21,10 @@ export interface Metrics {
   retentionPruned: Counter<'table'>;
   retentionErased: Counter<'table'>;
   retentionBatchSeconds: Histogram;
+  emailEvents: Counter<'provider' | 'kind'>;
+  suppressionsAdded: Counter<'reason'>;
+  suppressedSends: Counter;
+  webhookRequests: Counter<'provider' | 'result'>;
 }
 
 export function createMetrics(registry: Registry = new Registry()): Metrics {
@@ -99,6 +103,29 @@ export function createMetrics(registry: Registry = new Registry()): Metrics {
       name: 'leasehold_retention_batch_seconds',
       help: 'Duration of one retention batch transaction (delete or erase).',
       buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+      registers: r,
+    }),
+    emailEvents: new Counter({
+      name: 'leasehold_email_events_total',
+      help: 'Provider events stored (duplicates not counted), by provider and kind (delivered, bounced, complained, delayed, failed).',
+      labelNames: ['provider', 'kind'],
+      registers: r,
+    }),
+    suppressionsAdded: new Counter({
+      name: 'leasehold_suppressions_added_total',
+      help: 'Addresses suppressed by this process, by reason (hard_bounce, complaint, manual).',
+      labelNames: ['reason'],
+      registers: r,
+    }),
+    suppressedSends: new Counter({
+      name: 'leasehold_email_suppressed_total',
+      help: 'Intents rejected before sending because the recipient is suppressed (the provider was not called).',
+      registers: r,
+    }),
+    webhookRequests: new Counter({
+      name: 'leasehold_webhook_requests_total',
+      help: 'Provider webhook requests by provider and result (accepted, unauthorized, not_configured, invalid, unavailable).',
+      labelNames: ['provider', 'result'],
       registers: r,
     }),
   };

@@ -71,6 +71,19 @@ export function sandboxOptionsFromEnv(env: Env): SandboxOptions {
   if (pause !== undefined) options.pauseRate = pause;
   const journal = read(env, 'SANDBOX_JOURNAL');
   if (journal !== undefined) options.journalPath = journal;
+  const bounceRate = number(env, 'SANDBOX_BOUNCE_RATE', 0, 1);
+  const complaintRate = number(env, 'SANDBOX_COMPLAINT_RATE', 0, 1);
+  const eventDelayMs = number(env, 'SANDBOX_EVENT_DELAY_MS', 0, 3_600_000);
+  if ((bounceRate ?? 0) + (complaintRate ?? 0) > 1) {
+    throw new ConfigError('SANDBOX_COMPLAINT_RATE', 'SANDBOX_BOUNCE_RATE + SANDBOX_COMPLAINT_RATE must be at most 1');
+  }
+  if (bounceRate !== undefined || complaintRate !== undefined || eventDelayMs !== undefined) {
+    options.events = {
+      ...(bounceRate !== undefined ? { bounceRate } : {}),
+      ...(complaintRate !== undefined ? { complaintRate } : {}),
+      ...(eventDelayMs !== undefined ? { delayMs: eventDelayMs } : {}),
+    };
+  }
   return options;
 }
 

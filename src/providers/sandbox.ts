@@ -1,5 +1,6 @@
 import { appendFileSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
+import type { ProviderEvent } from '../events/kinds.js';
 import { TokenBucket } from '../ratelimit/bucket.js';
 import type { EmailGateway, EmailMessage, SendContext, SendResult } from './gateway.js';
 
@@ -14,8 +15,18 @@ export interface SandboxOptions {
   pauseRate?: number;
   /** Append one JSON line per accepted message here (lets crash tests see sends across processes). */
   journalPath?: string;
+  /**
+   * What the sandbox reports after accepting, like a real provider's
+   * webhooks: shares (0..1) of hard bounces and complaints, delivered
+   * otherwise, each `delayMs` after acceptance (default 1000). Events go to
+   * the sink given to `connectEvents`; with none connected, none are made.
+   */
+  events?: { bounceRate?: number; complaintRate?: number; delayMs?: number };
   random?: () => number;
 }
+
+/** Where the sandbox's events go: the ingestion path the webhooks use. It must handle its own errors. */
+export type SandboxEventSink = (events: ProviderEvent[]) => Promise<unknown>;
 
 export interface SandboxRecord {
   receipt: string;
@@ -40,6 +51,8 @@ export class SandboxGateway implements EmailGateway {
   readonly accepted: SandboxRecord[] = [];
   private readonly bucket: TokenBucket | undefined;
   private readonly random: () => number;
+  private sink: SandboxEventSink | undefined;
+  private readonly scheduled = new Map<NodeJS.Timeout, ProviderEvent>();
 
   constructor(private readonly options: SandboxOptions = {}) {
     this.bucket = options.rateLimit ? new TokenBucket(options.rateLimit) : undefined;
@@ -78,7 +91,58 @@ export class SandboxGateway implements EmailGateway {
     };
     this.accepted.push(record);
     if (this.options.journalPath) appendFileSync(this.options.journalPath, JSON.stringify(record) + '\n');
+    if (this.sink) this.schedule(this.eventFor(record.receipt, message.to));
     return { kind: 'accepted', receipt: record.receipt, providerStatus: 200 };
+  }
+
+  /** Report events (delivered, bounced, complained) for what is accepted from now on into `sink`. */
+  connectEvents(sink: SandboxEventSink): void {
+    this.sink = sink;
+  }
+
+  /** Emit every scheduled event now (tests, and close). */
+  async flushEvents(): Promise<void> {
+    const events = [...this.scheduled.entries()];
+    for (const [timer] of events) clearTimeout(timer);
+    this.scheduled.clear();
+    const now = new Date();
+    if (events.length > 0 && this.sink) await this.emit(events.map(([, event]) => ({ ...event, occurredAt: now })));
+  }
+
+  async close(): Promise<void> {
+    await this.flushEvents();
+  }
+
+  private eventFor(receipt: string, recipient: string): ProviderEvent {
+    const { bounceRate = 0, complaintRate = 0 } = this.options.events ?? {};
+    const roll = this.random();
+    const base = { provider: 'sandbox' as const, providerEventId: `sandbox-event-${randomUUID()}`, messageId: receipt, occurredAt: new Date(), recipients: [recipient] };
+    if (roll < bounceRate) {
+      return { ...base, kind: 'bounced', bounceType: 'hard', providerType: 'sandbox/HardBounce', reason: 'sandbox: simulated hard bounce (550 5.1.1 no such user)' };
+    }
+    if (roll < bounceRate + complaintRate) {
+      return { ...base, kind: 'complained', bounceType: null, providerType: 'sandbox/Complaint', reason: 'sandbox: simulated spam complaint' };
+    }
+    return { ...base, kind: 'delivered', bounceType: null, providerType: 'sandbox/Delivery', reason: null };
+  }
+
+  private schedule(event: ProviderEvent): void {
+    const delayMs = this.options.events?.delayMs ?? 1000;
+    const timer = setTimeout(() => {
+      this.scheduled.delete(timer);
+      // The time it happened is when it is reported, as with a real provider.
+      void this.emit([{ ...event, occurredAt: new Date() }]);
+    }, delayMs);
+    timer.unref();
+    this.scheduled.set(timer, event);
+  }
+
+  private async emit(events: ProviderEvent[]): Promise<void> {
+    try {
+      await this.sink?.(events);
+    } catch {
+      // The sink logs its own failures; an event lost here is what a provider's failed webhook would be.
+    }
   }
 
   private delay(signal: AbortSignal): Promise<void> {

@@ -3,6 +3,8 @@ import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
 import type pg from 'pg';
 import type { Config } from '../config.js';
 import { createDatabaseMetrics } from '../observability/db-metrics.js';
+import { registerEventMetrics } from '../observability/event-metrics.js';
+import type { WebhookSettings } from '../events/webhook-config.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import { bearerAuth } from './auth.js';
@@ -17,6 +19,8 @@ import { createRetentionMetrics } from '../retention/metrics.js';
 import { DEFAULT_RETENTION } from '../retention/policy.js';
 import { dashboardRoutes } from './routes/dashboard.js';
 import { statusRoutes } from './routes/status.js';
+import { suppressionRoutes } from './routes/suppressions.js';
+import { webhookRoutes } from './routes/webhooks.js';
 
 export interface ApiOptions {
   pool: pg.Pool;
@@ -28,6 +32,8 @@ export interface ApiOptions {
   metrics: Metrics;
   /** Bearer token required on /v1 (/healthz and /metrics are open). */
   apiToken: string;
+  /** Provider webhook verification (see webhookSettingsFromEnv); unset: every webhook answers 401 webhook_not_configured. */
+  webhooks?: WebhookSettings;
 }
 
 /** The largest body accepted: a hold with 16 KiB of metadata fits with room to spare. */
@@ -89,6 +95,7 @@ export function buildApp(options: ApiOptions): FastifyInstance {
   const ctx: ApiContext = { pool: options.pool, schema: options.schema, config: options.config, logger, metrics: options.metrics };
   const databaseMetrics = createDatabaseMetrics({ db: options.pool, schema: options.schema, promises: options.config });
   const retentionMetrics = createRetentionMetrics({ db: options.pool, schema: options.schema, policy: options.config.retention ?? DEFAULT_RETENTION });
+  registerEventMetrics(databaseMetrics, { db: options.pool, schema: options.schema });
   opsRoutes(app, ctx, [options.metrics.registry, databaseMetrics, retentionMetrics]);
   dashboardRoutes(app);
 
@@ -100,9 +107,12 @@ export function buildApp(options: ApiOptions): FastifyInstance {
       deliveryRoutes(v1, ctx);
       statusRoutes(v1, ctx);
       retentionRoutes(v1, ctx);
+      suppressionRoutes(v1, ctx);
     },
     { prefix: '/v1' },
   );
+  // Outside the bearer-token scope: each provider proves itself its own way.
+  void app.register(webhookRoutes(ctx, options.webhooks ?? {}), { prefix: '/v1/webhooks' });
   return app;
 }
 

@@ -1,12 +1,15 @@
 import type { Queryable } from '../db/pool.js';
+import { eventsForIntent } from '../events/events-table.js';
+import { emailOutcome, type EmailEvent, type EmailOutcome } from '../events/kinds.js';
 import { getHold } from '../holds/holds.js';
 import type { Hold } from '../holds/states.js';
 import { attemptsList, intentsGetByHold } from '../outbox/read.js';
 import type { Attempt, Intent } from '../outbox/states.js';
 
 /**
- * A hold's notification story: the four moments of the brief plus every send
- * attempt. The API (`GET /v1/holds/:id`) and the `trace` command both tell it
+ * A hold's notification story: the four moments of the brief, the fifth
+ * (what the provider reported: delivered, bounced, complained), every send
+ * attempt and every provider event. The API (`GET /v1/holds/:id`) and the `trace` command both tell it
  * from here, so they never disagree.
  */
 export interface HoldTimeline {
@@ -21,13 +24,21 @@ export interface HoldTimeline {
     emailAvailableAt: Date | null;
     /** A provider accepted the email. */
     emailAcceptedAt: Date | null;
+    /** 5. The provider reported how it ended (see `outcome`): delivered, bounced, complained, ... */
+    emailOutcomeAt: Date | null;
   };
+  /** The event that says how the accepted email ended; null until the provider reports. */
+  outcome: EmailOutcome | null;
   /** Seconds between consecutive moments, where both are known. */
   lateness: {
     expirySeconds: number | null;
     emailSeconds: number | null;
+    /** From acceptance to the provider's outcome. */
+    outcomeSeconds: number | null;
   };
   attempts: Attempt[];
+  /** Provider events in the provider's order (duplicates stored once). */
+  events: EmailEvent[];
 }
 
 const secondsBetween = (from: Date | null, to: Date | null) =>
@@ -37,20 +48,28 @@ export async function holdTimeline(db: Queryable, schema: string, holdId: string
   const hold = await getHold(db, holdId, { schema });
   const intent = (await intentsGetByHold(db, schema, hold.id)) ?? null;
   const attempts = intent ? await attemptsList(db, schema, intent.id) : [];
+  const events = intent ? await eventsForIntent(db, schema, intent.id) : [];
+  // The outcome of the email as it stands: the events of its current receipt
+  // (a replay starts a new email; until it is accepted there is none).
+  const outcome = intent?.receipt ? emailOutcome(events.filter((e) => e.messageId === intent.receipt)) : null;
   const moments = {
     eligibleAt: hold.expiresAt,
     expiredAt: hold.expiredAt,
     emailAvailableAt: intent?.createdAt ?? null,
     emailAcceptedAt: intent?.sentAt ?? null,
+    emailOutcomeAt: outcome?.at ?? null,
   };
   return {
     hold,
     intent,
     moments,
+    outcome,
     lateness: {
       expirySeconds: secondsBetween(moments.eligibleAt, moments.expiredAt),
       emailSeconds: secondsBetween(moments.emailAvailableAt, moments.emailAcceptedAt),
+      outcomeSeconds: secondsBetween(moments.emailAcceptedAt, moments.emailOutcomeAt),
     },
     attempts,
+    events,
   };
 }

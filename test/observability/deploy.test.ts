@@ -61,6 +61,13 @@ describe('the service exports what operators need', () => {
       'leasehold_email_promise_seconds',
       'leasehold_holds_expired_total',
       'leasehold_email_sends_total',
+      'leasehold_email_events_total',
+      'leasehold_email_bounce_rate',
+      'leasehold_email_complaint_rate',
+      'leasehold_email_accepted_24h',
+      'leasehold_suppressions',
+      'leasehold_email_suppressed_total',
+      'leasehold_webhook_requests_total',
     ]) {
       expect(exported, name).toContain(name);
     }
@@ -91,6 +98,15 @@ describe('deploy/prometheus/alerts.yml', () => {
     const exprs = rules.map((r) => r.expr);
     expect(exprs.some((e) => e.includes('leasehold_oldest_due_hold_age_seconds') && e.includes('leasehold_expiry_promise_seconds'))).toBe(true);
     expect(exprs.some((e) => e.includes('leasehold_oldest_pending_intent_age_seconds') && e.includes('leasehold_email_promise_seconds'))).toBe(true);
+  });
+
+  it('alerts on the complaint and bounce rates, guarded against tiny volumes', () => {
+    for (const rate of ['leasehold_email_complaint_rate', 'leasehold_email_bounce_rate']) {
+      const matching = rules.filter((r) => r.expr.includes(rate));
+      expect(matching.length, rate).toBeGreaterThan(0);
+      for (const rule of matching) expect(rule.expr).toContain('leasehold_email_accepted_24h');
+      expect(matching.map((r) => r.labels?.severity)).toContain('page');
+    }
   });
 
   it('uses only metrics the service exports', () => {

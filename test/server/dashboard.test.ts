@@ -11,6 +11,8 @@ import { startApiServer, type ApiServer } from '../../src/server/app.js';
 import { ident } from '../../src/db/pool.js';
 import { testDatabase, type TestDatabase } from '../helpers/database.js';
 import { insertDueHolds } from '../helpers/holds.js';
+import { recordAcceptance } from '../helpers/sent-intent.js';
+import { ingestEvents } from '../../src/events/ingest.js';
 
 // Debian's Chromium; .ci/run installs it. Without it this file is skipped, loudly.
 const CHROMIUM = '/usr/bin/chromium';
@@ -103,6 +105,29 @@ describe.skipIf(!existsSync(CHROMIUM))('operator dashboard in a real browser', (
     await page.click('#trace-form button[type=submit]');
     const trace = await page.waitForSelector('#trace-output');
     expect(await trace.textContent()).toMatch(/hold dash-1: expired\nbecame eligible +\d{4}-/);
+  });
+
+  it('traces the fifth moment: how the provider says the email ended', async () => {
+    await recordAcceptance(db.pool, db.schema, 'reservation-expired:dash-1', 'dash-receipt-1');
+    await ingestEvents(db.pool, db.schema, [
+      {
+        provider: 'sandbox',
+        providerEventId: 'dash-event-1',
+        messageId: 'dash-receipt-1',
+        kind: 'delivered',
+        bounceType: null,
+        providerType: 'sandbox/Delivery',
+        reason: null,
+        occurredAt: new Date(),
+        recipients: [],
+      },
+    ]);
+    await page.fill('#trace-id', 'dash-1');
+    await page.click('#trace-form button[type=submit]');
+    await page.waitForFunction(() => document.querySelector('#trace-output')?.textContent?.includes('email delivered'));
+    const trace = (await page.textContent('#trace-output'))!;
+    expect(trace).toMatch(/\nemail delivered +\d{4}-/);
+    expect(trace).toMatch(/event delivered at \d{4}-.*\(sandbox, sandbox\/Delivery\)/);
   });
 
   it('treats data as text, never as markup, and shows no recipient', async () => {

@@ -3,7 +3,7 @@ import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fas
 import { loadConfig } from '../../src/config.js';
 import { createLogger, type Logger } from '../../src/observability/logger.js';
 import { createMetrics, type Metrics } from '../../src/observability/metrics.js';
-import { buildApp } from '../../src/server/app.js';
+import { buildApp, type ApiOptions } from '../../src/server/app.js';
 import { testDatabase, type TestDatabase } from '../helpers/database.js';
 
 export const TOKEN = 'test-token-0123456789abcdef';
@@ -34,12 +34,12 @@ export interface ApiHarness {
   close(): Promise<void>;
 }
 
-export async function apiHarness(label: string, env: Record<string, string> = {}): Promise<ApiHarness> {
+export async function apiHarness(label: string, env: Record<string, string> = {}, extra: Partial<ApiOptions> = {}): Promise<ApiHarness> {
   const db = await testDatabase(label);
   const logs = new LogCapture();
   const logger = createLogger({ level: 'debug', destination: logs });
   const metrics = createMetrics();
-  const app = buildApp({ pool: db.pool, schema: db.schema, config: loadConfig(env), logger, metrics, apiToken: TOKEN });
+  const app = buildApp({ pool: db.pool, schema: db.schema, config: loadConfig(env), logger, metrics, apiToken: TOKEN, ...extra });
   await app.ready();
   return {
     db,

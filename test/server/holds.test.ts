@@ -95,7 +95,9 @@ describe('GET /v1/holds/:id', () => {
     expect(t.hold.id).toBe('slot-2');
     expect(t.intent).toBeNull();
     expect(t.attempts).toEqual([]);
-    expect(t.moments).toEqual({ eligibleAt: t.hold.expiresAt, expiredAt: null, emailAvailableAt: null, emailAcceptedAt: null });
+    expect(t.moments).toEqual({ eligibleAt: t.hold.expiresAt, expiredAt: null, emailAvailableAt: null, emailAcceptedAt: null, emailOutcomeAt: null });
+    expect(t.outcome).toBeNull();
+    expect(t.events).toEqual([]);
   });
 
   it('tells the four moments once the hold expired and an attempt was recorded', async () => {

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Command } from 'commander';
 import { rateLimiterEnsure } from '../../delivery/control.js';
+import { webhookSettingsFromEnv } from '../../events/webhook-config.js';
 import { createMetrics } from '../../observability/metrics.js';
 import { onShutdownSignals } from '../../runtime/shutdown.js';
 import { startApiServer } from '../../server/app.js';
@@ -21,6 +22,7 @@ export function registerApi(program: Command, context: ContextFactory): void {
     .action(async (options: { host?: string }) => {
       const ctx = context();
       const { config, logger } = ctx;
+      const webhooks = webhookSettingsFromEnv(config.env);
       const db = await ctx.database({ poolSize: 10 });
       try {
         await rateLimiterEnsure(db.pool, db.schema, { perSecond: config.ratePerSecond, burst: config.rateBurst });
@@ -32,6 +34,7 @@ export function registerApi(program: Command, context: ContextFactory): void {
           logger,
           metrics: createMetrics(),
           apiToken: token,
+          webhooks,
           port: config.port,
           host: options.host ?? config.host,
         });

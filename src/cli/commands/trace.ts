@@ -7,7 +7,9 @@ import { iso, seconds, table } from './format.js';
 const delta = (from: Date | null, to: Date | null) =>
   from && to ? `+${seconds(Math.max(0, (to.getTime() - from.getTime()) / 1000))}` : '';
 
-/** The four moments and every attempt, as lines an operator reads top to bottom. */
+const outcomeWords = (e: { kind: string; bounceType: string | null }) => (e.bounceType ? `${e.kind} (${e.bounceType})` : e.kind);
+
+/** The five moments, every attempt and every provider event, as lines an operator reads top to bottom. */
 export function formatTimeline(t: HoldTimeline): string[] {
   const { hold, intent, moments: m } = t;
   const lines = [`hold ${hold.id}: ${hold.status}`];
@@ -18,6 +20,7 @@ export function formatTimeline(t: HoldTimeline): string[] {
       ['2. was expired', `${iso(m.expiredAt)}  ${delta(m.eligibleAt, m.expiredAt)}${m.expiredAt ? ' after eligible' : ''}`],
       ['3. email available', `${iso(m.emailAvailableAt)}  ${delta(m.expiredAt, m.emailAvailableAt)}${m.emailAvailableAt ? ' after expiry' : ''}`],
       ['4. email accepted', `${iso(m.emailAcceptedAt)}  ${delta(m.emailAvailableAt, m.emailAcceptedAt)}${m.emailAcceptedAt ? ' after available' : ''}`],
+      [`5. email ${t.outcome ? outcomeWords(t.outcome) : 'outcome'}`, t.outcome ? `${iso(m.emailOutcomeAt)}  ${delta(m.emailAcceptedAt, m.emailOutcomeAt)} after accepted (${t.outcome.provider})` : '-  (no provider event yet)'],
     ]),
   );
   if (hold.confirmedAt) lines.push(`  confirmed at ${iso(hold.confirmedAt)} (no email)`);
@@ -48,13 +51,18 @@ export function formatTimeline(t: HoldTimeline): string[] {
     ].filter(Boolean);
     lines.push(`  #${a.attempt} ${iso(a.startedAt)}  ${(a.outcome ?? 'in flight').padEnd(13)} ${detail.join('  ')}`);
   }
+  if (t.events.length > 0) lines.push(`provider events (${t.events.length}):`);
+  for (const e of t.events) {
+    const detail = [e.provider, e.providerType ?? '', `message ${e.messageId}`, e.reason ?? ''].filter(Boolean);
+    lines.push(`  ${iso(e.occurredAt)}  ${outcomeWords(e).padEnd(13)} ${detail.join('  ')}`);
+  }
   return lines;
 }
 
 export function registerTrace(program: Command, context: ContextFactory): void {
   program
     .command('trace')
-    .description("tell one hold's story: became eligible, was expired, email available, email accepted, and every attempt")
+    .description("tell one hold's story: became eligible, was expired, email available, email accepted, delivered/bounced/complained, every attempt and provider event")
     .argument('<holdId>', 'the hold to trace', holdIdArg)
     .option('--json', 'print the timeline as JSON')
     .action(async (holdId: string, options: { json?: boolean }) => {

@@ -2,10 +2,13 @@ import type { Command } from 'commander';
 import { intentsChannel, Listener } from '../../db/listener.js';
 import { rateLimiterEnsure } from '../../delivery/control.js';
 import { DeliveryWorker } from '../../delivery/worker.js';
+import { ingestEvents } from '../../events/ingest.js';
+import { webhookSettingsFromEnv } from '../../events/webhook-config.js';
 import { ExpiryWorker } from '../../holds/expiry-worker.js';
 import { createMetrics } from '../../observability/metrics.js';
 import { createGateway } from '../../providers/registry.js';
 import { PruneWorker } from '../../retention/prune-worker.js';
+import { SandboxGateway } from '../../providers/sandbox.js';
 import { onShutdownSignals } from '../../runtime/shutdown.js';
 import { startApiServer } from '../../server/app.js';
 import type { ContextFactory } from '../main.js';
@@ -33,6 +36,7 @@ async function runLanes(ctx: CommandContext, lanes: Lanes): Promise<void> {
   const { config, logger } = ctx;
   // Providers validate their own variables before anything starts.
   const gateway = lanes.delivery ? createGateway(config) : undefined;
+  const webhooks = lanes.api ? webhookSettingsFromEnv(config.env) : undefined;
   const db = await ctx.database({ poolSize: 12 });
   const metrics = createMetrics();
   const stops: Array<() => Promise<void>> = [];
@@ -52,6 +56,7 @@ async function runLanes(ctx: CommandContext, lanes: Lanes): Promise<void> {
         apiToken: token,
         port: config.port,
         host: lanes.host ?? config.host,
+        webhooks,
       });
       stops.push(() => server.close());
       if (generated) announcements.push(`API token (generated for this run; set LEASEHOLD_API_TOKEN to keep one): ${token}`);
@@ -74,6 +79,14 @@ async function runLanes(ctx: CommandContext, lanes: Lanes): Promise<void> {
         metrics,
       });
       const worker = delivery;
+      if (gateway instanceof SandboxGateway) {
+        // The sandbox reports delivered/bounced/complained into the same ingestion path as the webhooks.
+        gateway.connectEvents((events) =>
+          ingestEvents(db.pool, db.schema, events, { logger, metrics }).catch((error: unknown) =>
+            logger.warn({ event: 'sandbox.events_failed', error: (error as Error)?.message }, 'sandbox events not stored'),
+          ),
+        );
+      }
       const listener = new Listener(db.url, intentsChannel(db.schema), () => worker.wake(), logger);
       listener.start();
       worker.start();

@@ -1,0 +1,63 @@
+import { Gauge, type Registry } from 'prom-client';
+import type { Queryable } from '../db/pool.js';
+import { eventsWindowStats, type EventWindowStats } from '../events/events-table.js';
+import { suppressionsCount } from '../suppressions/suppressions-table.js';
+
+/**
+ * Reputation gauges read from the database at scrape time, so every
+ * instance reports the same numbers (aggregate with max()). Rates are over
+ * a rolling window and follow the providers' own definitions: hard bounces
+ * (soft ones do not count) and complaints per accepted send.
+ */
+
+export const EVENT_WINDOW_HOURS = 24;
+
+export const EVENT_METRIC_NAMES = [
+  'leasehold_email_bounce_rate',
+  'leasehold_email_complaint_rate',
+  'leasehold_email_accepted_24h',
+  'leasehold_suppressions',
+] as const;
+
+export function registerEventMetrics(registry: Registry, options: { db: Queryable; schema: string; snapshotTtlMs?: number }): Registry {
+  const ttl = options.snapshotTtlMs ?? 500;
+  let cached: { at: number; value: Promise<(EventWindowStats & { suppressions: number }) | undefined> } | undefined;
+  const snapshot = () => {
+    const now = Date.now();
+    if (!cached || now - cached.at > ttl) {
+      cached = {
+        at: now,
+        value: Promise.all([eventsWindowStats(options.db, options.schema, EVENT_WINDOW_HOURS), suppressionsCount(options.db, options.schema)])
+          .then(([stats, suppressions]) => ({ ...stats, suppressions }))
+          .catch(() => undefined),
+      };
+    }
+    return cached.value;
+  };
+  const registers = [registry];
+  const rate = (part: number, whole: number) => (whole > 0 ? part / whole : 0);
+  const gauge = (name: string, help: string, read: (s: EventWindowStats & { suppressions: number }) => number) =>
+    new Gauge({
+      name,
+      help,
+      registers,
+      async collect() {
+        const stats = await snapshot();
+        // Unreachable database: NaN, not a made-up number (leasehold_database_up says why).
+        this.set(stats ? read(stats) : Number.NaN);
+      },
+    });
+  gauge(
+    'leasehold_email_bounce_rate',
+    `Hard bounces per accepted send over the last ${EVENT_WINDOW_HOURS} h (providers review accounts above about 0.05).`,
+    (s) => rate(s.hardBounces, s.accepted),
+  );
+  gauge(
+    'leasehold_email_complaint_rate',
+    `Spam complaints per accepted send over the last ${EVENT_WINDOW_HOURS} h (providers review accounts above about 0.001).`,
+    (s) => rate(s.complaints, s.accepted),
+  );
+  gauge('leasehold_email_accepted_24h', `Sends accepted by the provider over the last ${EVENT_WINDOW_HOURS} h (the rates' denominator).`, (s) => s.accepted);
+  gauge('leasehold_suppressions', 'Addresses on the suppression list.', (s) => s.suppressions);
+  return registry;
+}

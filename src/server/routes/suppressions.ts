@@ -1,0 +1,73 @@
+import type { FastifyInstance } from 'fastify';
+import { z } from 'zod';
+import { NotFoundError } from '../../errors.js';
+import { addressHash, suppressionKey, validateAddress } from '../../suppressions/address.js';
+import { SuppressionReason } from '../../suppressions/reasons.js';
+import { suppressionsAdd, suppressionsGet, suppressionsList, suppressionsRemove } from '../../suppressions/suppressions-table.js';
+import { parse, type ApiContext } from '../context.js';
+
+const REASONS = Object.values(SuppressionReason) as [SuppressionReason, ...SuppressionReason[]];
+
+const listQuery = z
+  .object({
+    reason: z.enum(REASONS, `must be one of ${REASONS.join(', ')}`).optional(),
+    limit: z.coerce.number('must be a number').int('must be a whole number').min(1, 'must be at least 1').max(500, 'must be at most 500').default(50),
+    cursor: z.string('must be a single value').min(1).max(1000, 'is too long').optional(),
+  })
+  .strict();
+
+const addBody = z
+  .object({
+    address: z.string('must be a string'),
+    detail: z
+      .string('must be a string')
+      .trim()
+      .min(1, 'must not be empty')
+      .max(500, 'must be at most 500 characters')
+      .regex(/^[^\u0000-\u001f\u007f]*$/, 'must not contain control characters')
+      .optional(),
+  })
+  .strict();
+
+type AddressParams = { Params: { address: string } };
+
+/**
+ * `/v1/suppressions` (bearer-authenticated like all of /v1): list (newest
+ * first, keyset-paged), add (manual), remove. An address is named by itself
+ * or by its hash (`sha256` hex of the trimmed, lower-cased address), which
+ * is all that is left of it after erasure. Logs carry the reason, never the
+ * address.
+ */
+export function suppressionRoutes(app: FastifyInstance, ctx: ApiContext): void {
+  const { pool, schema, logger, metrics } = ctx;
+
+  app.get('/suppressions', async (request) => {
+    const query = parse(listQuery, request.query);
+    return suppressionsList(pool, schema, {
+      limit: query.limit,
+      ...(query.reason ? { reason: query.reason } : {}),
+      ...(query.cursor ? { cursor: query.cursor } : {}),
+    });
+  });
+
+  app.post('/suppressions', async (request, reply) => {
+    const body = parse(addBody, request.body ?? {});
+    const address = validateAddress(body.address);
+    const [created] = await suppressionsAdd(pool, schema, [{ address, reason: 'manual', detail: body.detail ?? null, provider: null }]);
+    if (created) {
+      metrics.suppressionsAdded.inc({ reason: 'manual' });
+      logger.info({ event: 'suppression.added', reason: 'manual', by: 'operator' }, 'address suppressed by an operator');
+      return reply.code(201).send(created);
+    }
+    // Already suppressed: the existing entry (its first reason stands).
+    return reply.code(200).send(await suppressionsGet(pool, schema, addressHash(address)));
+  });
+
+  app.delete<AddressParams>('/suppressions/:address', async (request) => {
+    const hash = suppressionKey(request.params.address);
+    const removed = await suppressionsRemove(pool, schema, hash);
+    if (!removed) throw new NotFoundError('suppression', request.params.address.slice(0, 320));
+    logger.info({ event: 'suppression.removed', reason: removed.reason, by: 'operator' }, 'suppression lifted by an operator');
+    return { removed };
+  });
+}

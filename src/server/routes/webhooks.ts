@@ -1,0 +1,142 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { ValidationError } from '../../errors.js';
+import { ingestEvents, type IngestResult } from '../../events/ingest.js';
+import type { ParsedEvents } from '../../events/parse-common.js';
+import { parsePostmarkEvent } from '../../events/parse-postmark.js';
+import { parseResendEvent } from '../../events/parse-resend.js';
+import { parseSesEvent } from '../../events/parse-ses.js';
+import { SnsRejectedError, SnsUnavailableError, SnsVerifier } from '../../events/sns.js';
+import { PostmarkCredentials, ResendSignature, WebhookRejected } from '../../events/verify.js';
+import type { WebhookSettings } from '../../events/webhook-config.js';
+import type { ApiContext } from '../context.js';
+import { ApiError, type ErrorBody } from '../errors.js';
+
+/** SNS messages are up to 256 KiB; SES event records with full headers come close. */
+export const WEBHOOK_BODY_LIMIT_BYTES = 512 * 1024;
+
+type Provider = 'resend' | 'postmark' | 'ses';
+type Answer = { received: number; stored: number; duplicates: number; unmatched: number; suppressed: number; ignored?: string } | { confirmed: true } | { ignored: string };
+
+/**
+ * `POST /v1/webhooks/resend|postmark|ses`: provider events in. These are not
+ * behind the /v1 bearer token (providers cannot send it) but behind each
+ * provider's own proof: Resend's Svix signature over the raw body, Postmark's
+ * basic-auth credentials, an AWS signature on an SNS message from an allowed
+ * topic. Anything unproven is a 401 with a code saying why
+ * (`webhook_not_configured`, `missing_signature`, `invalid_signature`,
+ * `stale_message`, `invalid_credentials`, `topic_not_allowed`) and is not
+ * read further; a proven but malformed body is a 400; an event type
+ * leasehold does not store (opens, clicks) is a 200 saying it was ignored,
+ * so the provider does not retry it. Nothing a client can send yields a 5xx.
+ *
+ * Registered as its own plugin, so the raw-body parser (needed for the
+ * signature) applies to these routes only.
+ */
+export function webhookRoutes(ctx: ApiContext, settings: WebhookSettings) {
+  const { pool, schema, logger, metrics } = ctx;
+  const resend = settings.resend ? new ResendSignature(settings.resend.secret) : undefined;
+  const postmark = settings.postmark ? new PostmarkCredentials(settings.postmark.user, settings.postmark.password) : undefined;
+  const sns = settings.ses ? new SnsVerifier(settings.ses) : undefined;
+
+  const notConfigured = (provider: Provider, variable: string) =>
+    new WebhookRejected('webhook_not_configured', `${provider} webhooks are not configured on this server (set ${variable})`);
+
+  const ingest = async (parsed: ParsedEvents): Promise<Answer> => {
+    const result: IngestResult = await ingestEvents(pool, schema, parsed.events, { logger, metrics });
+    const { received, stored, duplicates, unmatched, suppressed } = result;
+    return { received, stored, duplicates, unmatched, suppressed, ...(parsed.ignored ? { ignored: parsed.ignored } : {}) };
+  };
+
+  /** One request: verify, parse, ingest; every refusal in the one error shape. */
+  const handle = async (provider: Provider, reply: FastifyReply, work: () => Promise<Answer>) => {
+    try {
+      const answer = await work();
+      metrics.webhookRequests.inc({ provider, result: 'accepted' });
+      return reply.code(200).send(answer);
+    } catch (error) {
+      if (error instanceof WebhookRejected || error instanceof SnsRejectedError) {
+        const result = error.code === 'webhook_not_configured' ? 'not_configured' : 'unauthorized';
+        metrics.webhookRequests.inc({ provider, result });
+        logger.warn({ event: 'webhook.rejected', provider, code: error.code }, 'webhook request refused');
+        if (provider === 'postmark' && error.code === 'invalid_credentials') reply.header('www-authenticate', 'Basic realm="leasehold webhooks"');
+        const body: ErrorBody = { error: { code: error.code, message: error.message } };
+        return reply.code(401).type('application/json; charset=utf-8').send(body);
+      }
+      if (error instanceof SnsUnavailableError) {
+        // AWS could not be reached to check or confirm a message from an
+        // allowed topic: a 503 makes SNS deliver it again later.
+        metrics.webhookRequests.inc({ provider, result: 'unavailable' });
+        logger.warn({ event: 'webhook.unavailable', provider, reason: error.message }, 'could not verify with AWS now');
+        const body: ErrorBody = { error: { code: 'verification_unavailable', message: error.message } };
+        return reply.code(503).header('retry-after', '60').type('application/json; charset=utf-8').send(body);
+      }
+      if (error instanceof ValidationError || error instanceof ApiError) metrics.webhookRequests.inc({ provider, result: 'invalid' });
+      throw error;
+    }
+  };
+
+  return async (app: FastifyInstance): Promise<void> => {
+    // The raw text, untouched, for signature checks; JSON is parsed after.
+    // SNS posts JSON as text/plain.
+    app.removeAllContentTypeParsers();
+    app.addContentTypeParser(['application/json', 'text/plain'], { parseAs: 'string', bodyLimit: WEBHOOK_BODY_LIMIT_BYTES }, (_request, body, done) => {
+      done(null, typeof body === 'string' ? body : body.toString('utf8'));
+    });
+    const options = { bodyLimit: WEBHOOK_BODY_LIMIT_BYTES };
+
+    app.post('/resend', options, async (request, reply) =>
+      handle('resend', reply, async () => {
+        if (!resend) throw notConfigured('resend', 'RESEND_WEBHOOK_SECRET');
+        const raw = rawBody(request);
+        const svixId = resend.verify(raw, request.headers);
+        return ingest(parseResendEvent(json(raw), svixId));
+      }),
+    );
+
+    app.post('/postmark', options, async (request, reply) =>
+      handle('postmark', reply, async () => {
+        if (!postmark) throw notConfigured('postmark', 'POSTMARK_WEBHOOK_USER and POSTMARK_WEBHOOK_PASSWORD');
+        postmark.verify(request.headers);
+        return ingest(parsePostmarkEvent(json(rawBody(request))));
+      }),
+    );
+
+    app.post('/ses', options, async (request, reply) =>
+      handle('ses', reply, async () => {
+        if (!sns) throw notConfigured('ses', 'SES_WEBHOOK_TOPIC_ARN');
+        const body = json(rawBody(request));
+        if (body === null || typeof body !== 'object' || Array.isArray(body)) throw new ApiError(400, 'invalid_body', 'body: must be an SNS message (a JSON object)');
+        const envelope = await sns.verify(body as Record<string, unknown>);
+        if (envelope.Type === 'SubscriptionConfirmation') {
+          await sns.confirmSubscription(envelope);
+          logger.info({ event: 'sns.subscription_confirmed', topicArn: envelope.TopicArn }, 'SNS subscription confirmed');
+          return { confirmed: true };
+        }
+        if (envelope.Type === 'UnsubscribeConfirmation') {
+          logger.warn({ event: 'sns.unsubscribed', topicArn: envelope.TopicArn }, 'SNS says this endpoint was unsubscribed');
+          return { ignored: 'UnsubscribeConfirmation' };
+        }
+        let message: unknown;
+        try {
+          message = JSON.parse(envelope.Message);
+        } catch {
+          throw new ValidationError('Message', 'must be an SES event record (JSON)');
+        }
+        return ingest(parseSesEvent(message));
+      }),
+    );
+  };
+}
+
+function rawBody(request: FastifyRequest): string {
+  return typeof request.body === 'string' ? request.body : '';
+}
+
+function json(text: string): unknown {
+  if (text.trim() === '') throw new ApiError(400, 'invalid_json', 'body: must not be empty');
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    throw new ApiError(400, 'invalid_json', 'body: is not valid JSON');
+  }
+}

@@ -1,0 +1,144 @@
+import type { Queryable } from '../db/pool.js';
+import { ident } from '../db/pool.js';
+import { ValidationError } from '../errors.js';
+import { addressHash, normalizeAddress } from './address.js';
+import type { Suppression, SuppressionReason } from './reasons.js';
+
+/** Every statement on the `suppressions` table. Values are always parameters; batches go through arrays. */
+
+interface SuppressionRow {
+  address_hash: string;
+  address: string | null;
+  reason: SuppressionReason;
+  detail: string | null;
+  provider: string | null;
+  created_at: Date;
+}
+
+const COLUMNS = 'address_hash, address, reason, detail, provider, created_at';
+
+function fromRow(row: SuppressionRow): Suppression {
+  return {
+    addressHash: row.address_hash,
+    address: row.address,
+    reason: row.reason,
+    detail: row.detail,
+    provider: row.provider,
+    createdAt: row.created_at,
+  };
+}
+
+/** The suppressions among these hashes, in one statement (the delivery lane asks once per round). */
+export async function suppressionsFind(db: Queryable, schema: string, hashes: string[]): Promise<Map<string, Suppression>> {
+  if (hashes.length === 0) return new Map();
+  const { rows } = await db.query<SuppressionRow>(
+    `SELECT ${COLUMNS} FROM ${ident(schema)}.suppressions WHERE address_hash = ANY ($1::text[])`,
+    [[...new Set(hashes)]],
+  );
+  return new Map(rows.map((row) => [row.address_hash, fromRow(row)]));
+}
+
+export async function suppressionsGet(db: Queryable, schema: string, hash: string): Promise<Suppression | undefined> {
+  const { rows } = await db.query<SuppressionRow>(`SELECT ${COLUMNS} FROM ${ident(schema)}.suppressions WHERE address_hash = $1`, [hash]);
+  return rows[0] && fromRow(rows[0]);
+}
+
+export interface NewSuppression {
+  address: string;
+  reason: SuppressionReason;
+  detail: string | null;
+  provider: string | null;
+}
+
+/**
+ * Suppress addresses; one already suppressed keeps its first reason and
+ * date (and stays erased if erasure removed its address). Returns the rows
+ * this call created.
+ */
+export async function suppressionsAdd(db: Queryable, schema: string, entries: NewSuppression[]): Promise<Suppression[]> {
+  if (entries.length === 0) return [];
+  const addresses = entries.map((e) => normalizeAddress(e.address));
+  const { rows } = await db.query<SuppressionRow>(
+    `INSERT INTO ${ident(schema)}.suppressions (address_hash, address, reason, detail, provider)
+     SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[])
+     ON CONFLICT (address_hash) DO NOTHING
+     RETURNING ${COLUMNS}`,
+    [
+      addresses.map((a) => addressHash(a)),
+      addresses,
+      entries.map((e) => e.reason),
+      entries.map((e) => e.detail?.slice(0, 1000) ?? null),
+      entries.map((e) => e.provider),
+    ],
+  );
+  return rows.map(fromRow);
+}
+
+/** Lift a suppression; the removed row, or undefined when there was none. */
+export async function suppressionsRemove(db: Queryable, schema: string, hash: string): Promise<Suppression | undefined> {
+  const { rows } = await db.query<SuppressionRow>(
+    `DELETE FROM ${ident(schema)}.suppressions WHERE address_hash = $1 RETURNING ${COLUMNS}`,
+    [hash],
+  );
+  return rows[0] && fromRow(rows[0]);
+}
+
+export interface SuppressionPage {
+  suppressions: Suppression[];
+  /** Opaque cursor for the next (older) page, or null at the end. */
+  nextCursor: string | null;
+}
+
+// The cursor carries created_at in whole microseconds since the epoch (the
+// database's precision, where a JavaScript Date has milliseconds), so rows
+// created within one millisecond are neither skipped nor repeated, and a
+// forged cursor can only ever be a number, never text the database must parse.
+function encodeCursor(row: SuppressionRow & { cursor_us: string }): string {
+  return Buffer.from(JSON.stringify([row.cursor_us, row.address_hash])).toString('base64url');
+}
+
+function decodeCursor(cursor: string): [string, string] {
+  try {
+    const value = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown;
+    if (
+      Array.isArray(value) &&
+      value.length === 2 &&
+      typeof value[0] === 'string' &&
+      /^-?\d{1,16}$/.test(value[0]) &&
+      typeof value[1] === 'string' &&
+      /^[0-9a-f]{64}$/.test(value[1])
+    ) {
+      return [value[0], value[1]];
+    }
+  } catch {
+    // fall through
+  }
+  throw new ValidationError('cursor', 'is not a cursor returned by this API');
+}
+
+/** Newest first, optionally of one reason, keyset-paged. */
+export async function suppressionsList(
+  db: Queryable,
+  schema: string,
+  options: { limit: number; cursor?: string; reason?: SuppressionReason },
+): Promise<SuppressionPage> {
+  const after = options.cursor ? decodeCursor(options.cursor) : null;
+  const { rows } = await db.query<SuppressionRow & { cursor_us: string }>(
+    `SELECT ${COLUMNS}, ((extract(epoch FROM created_at) * 1000000)::bigint)::text AS cursor_us
+       FROM ${ident(schema)}.suppressions
+      WHERE ($1::text IS NULL OR reason = $1)
+        AND ($2::bigint IS NULL OR (created_at, address_hash) < (timestamptz 'epoch' + $2::bigint * interval '1 microsecond', $3::text))
+      ORDER BY created_at DESC, address_hash DESC
+      LIMIT $4`,
+    [options.reason ?? null, after?.[0] ?? null, after?.[1] ?? null, options.limit + 1],
+  );
+  const page = rows.slice(0, options.limit);
+  const more = rows.length > options.limit;
+  return { suppressions: page.map(fromRow), nextCursor: more && page.length > 0 ? encodeCursor(page.at(-1)!) : null };
+}
+
+/** Suppressions in total (a gauge). */
+export async function suppressionsCount(db: Queryable, schema: string): Promise<number> {
+  const { rows } = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${ident(schema)}.suppressions`);
+  return rows[0]?.n ?? 0;
+}
