@@ -191,8 +191,8 @@ export async function deliveryPause(
      ), decision AS (
        SELECT cur.*, req.until AS new_until,
               NOT cur.active
-                OR $2 = $4
-                OR (cur.paused_by IS DISTINCT FROM $4 AND cur.paused_until IS NOT NULL
+                OR $2::text = $4::text
+                OR (cur.paused_by IS DISTINCT FROM $4::text AND cur.paused_until IS NOT NULL
                     AND (req.until IS NULL OR req.until > cur.paused_until)) AS wins
          FROM cur, req
      )
