@@ -53,6 +53,7 @@ export class SandboxGateway implements EmailGateway {
   private readonly random: () => number;
   private sink: SandboxEventSink | undefined;
   private readonly scheduled = new Map<NodeJS.Timeout, ProviderEvent>();
+  private readonly emitting = new Set<Promise<void>>();
 
   constructor(private readonly options: SandboxOptions = {}) {
     this.bucket = options.rateLimit ? new TokenBucket(options.rateLimit) : undefined;
@@ -109,8 +110,10 @@ export class SandboxGateway implements EmailGateway {
     if (events.length > 0 && this.sink) await this.emit(events.map(([, event]) => ({ ...event, occurredAt: now })));
   }
 
+  /** Report what is still scheduled and wait for reports under way, so a draining process loses none. */
   async close(): Promise<void> {
     await this.flushEvents();
+    await Promise.all(this.emitting);
   }
 
   private eventFor(receipt: string, recipient: string): ProviderEvent {
@@ -138,11 +141,16 @@ export class SandboxGateway implements EmailGateway {
   }
 
   private async emit(events: ProviderEvent[]): Promise<void> {
-    try {
-      await this.sink?.(events);
-    } catch {
-      // The sink logs its own failures; an event lost here is what a provider's failed webhook would be.
-    }
+    const sending = (async () => {
+      try {
+        await this.sink?.(events);
+      } catch {
+        // The sink logs its own failures; an event lost here is what a provider's failed webhook would be.
+      }
+    })();
+    this.emitting.add(sending);
+    await sending;
+    this.emitting.delete(sending);
   }
 
   private delay(signal: AbortSignal): Promise<void> {

@@ -58,6 +58,11 @@ describe('leasehold CLI lanes', () => {
     expect((await expiry.exited).code).toBe(0);
     expect((await delivery.exited).code).toBe(0);
     expect(delivery.stdout()).toContain('delivery lane running (provider sandbox)');
+    // The sandbox reported every acceptance into email_events (what was still scheduled, on the drain).
+    const { rows } = await db.pool.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM ${ident(db.schema)}.email_events WHERE kind = 'delivered' AND intent_id IS NOT NULL`,
+    );
+    expect(rows[0]!.n).toBe(10);
   });
 });
 
