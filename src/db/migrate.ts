@@ -2,7 +2,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type pg from 'pg';
 import { packageRoot } from '../runtime/package-root.js';
-import { ident } from './pool.js';
+import { ident, withClient } from './pool.js';
 
 export interface Migration {
   id: number;
@@ -35,10 +35,11 @@ export interface MigrateResult {
  */
 export async function migrate(pool: pg.Pool, schema: string): Promise<MigrateResult> {
   const migrations = await loadMigrations();
-  const client = await pool.connect();
   const s = ident(schema);
   const applied: string[] = [];
-  try {
+  // withClient: a connection lost mid-migration must fail this call, not
+  // crash the process; the server drops the session lock with the session.
+  await withClient(pool, async (client) => {
     await client.query(`SELECT pg_advisory_lock(hashtextextended('leasehold.migrate:' || $1, 0))`, [schema]);
     try {
       await client.query(`CREATE SCHEMA IF NOT EXISTS ${s}`);
@@ -77,8 +78,7 @@ export async function migrate(pool: pg.Pool, schema: string): Promise<MigrateRes
     } finally {
       await client.query(`SELECT pg_advisory_unlock(hashtextextended('leasehold.migrate:' || $1, 0))`, [schema]).catch(() => {});
     }
-  } finally {
-    client.release();
-  }
+  });
   return { applied };
 }
+

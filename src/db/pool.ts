@@ -34,25 +34,66 @@ export function createPool(options: PoolOptions): pg.Pool {
 }
 
 /**
- * Run `work` in a transaction on one client from the pool. Commits on
- * success, rolls back on error; a client whose connection broke is
- * destroyed rather than returned to the pool.
+ * Check a client out of the pool for the duration of `work`, then return it.
+ *
+ * While a client is checked out, pg-pool takes its own idle 'error' listener
+ * off it; a connection that breaks then (database restart, backend
+ * terminated, network reset) emits an 'error' event nobody listens to, and
+ * Node ends the process. So every checkout in leasehold goes through here:
+ * we listen for the whole checkout, and a client whose connection broke is
+ * released as broken (`release(err)`), so the pool destroys it instead of
+ * handing a dead connection to the next caller.
  */
-export async function withTransaction<T>(pool: pg.Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-  const client = await pool.connect();
+export async function withClient<T>(pool: pg.Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
   let broken: Error | undefined;
+  const onError = (error: Error) => {
+    broken ??= error;
+  };
+  // The callback form, not `await pool.connect()`: a new client is handed
+  // over synchronously from inside its socket's data handler, and the same
+  // chunk can carry a FATAL (57P01, the server shutting down) right after
+  // ReadyForQuery. Attached in the callback, the listener is in place before
+  // that error is emitted; after an await it would come too late.
+  const client = await new Promise<pg.PoolClient>((resolve, reject) => {
+    pool.connect((error, connected) => {
+      if (error || !connected) return reject(error ?? new Error('pool.connect returned no client'));
+      connected.on('error', onError);
+      resolve(connected);
+    });
+  });
   try {
-    await client.query('BEGIN');
-    const result = await work(client);
-    await client.query('COMMIT');
-    return result;
+    return await work(client);
   } catch (error) {
-    broken = error as Error;
-    await client.query('ROLLBACK').catch(() => {});
+    if (isConnectionError(error)) broken ??= error as Error;
     throw error;
   } finally {
-    client.release(broken !== undefined && isConnectionError(broken) ? broken : undefined);
+    // release() puts pg-pool's own listener back (or destroys the client)
+    // synchronously, so no error can fall between the two calls.
+    client.release(broken);
+    client.off('error', onError);
   }
+}
+
+/**
+ * Run `work` in a transaction on one client from the pool. Commits on
+ * success, rolls back on error; a client whose connection broke is
+ * destroyed rather than returned to the pool (see withClient).
+ */
+export function withTransaction<T>(pool: pg.Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  return withClient(pool, async (client) => {
+    await client.query('BEGIN');
+    try {
+      const result = await work(client);
+      await client.query('COMMIT');
+      return result;
+    } catch (error) {
+      // A failed ROLLBACK means the connection is gone (the server rolls
+      // back on its own then); the client has emitted 'error' and
+      // withClient releases it as broken.
+      await client.query('ROLLBACK').catch(() => {});
+      throw error;
+    }
+  });
 }
 
 /** Quote a schema or table identifier (identifiers only, never values). */
