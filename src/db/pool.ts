@@ -15,12 +15,24 @@ export interface PoolOptions {
   applicationName?: string;
 }
 
-// timestamptz/int8 parsing: keep int8 (count(*)) as numbers; counts here stay
-// far below 2^53.
-pg.types.setTypeParser(pg.types.builtins.INT8, (v) => Number.parseInt(v, 10));
+/**
+ * Type parsing for leasehold's own pools only: int8 (count(*), bigint
+ * columns) as numbers, since counts here stay far below 2^53. Passed per
+ * pool rather than through `pg.types.setTypeParser`, which would change how
+ * every other pg client in the host application reads int8. Queries that
+ * may run on an application's client (the Queryable functions) cast their
+ * counts to int in SQL, so they read the same there.
+ */
+const leaseholdTypes: pg.CustomTypesConfig = {
+  getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
+    oid === pg.types.builtins.INT8 && format !== 'binary'
+      ? (value: string) => Number.parseInt(value, 10)
+      : pg.types.getTypeParser(oid, format)) as pg.CustomTypesConfig['getTypeParser'],
+};
 
 export function createPool(options: PoolOptions): pg.Pool {
   const pool = new pg.Pool({
+    types: leaseholdTypes,
     connectionString: options.connectionString,
     max: options.max ?? 10,
     application_name: options.applicationName ?? 'leasehold',
