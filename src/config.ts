@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { MAX_BURST, MAX_PER_SECOND } from './delivery/control.js';
+import { isReservedSchemaName } from './db/pool.js';
 import { ConfigError } from './errors.js';
 
 const int = (min: number, max: number) => {
@@ -21,6 +22,7 @@ const schema = z.object({
   LEASEHOLD_SCHEMA: z
     .string()
     .regex(/^[a-z_][a-z0-9_]{0,62}$/, 'must be a lowercase SQL identifier (letters, digits, underscore)')
+    .refine((name) => !isReservedSchemaName(name), 'must not be a PostgreSQL system schema (pg_* or information_schema)')
     .default('leasehold'),
   PORT: int(0, 65535).default(8787),
   LEASEHOLD_API_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),

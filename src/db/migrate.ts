@@ -2,7 +2,8 @@ import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type pg from 'pg';
 import { packageRoot } from '../runtime/package-root.js';
-import { ident, withClient } from './pool.js';
+import { ValidationError } from '../errors.js';
+import { ident, isReservedSchemaName, withClient } from './pool.js';
 
 export interface Migration {
   id: number;
@@ -34,6 +35,9 @@ export interface MigrateResult {
  * the schema on the search_path, so the SQL files name no schema.
  */
 export async function migrate(pool: pg.Pool, schema: string): Promise<MigrateResult> {
+  if (isReservedSchemaName(schema)) {
+    throw new ValidationError('schema', `${JSON.stringify(schema)} is a PostgreSQL system schema (pg_* or information_schema)`);
+  }
   const migrations = await loadMigrations();
   const s = ident(schema);
   const applied: string[] = [];

@@ -113,6 +113,16 @@ export function ident(name: string): string {
   return '"' + name.replace(/"/g, '""') + '"';
 }
 
+/**
+ * Schema names PostgreSQL keeps for itself: `pg_*` (pg_catalog, pg_toast,
+ * pg_temp_N; CREATE SCHEMA refuses the prefix) and information_schema (which
+ * it would accept, mixing leasehold's tables into the SQL-standard views).
+ */
+export function isReservedSchemaName(name: string): boolean {
+  const lower = name.toLowerCase();
+  return lower.startsWith('pg_') || lower === 'information_schema';
+}
+
 /** Errors that mean the connection or server went away, not a bad query. */
 export function isConnectionError(error: unknown): boolean {
   const e = error as { code?: string; message?: string };
