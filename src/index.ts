@@ -11,6 +11,7 @@ export {
   HoldNotHeldError,
   IntentStateError,
   ConfigError,
+  SchemaNotMigratedError,
 } from './errors.js';
 export { createPool, withClient, withTransaction, type Queryable } from './db/pool.js';
 export { migrate } from './db/migrate.js';

@@ -20,7 +20,7 @@ export function registerApi(program: Command, context: ContextFactory): void {
     .action(async (options: { host: string }) => {
       const ctx = context();
       const { config, logger } = ctx;
-      const db = await ctx.database({ poolSize: 10 });
+      const db = await ctx.database({ poolSize: 10, migrations: 'apply' });
       try {
         await rateLimiterEnsure(db.pool, db.schema, { perSecond: config.ratePerSecond, burst: config.rateBurst });
         const { token, generated } = resolveApiToken(config.apiToken);

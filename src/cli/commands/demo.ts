@@ -49,7 +49,8 @@ export function registerDemo(program: Command, context: ContextFactory): void {
         );
       }
       const ctx = context();
-      const db = await ctx.database({ poolSize: 6 });
+      // The demo migrates its own schema below; LEASEHOLD_SCHEMA is left alone.
+      const db = await ctx.database({ poolSize: 6, migrations: 'none' });
       const schema = options.schema;
       const s = ident(schema);
       const out = ctx.out;

@@ -27,7 +27,7 @@ async function runLanes(ctx: CommandContext, lanes: Lanes): Promise<void> {
   const { config, logger } = ctx;
   // Providers validate their own variables before anything starts.
   const gateway = lanes.delivery ? createGateway(config) : undefined;
-  const db = await ctx.database({ poolSize: 12 });
+  const db = await ctx.database({ poolSize: 12, migrations: 'apply' });
   const metrics = createMetrics();
   const stops: Array<() => Promise<void>> = [];
   try {
