@@ -1,6 +1,7 @@
 import { isIP } from 'node:net';
 import { z } from 'zod';
 import { MAX_BURST, PER_SECOND_RULE, isValidPerSecond } from './delivery/control.js';
+import { isReservedSchemaName } from './db/pool.js';
 import { ConfigError, ValidationError } from './errors.js';
 import {
   checkEraseWithinRetention,
@@ -39,6 +40,7 @@ const schema = z.object({
   LEASEHOLD_SCHEMA: z
     .string()
     .regex(/^[a-z_][a-z0-9_]{0,62}$/, 'must be a lowercase SQL identifier (letters, digits, underscore)')
+    .refine((name) => !isReservedSchemaName(name), 'must not be a PostgreSQL system schema (pg_* or information_schema)')
     .default('leasehold'),
   PORT: int(0, 65535).default(8787),
   // Loopback unless the operator chooses to expose the API (and its open

@@ -56,6 +56,17 @@ export class IntentStateError extends LeaseholdError {
   }
 }
 
+/**
+ * A command that only reads (status, trace, the operator commands) found no
+ * leasehold tables, or an older set: it refuses rather than migrating, so a
+ * mistyped LEASEHOLD_SCHEMA creates nothing. The fix is `leasehold migrate`.
+ */
+export class SchemaNotMigratedError extends LeaseholdError {
+  constructor(message: string) {
+    super('schema_not_migrated', message);
+  }
+}
+
 /** Invalid configuration: `variable` names the environment variable. */
 export class ConfigError extends LeaseholdError {
   constructor(

@@ -11,8 +11,9 @@ export {
   HoldNotHeldError,
   IntentStateError,
   ConfigError,
+  SchemaNotMigratedError,
 } from './errors.js';
-export { createPool, withTransaction, type Queryable } from './db/pool.js';
+export { createPool, withClient, withTransaction, type Queryable } from './db/pool.js';
 export { migrate } from './db/migrate.js';
 export { openDatabase, type Database } from './db/database.js';
 export { startEmbeddedPostgres, type EmbeddedPostgres } from './db/embedded.js';

@@ -106,6 +106,21 @@ describe('configuration', () => {
     expect(() => loadConfig({ LEASEHOLD_RETENTION_DAYS: '5' })).toThrow(/LEASEHOLD_ERASE_PII_AFTER_DAYS: must not be more than the retention \(5 days\)/);
   });
 
+  it.each(['information_schema', 'pg_catalog', 'pg_temp', 'pg_temp_3', 'pg_toast', 'pg_leasehold'])(
+    'refuses the PostgreSQL system schema name %s for LEASEHOLD_SCHEMA',
+    (name) => {
+      expect(() => loadConfig({ LEASEHOLD_SCHEMA: name })).toThrow(ConfigError);
+      expect(() => loadConfig({ LEASEHOLD_SCHEMA: name })).toThrow(
+        'LEASEHOLD_SCHEMA: must not be a PostgreSQL system schema (pg_* or information_schema)',
+      );
+    },
+  );
+
+  it('accepts schema names that merely contain a reserved word', () => {
+    expect(loadConfig({ LEASEHOLD_SCHEMA: 'app_pg_holds' }).schema).toBe('app_pg_holds');
+    expect(loadConfig({ LEASEHOLD_SCHEMA: 'information_schema_copy' }).schema).toBe('information_schema_copy');
+  });
+
   it('treats empty variables as unset', () => {
     expect(loadConfig({ PORT: '', DATABASE_URL: '' })).toMatchObject({ port: 8787, databaseUrl: undefined });
   });

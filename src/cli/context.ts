@@ -1,6 +1,6 @@
 import { loadConfig, type Config } from '../config.js';
 import { openDatabase, type Database } from '../db/database.js';
-import { ConfigError, LeaseholdError } from '../errors.js';
+import { ConfigError, LeaseholdError, SchemaNotMigratedError } from '../errors.js';
 import { createLogger, type Logger } from '../observability/logger.js';
 
 /** Exit codes: 0 ok, 1 failure, 2 usage or configuration. */
@@ -21,8 +21,14 @@ export class CliExit extends Error {
 export interface CommandContext {
   config: Config;
   logger: Logger;
-  /** Opens (and migrates) the database; the command closes it. */
-  database(options?: { poolSize?: number }): Promise<Database>;
+  /**
+   * Opens the database; the command closes it. Each command says what it
+   * needs of the schema: services and `migrate` apply migrations; commands
+   * that read or operate on existing rows require them and create nothing
+   * (a mistyped LEASEHOLD_SCHEMA then fails with exit 2 instead of
+   * creating an empty schema that looks healthy).
+   */
+  database(options: { poolSize?: number; migrations: 'apply' | 'require' | 'none' }): Promise<Database>;
   out: (line: string) => void;
 }
 
@@ -34,7 +40,8 @@ export function createContext(env: Record<string, string | undefined>, out: (lin
     config,
     logger,
     out,
-    database: (options = {}) => openDatabase(config, logger, { migrate: true, ...options }),
+    database: ({ migrations, ...options }) =>
+      openDatabase(config, logger, { ...options, ...(migrations === 'none' ? {} : { migrations }) }),
   };
 }
 
@@ -42,6 +49,7 @@ export function createContext(env: Record<string, string | undefined>, out: (lin
 export function describeFailure(error: unknown): { code: number; line: string } {
   if (error instanceof CliExit) return { code: error.code, line: error.message };
   if (error instanceof ConfigError) return { code: EXIT_USAGE, line: `leasehold: invalid configuration: ${error.message}` };
+  if (error instanceof SchemaNotMigratedError) return { code: EXIT_USAGE, line: `leasehold: ${error.message}` };
   if (error instanceof LeaseholdError) return { code: EXIT_FAILURE, line: `leasehold: ${error.message}` };
   return { code: EXIT_FAILURE, line: `leasehold: ${(error as Error)?.message ?? String(error)}` };
 }

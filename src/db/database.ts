@@ -1,8 +1,9 @@
 import type pg from 'pg';
 import type { Config } from '../config.js';
 import type { Logger } from '../observability/logger.js';
-import { startEmbeddedPostgres } from './embedded.js';
-import { migrate } from './migrate.js';
+import { SchemaNotMigratedError } from '../errors.js';
+import { embeddedClusterExists, startEmbeddedPostgres } from './embedded.js';
+import { migrate, requireMigrated } from './migrate.js';
 import { createPool } from './pool.js';
 
 export interface Database {
@@ -14,6 +15,18 @@ export interface Database {
   close(): Promise<void>;
 }
 
+export interface OpenDatabaseOptions {
+  poolSize?: number;
+  applicationName?: string;
+  /**
+   * What to do about the schema's migrations: `apply` them (services and
+   * `migrate`), `require` them to be applied already and create nothing
+   * (commands that read or operate on existing rows), or leave the schema
+   * alone (the default).
+   */
+  migrations?: 'apply' | 'require';
+}
+
 /**
  * Connect to DATABASE_URL, or start (or adopt) the embedded PostgreSQL under
  * LEASEHOLD_DATA_DIR when it is unset. `close()` ends the pool and stops the
@@ -22,11 +35,18 @@ export interface Database {
 export async function openDatabase(
   config: Pick<Config, 'databaseUrl' | 'dataDir' | 'schema'>,
   logger: Logger,
-  options: { poolSize?: number; migrate?: boolean; applicationName?: string } = {},
+  options: OpenDatabaseOptions = {},
 ): Promise<Database> {
   let url = config.databaseUrl;
   let stopEmbedded = async () => {};
   if (!url) {
+    // Starting the embedded server would initdb a new cluster: nothing there
+    // to read, and nothing a read-only command may create.
+    if (options.migrations === 'require' && !(await embeddedClusterExists(config.dataDir))) {
+      throw new SchemaNotMigratedError(
+        `no embedded database under ${config.dataDir} (LEASEHOLD_DATA_DIR); run leasehold migrate, or set DATABASE_URL`,
+      );
+    }
     const embedded = await startEmbeddedPostgres({
       dataDir: config.dataDir,
       onLog: (line) => logger.info({ event: 'embedded_postgres.log' }, line),
@@ -44,9 +64,11 @@ export async function openDatabase(
     applicationName: options.applicationName ?? 'leasehold',
   });
   try {
-    if (options.migrate) {
+    if (options.migrations === 'apply') {
       const { applied } = await migrate(pool, config.schema);
       if (applied.length > 0) logger.info({ event: 'migrations.applied', applied, schema: config.schema }, 'migrations applied');
+    } else if (options.migrations === 'require') {
+      await requireMigrated(pool, config.schema);
     }
   } catch (error) {
     await pool.end().catch(() => {});

@@ -123,6 +123,11 @@ export interface EmbeddedOptions {
   port?: number;
 }
 
+/** Whether `dataDir` holds an initialised cluster (without creating anything). */
+export async function embeddedClusterExists(dataDir: string): Promise<boolean> {
+  return exists(path.join(path.resolve(dataDir), 'pg', 'PG_VERSION'));
+}
+
 export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<EmbeddedPostgres> {
   const dataDir = path.resolve(options.dataDir);
   const pgdata = path.join(dataDir, 'pg');

@@ -2,7 +2,8 @@ import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type pg from 'pg';
 import { packageRoot } from '../runtime/package-root.js';
-import { ident } from './pool.js';
+import { SchemaNotMigratedError, ValidationError } from '../errors.js';
+import { ident, isReservedSchemaName, withClient, type Queryable } from './pool.js';
 
 export interface Migration {
   id: number;
@@ -34,11 +35,15 @@ export interface MigrateResult {
  * the schema on the search_path, so the SQL files name no schema.
  */
 export async function migrate(pool: pg.Pool, schema: string): Promise<MigrateResult> {
+  if (isReservedSchemaName(schema)) {
+    throw new ValidationError('schema', `${JSON.stringify(schema)} is a PostgreSQL system schema (pg_* or information_schema)`);
+  }
   const migrations = await loadMigrations();
-  const client = await pool.connect();
   const s = ident(schema);
   const applied: string[] = [];
-  try {
+  // withClient: a connection lost mid-migration must fail this call, not
+  // crash the process; the server drops the session lock with the session.
+  await withClient(pool, async (client) => {
     await client.query(`SELECT pg_advisory_lock(hashtextextended('leasehold.migrate:' || $1, 0))`, [schema]);
     try {
       await client.query(`CREATE SCHEMA IF NOT EXISTS ${s}`);
@@ -77,8 +82,28 @@ export async function migrate(pool: pg.Pool, schema: string): Promise<MigrateRes
     } finally {
       await client.query(`SELECT pg_advisory_unlock(hashtextextended('leasehold.migrate:' || $1, 0))`, [schema]).catch(() => {});
     }
-  } finally {
-    client.release();
-  }
+  });
   return { applied };
+}
+
+/**
+ * Refuse to work on a schema this leasehold has not fully migrated, without
+ * creating anything: for commands that only read or operate on existing
+ * rows. Migrations newer than this leasehold knows are allowed here (reading
+ * a schema an upgraded fleet migrated); `migrate` itself refuses them.
+ */
+export async function requireMigrated(db: Queryable, schema: string): Promise<void> {
+  const known = (await loadMigrations()).map((m) => m.id);
+  const { rows } = await db.query<{ present: boolean }>(`SELECT to_regclass(format('%I.migrations', $1::text)) IS NOT NULL AS present`, [
+    schema,
+  ]);
+  if (!rows[0]?.present) throw new SchemaNotMigratedError(`schema ${schema} has no leasehold tables; run leasehold migrate`);
+  const done = await db.query<{ id: number }>(`SELECT id FROM ${ident(schema)}.migrations`);
+  const doneIds = new Set(done.rows.map((r) => r.id));
+  const missing = known.filter((id) => !doneIds.has(id));
+  if (missing.length > 0) {
+    throw new SchemaNotMigratedError(
+      `schema ${schema} is not fully migrated (${known.length - missing.length} of ${known.length} migrations applied); run leasehold migrate`,
+    );
+  }
 }

@@ -15,12 +15,24 @@ export interface PoolOptions {
   applicationName?: string;
 }
 
-// timestamptz/int8 parsing: keep int8 (count(*)) as numbers; counts here stay
-// far below 2^53.
-pg.types.setTypeParser(pg.types.builtins.INT8, (v) => Number.parseInt(v, 10));
+/**
+ * Type parsing for leasehold's own pools only: int8 (count(*), bigint
+ * columns) as numbers, since counts here stay far below 2^53. Passed per
+ * pool rather than through `pg.types.setTypeParser`, which would change how
+ * every other pg client in the host application reads int8. Queries that
+ * may run on an application's client (the Queryable functions) cast their
+ * counts to int in SQL, so they read the same there.
+ */
+const leaseholdTypes: pg.CustomTypesConfig = {
+  getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
+    oid === pg.types.builtins.INT8 && format !== 'binary'
+      ? (value: string) => Number.parseInt(value, 10)
+      : pg.types.getTypeParser(oid, format)) as pg.CustomTypesConfig['getTypeParser'],
+};
 
 export function createPool(options: PoolOptions): pg.Pool {
   const pool = new pg.Pool({
+    types: leaseholdTypes,
     connectionString: options.connectionString,
     max: options.max ?? 10,
     application_name: options.applicationName ?? 'leasehold',
@@ -34,30 +46,81 @@ export function createPool(options: PoolOptions): pg.Pool {
 }
 
 /**
- * Run `work` in a transaction on one client from the pool. Commits on
- * success, rolls back on error; a client whose connection broke is
- * destroyed rather than returned to the pool.
+ * Check a client out of the pool for the duration of `work`, then return it.
+ *
+ * While a client is checked out, pg-pool takes its own idle 'error' listener
+ * off it; a connection that breaks then (database restart, backend
+ * terminated, network reset) emits an 'error' event nobody listens to, and
+ * Node ends the process. So every checkout in leasehold goes through here:
+ * we listen for the whole checkout, and a client whose connection broke is
+ * released as broken (`release(err)`), so the pool destroys it instead of
+ * handing a dead connection to the next caller.
  */
-export async function withTransaction<T>(pool: pg.Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-  const client = await pool.connect();
+export async function withClient<T>(pool: pg.Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
   let broken: Error | undefined;
+  const onError = (error: Error) => {
+    broken ??= error;
+  };
+  // The callback form, not `await pool.connect()`: a new client is handed
+  // over synchronously from inside its socket's data handler, and the same
+  // chunk can carry a FATAL (57P01, the server shutting down) right after
+  // ReadyForQuery. Attached in the callback, the listener is in place before
+  // that error is emitted; after an await it would come too late.
+  const client = await new Promise<pg.PoolClient>((resolve, reject) => {
+    pool.connect((error, connected) => {
+      if (error || !connected) return reject(error ?? new Error('pool.connect returned no client'));
+      connected.on('error', onError);
+      resolve(connected);
+    });
+  });
   try {
-    await client.query('BEGIN');
-    const result = await work(client);
-    await client.query('COMMIT');
-    return result;
+    return await work(client);
   } catch (error) {
-    broken = error as Error;
-    await client.query('ROLLBACK').catch(() => {});
+    if (isConnectionError(error)) broken ??= error as Error;
     throw error;
   } finally {
-    client.release(broken !== undefined && isConnectionError(broken) ? broken : undefined);
+    // release() puts pg-pool's own listener back (or destroys the client)
+    // synchronously, so no error can fall between the two calls.
+    client.release(broken);
+    client.off('error', onError);
   }
+}
+
+/**
+ * Run `work` in a transaction on one client from the pool. Commits on
+ * success, rolls back on error; a client whose connection broke is
+ * destroyed rather than returned to the pool (see withClient).
+ */
+export function withTransaction<T>(pool: pg.Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  return withClient(pool, async (client) => {
+    await client.query('BEGIN');
+    try {
+      const result = await work(client);
+      await client.query('COMMIT');
+      return result;
+    } catch (error) {
+      // A failed ROLLBACK means the connection is gone (the server rolls
+      // back on its own then); the client has emitted 'error' and
+      // withClient releases it as broken.
+      await client.query('ROLLBACK').catch(() => {});
+      throw error;
+    }
+  });
 }
 
 /** Quote a schema or table identifier (identifiers only, never values). */
 export function ident(name: string): string {
   return '"' + name.replace(/"/g, '""') + '"';
+}
+
+/**
+ * Schema names PostgreSQL keeps for itself: `pg_*` (pg_catalog, pg_toast,
+ * pg_temp_N; CREATE SCHEMA refuses the prefix) and information_schema (which
+ * it would accept, mixing leasehold's tables into the SQL-standard views).
+ */
+export function isReservedSchemaName(name: string): boolean {
+  const lower = name.toLowerCase();
+  return lower.startsWith('pg_') || lower === 'information_schema';
 }
 
 /** Errors that mean the connection or server went away, not a bad query. */

@@ -3,7 +3,7 @@ import { createHold } from '../../src/holds/holds.js';
 import { ExpiryWorker } from '../../src/holds/expiry-worker.js';
 import { createMetrics } from '../../src/observability/metrics.js';
 import { ManualClock } from '../../src/runtime/clock.js';
-import { createPool, ident } from '../../src/db/pool.js';
+import { createPool, ident, withClient } from '../../src/db/pool.js';
 import { testDatabase, type TestDatabase } from '../helpers/database.js';
 import { countBy, insertDueHolds } from '../helpers/holds.js';
 
@@ -76,23 +76,23 @@ describe('expiry worker', () => {
     await db.pool.query(`TRUNCATE ${ident(db.schema)}.support_reservations CASCADE`);
     await insertDueHolds(db.pool, db.schema, 1, { prefix: 'locked' });
     // Another transaction holds the row (as a slow worker or a confirm would).
-    const other = await db.pool.connect();
-    await other.query('BEGIN');
-    await other.query(`SELECT 1 FROM ${ident(db.schema)}.support_reservations WHERE id = 'locked-0' FOR UPDATE`);
-    const worker = new ExpiryWorker({ pool: db.pool, schema: db.schema, intervalMs: 60_000 });
-    worker.start();
-    try {
-      await new Promise((r) => setTimeout(r, 300));
-      expect((await countBy(db.pool, db.schema, 'support_reservations', 'status')).held).toBe(1);
-      await other.query('ROLLBACK');
-      // The worker backs off while the row stays locked (1 ms doubling), so it
-      // looks again within about as long as it has waited: far inside 5 s,
-      // where sleeping the interval would take 60 s.
-      await waitFor(async () => (await countBy(db.pool, db.schema, 'support_reservations', 'status')).expired === 1, 'expiry', 5_000);
-    } finally {
-      other.release();
-      await worker.stop();
-    }
+    await withClient(db.pool, async (other) => {
+      await other.query('BEGIN');
+      await other.query(`SELECT 1 FROM ${ident(db.schema)}.support_reservations WHERE id = 'locked-0' FOR UPDATE`);
+      const worker = new ExpiryWorker({ pool: db.pool, schema: db.schema, intervalMs: 60_000 });
+      worker.start();
+      try {
+        await new Promise((r) => setTimeout(r, 300));
+        expect((await countBy(db.pool, db.schema, 'support_reservations', 'status')).held).toBe(1);
+        await other.query('ROLLBACK');
+        // The worker backs off while the row stays locked (1 ms doubling), so it
+        // looks again within about as long as it has waited: far inside 5 s,
+        // where sleeping the interval would take 60 s.
+        await waitFor(async () => (await countBy(db.pool, db.schema, 'support_reservations', 'status')).expired === 1, 'expiry', 5_000);
+      } finally {
+        await worker.stop();
+      }
+    });
   });
 
   it('survives its connections being killed and keeps expiring', async () => {

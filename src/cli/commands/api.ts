@@ -23,7 +23,7 @@ export function registerApi(program: Command, context: ContextFactory): void {
       const ctx = context();
       const { config, logger } = ctx;
       const webhooks = webhookSettingsFromEnv(config.env);
-      const db = await ctx.database({ poolSize: 10 });
+      const db = await ctx.database({ poolSize: 10, migrations: 'apply' });
       try {
         await rateLimiterEnsure(db.pool, db.schema, { perSecond: config.ratePerSecond, burst: config.rateBurst });
         const { token, generated } = resolveApiToken(config.apiToken);

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { intentsChannel, Listener } from '../../db/listener.js';
 import { migrate } from '../../db/migrate.js';
-import { ident } from '../../db/pool.js';
+import { ident, isReservedSchemaName } from '../../db/pool.js';
 import { rateLimiterSet } from '../../delivery/control.js';
 import { DeliveryWorker } from '../../delivery/worker.js';
 import { ExpiryWorker } from '../../holds/expiry-worker.js';
@@ -42,11 +42,15 @@ export function registerDemo(program: Command, context: ContextFactory): void {
       const over = positive('over', options.over, 3600);
       const rate = positive('rate', options.rate, 100_000);
       // The demo drops its schema first: only ever one named as a demo's.
-      if (!/^[a-z_][a-z0-9_]{0,57}_demo$/.test(options.schema)) {
-        throw new CliExit(EXIT_USAGE, 'leasehold demo: --schema must be a lowercase SQL identifier ending in _demo (it is dropped and recreated)');
+      if (!/^[a-z_][a-z0-9_]{0,57}_demo$/.test(options.schema) || isReservedSchemaName(options.schema)) {
+        throw new CliExit(
+          EXIT_USAGE,
+          'leasehold demo: --schema must be a lowercase SQL identifier ending in _demo, not starting with pg_ (it is dropped and recreated)',
+        );
       }
       const ctx = context();
-      const db = await ctx.database({ poolSize: 6 });
+      // The demo migrates its own schema below; LEASEHOLD_SCHEMA is left alone.
+      const db = await ctx.database({ poolSize: 6, migrations: 'none' });
       const schema = options.schema;
       const s = ident(schema);
       const out = ctx.out;

@@ -7,7 +7,7 @@ export function registerMigrate(program: Command, context: ContextFactory): void
     .description('apply pending migrations to LEASEHOLD_SCHEMA (safe to run from several processes at once)')
     .action(async () => {
       const ctx = context();
-      const db = await ctx.database({ poolSize: 2 });
+      const db = await ctx.database({ poolSize: 2, migrations: 'apply' });
       try {
         const { rows } = await db.pool.query<{ name: string }>(
           `SELECT name FROM "${db.schema}".migrations ORDER BY id`,

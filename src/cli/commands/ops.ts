@@ -10,7 +10,9 @@ import { iso } from './format.js';
 /** Operator controls: pause, resume, replay, rate-limit. Each logs the one event of its transition. */
 
 async function withDatabase(ctx: CommandContext, work: (db: Database) => Promise<void>): Promise<void> {
-  const db = await ctx.database({ poolSize: 2 });
+  // These act on a running fleet's rows: a mistyped schema must fail, not
+  // get migrated into an empty one that a pause or rate change then lands in.
+  const db = await ctx.database({ poolSize: 2, migrations: 'require' });
   try {
     await work(db);
   } finally {

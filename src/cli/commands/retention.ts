@@ -77,7 +77,7 @@ export function registerRetention(program: Command, context: ContextFactory): vo
       } catch (error) {
         throw new CliExit(EXIT_USAGE, `leasehold: ${(error as ValidationError).message}`);
       }
-      const db = await ctx.database({ poolSize: 2 });
+      const db = await ctx.database({ poolSize: 2, migrations: 'require' });
       try {
         if (flags.dryRun) {
           const preview = await retentionPreview(db.pool, db.schema, { now: null, ...policy });
@@ -105,7 +105,7 @@ export function registerRetention(program: Command, context: ContextFactory): vo
     .option('--json', 'print the report as JSON')
     .action(async (flags: { email: string; json?: boolean }) => {
       const ctx = context();
-      const db = await ctx.database({ poolSize: 2 });
+      const db = await ctx.database({ poolSize: 2, migrations: 'require' });
       try {
         const report = await eraseAddress(db.pool, flags.email, { schema: db.schema, logger: ctx.logger });
         if (flags.json) return ctx.out(JSON.stringify(report, null, 2));

@@ -43,7 +43,7 @@ export function registerStatus(program: Command, context: ContextFactory): void 
     .option('--json', 'print the numbers as JSON')
     .action(async (options: { json?: boolean }) => {
       const ctx = context();
-      const db = await ctx.database({ poolSize: 4 });
+      const db = await ctx.database({ poolSize: 4, migrations: 'require' });
       try {
         const report = await readStatus(db.pool, db.schema, ctx.config);
         if (options.json) ctx.out(JSON.stringify(report, null, 2));

@@ -52,7 +52,7 @@ export function formatSuppression(s: Suppression): string {
 }
 
 async function withDatabase(ctx: CommandContext, work: (pool: import('pg').Pool, schema: string) => Promise<void>): Promise<void> {
-  const db = await ctx.database({ poolSize: 2 });
+  const db = await ctx.database({ poolSize: 2, migrations: 'require' });
   try {
     await work(db.pool, db.schema);
   } finally {

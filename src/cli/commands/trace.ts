@@ -67,7 +67,7 @@ export function registerTrace(program: Command, context: ContextFactory): void {
     .option('--json', 'print the timeline as JSON')
     .action(async (holdId: string, options: { json?: boolean }) => {
       const ctx = context();
-      const db = await ctx.database({ poolSize: 2 });
+      const db = await ctx.database({ poolSize: 2, migrations: 'require' });
       try {
         const timeline = await holdTimeline(db.pool, db.schema, holdId);
         if (options.json) {

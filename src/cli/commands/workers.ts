@@ -37,7 +37,7 @@ async function runLanes(ctx: CommandContext, lanes: Lanes): Promise<void> {
   // Providers validate their own variables before anything starts.
   const gateway = lanes.delivery ? createGateway(config) : undefined;
   const webhooks = lanes.api ? webhookSettingsFromEnv(config.env) : undefined;
-  const db = await ctx.database({ poolSize: 12 });
+  const db = await ctx.database({ poolSize: 12, migrations: 'apply' });
   const metrics = createMetrics();
   const stops: Array<() => Promise<void>> = [];
   // Printed once the signal handlers are in place: a supervisor that sends
