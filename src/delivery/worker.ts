@@ -7,19 +7,22 @@ import { LoopWorker, ServiceLoop, type TickResult } from '../runtime/loop.js';
 import { silentLogger, type Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { EmailGateway, SendResult } from '../providers/gateway.js';
-import { renderReservationExpired } from '../providers/template.js';
 import { limiterCooldown, limiterRefund, limiterTake } from '../ratelimit/limiter.js';
 import { intentsLease, intentsRecord, type AttemptResult, type LeasedIntent, type RecordedResult } from '../outbox/queries.js';
-import { idempotencyKeyFor } from '../outbox/replay.js';
 import type { AttemptOutcome } from '../outbox/states.js';
 import { deliveryPause, rateLimiterEnsure, type RateLimitPolicy } from './control.js';
 import { failureDelayMs, rateLimitDelayMs, defaultRetryPolicy, type RetryPolicy } from './retry-policy.js';
+import { emailMessageFor, prepareMessages, templateFailure, TEMPLATE_ERROR_CODE, type PreparedMessage } from '../templates/snapshot.js';
+import { shippedTemplates, type Templates } from '../templates/templates.js';
 
 export interface DeliveryWorkerOptions {
   pool: pg.Pool;
   schema?: string;
   gateway: EmailGateway;
+  /** Sender for templates that name none. */
   from?: string;
+  /** Message templates (`loadTemplates()`); default: the ones shipped in the package. Check them at start-up. */
+  templates?: Templates;
   /** Most intents leased at once. */
   batchSize?: number;
   /** Most sends in flight in this worker; a lease never exceeds it. */
@@ -76,6 +79,7 @@ export class DeliveryWorker extends LoopWorker {
   private readonly schema: string;
   private readonly gateway: EmailGateway;
   private readonly from: string;
+  private readonly templates: Templates;
   private readonly batchSize: number;
   private readonly leaseMs: number;
   private readonly sendTimeoutMs: number;
@@ -92,6 +96,7 @@ export class DeliveryWorker extends LoopWorker {
     this.schema = options.schema ?? 'leasehold';
     this.gateway = options.gateway;
     this.from = options.from ?? 'Support <support@example.com>';
+    this.templates = options.templates ?? shippedTemplates();
     this.batchSize = Math.max(1, Math.min(options.batchSize ?? 50, options.concurrency ?? 8));
     this.leaseMs = options.leaseMs ?? 30_000;
     this.sendTimeoutMs = options.sendTimeoutMs ?? Math.min(10_000, Math.floor(this.leaseMs / 2));
@@ -154,7 +159,9 @@ export class DeliveryWorker extends LoopWorker {
     }
     await this.faults.at('delivery.leased', { intents: leased.map((i) => i.id) });
 
-    const results = await Promise.all(leased.map((intent) => this.attempt(intent, token)));
+    // Rendered once, at the first lease, and stored: every attempt sends the same bytes.
+    const messages = await prepareMessages(pool, this.schema, this.templates, leased.map((i) => i.id), { from: this.from });
+    const results = await Promise.all(leased.map((intent) => this.attempt(intent, token, messages.get(intent.id)!)));
     const recorded = await intentsRecord(pool, this.schema, results, { maxAttempts: this.maxAttempts, now: this.clock.now() });
     await this.afterRecord(results, recorded, new Map(leased.map((i) => [i.id, i.reservation_id])));
 
@@ -172,15 +179,9 @@ export class DeliveryWorker extends LoopWorker {
     return { full: false, nextInMs: Math.min(1000, run.retryInMs ?? 1000) };
   }
 
-  private async attempt(intent: LeasedIntent, token: string): Promise<AttemptResult> {
-    const message = renderReservationExpired({
-      intentId: intent.id,
-      holdId: intent.reservation_id,
-      idempotencyKey: idempotencyKeyFor(intent.id, intent.replays),
-      recipient: intent.recipient,
-      from: this.from,
-      expiresAt: intent.hold_expires_at,
-    });
+  private async attempt(intent: LeasedIntent, token: string, prepared: PreparedMessage): Promise<AttemptResult> {
+    if (!prepared.ok) return templateFailure(intent, token, prepared.error);
+    const message = emailMessageFor(intent, prepared.message);
     const started = Date.now();
     let result: SendResult;
     try {
@@ -272,13 +273,15 @@ export class DeliveryWorker extends LoopWorker {
     if (cooldownMs > 0) await limiterCooldown(pool, this.schema, cooldownMs);
     if (pause) {
       const reason = pause.error ?? 'provider asked to pause';
+      // A broken template pauses like a provider does, but says it was the templates.
+      const by = pause.providerCode === TEMPLATE_ERROR_CODE ? 'templates' : this.gateway.name;
       await deliveryPause(pool, this.schema, {
         reason,
-        by: this.gateway.name,
+        by,
         ...(pause.providerWaitMs !== undefined ? { untilMs: pause.providerWaitMs } : {}),
       });
       this.logger.error(
-        { event: 'delivery.paused', holdId: holdIds.get(pause.id), intentId: pause.id, attempt: pause.attempt, reason, by: this.gateway.name },
+        { event: 'delivery.paused', holdId: holdIds.get(pause.id), intentId: pause.id, attempt: pause.attempt, reason, by },
         'delivery paused by provider answer',
       );
     }
