@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { MAX_BURST, MAX_PER_SECOND } from './delivery/control.js';
 import { ConfigError } from './errors.js';
+import { validLocale, validTimeZone } from './templates/locale.js';
 
 const int = (min: number, max: number) => {
   const message = `must be a whole number from ${min} to ${max}`;
@@ -41,6 +42,15 @@ const schema = z.object({
   LEASEHOLD_MAX_ATTEMPTS: int(1, 1000).default(10),
   LEASEHOLD_EXPIRY_PROMISE_S: int(1, 31_536_000).default(60),
   LEASEHOLD_EMAIL_PROMISE_S: int(1, 31_536_000).default(900),
+  LEASEHOLD_TEMPLATES_DIR: z.string().min(1).optional(),
+  LEASEHOLD_DEFAULT_LOCALE: z
+    .string()
+    .refine((v) => validLocale(v) !== undefined, 'must be a locale this Node can format (e.g. en, en-GB, de)')
+    .default('en'),
+  LEASEHOLD_DEFAULT_TIME_ZONE: z
+    .string()
+    .refine((v) => validTimeZone(v) !== undefined, 'must be an IANA time zone (e.g. UTC, Europe/Berlin)')
+    .default('UTC'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 
@@ -67,6 +77,11 @@ export interface Config {
   expiryPromiseS: number;
   emailPromiseS: number;
   logLevel: Env['LOG_LEVEL'];
+  /** Message templates; unset: the ones shipped in the package. */
+  templatesDir: string | undefined;
+  /** Locale and time zone for holds whose metadata names none. */
+  defaultLocale: string;
+  defaultTimeZone: string;
   /** The raw environment, for provider adapters reading their own variables. */
   env: Readonly<Record<string, string | undefined>>;
 }
@@ -108,6 +123,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     expiryPromiseS: e.LEASEHOLD_EXPIRY_PROMISE_S,
     emailPromiseS: e.LEASEHOLD_EMAIL_PROMISE_S,
     logLevel: e.LOG_LEVEL,
+    templatesDir: e.LEASEHOLD_TEMPLATES_DIR,
+    defaultLocale: e.LEASEHOLD_DEFAULT_LOCALE,
+    defaultTimeZone: e.LEASEHOLD_DEFAULT_TIME_ZONE,
     env,
   };
 }

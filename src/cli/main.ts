@@ -7,6 +7,7 @@ import { registerOps } from './commands/ops.js';
 import { registerStatus } from './commands/status.js';
 import { registerTrace } from './commands/trace.js';
 import { registerDemo } from './commands/demo.js';
+import { registerTemplates } from './commands/templates.js';
 
 export type ContextFactory = () => CommandContext;
 
@@ -27,6 +28,7 @@ export function buildProgram(context: ContextFactory): Command {
   registerOps(program, context);
   registerStatus(program, context);
   registerDemo(program, context);
+  registerTemplates(program, context);
   for (const command of program.commands) command.exitOverride();
   return program;
 }

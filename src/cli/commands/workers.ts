@@ -10,6 +10,7 @@ import { startApiServer } from '../../server/app.js';
 import type { ContextFactory } from '../main.js';
 import type { CommandContext } from '../context.js';
 import { resolveApiToken } from './api.js';
+import { checkedTemplates } from './templates.js';
 
 interface Lanes {
   expiry: boolean;
@@ -27,6 +28,8 @@ async function runLanes(ctx: CommandContext, lanes: Lanes): Promise<void> {
   const { config, logger } = ctx;
   // Providers validate their own variables before anything starts.
   const gateway = lanes.delivery ? createGateway(config) : undefined;
+  // So do the templates: a broken one refuses the start (exit 2), not the first send.
+  const templates = lanes.delivery ? checkedTemplates(config) : undefined;
   const db = await ctx.database({ poolSize: 12 });
   const metrics = createMetrics();
   const stops: Array<() => Promise<void>> = [];
@@ -46,6 +49,7 @@ async function runLanes(ctx: CommandContext, lanes: Lanes): Promise<void> {
         schema: db.schema,
         gateway,
         from: config.emailFrom,
+        templates,
         batchSize: config.deliveryBatch,
         concurrency: config.deliveryConcurrency,
         leaseMs: config.leaseMs,
