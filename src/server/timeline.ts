@@ -1,6 +1,7 @@
 import type { Queryable } from '../db/pool.js';
 import { getHold } from '../holds/holds.js';
 import type { Hold } from '../holds/states.js';
+import { messagesSummary, type MessageSummary } from '../outbox/messages.js';
 import { attemptsList, intentsGetByHold } from '../outbox/read.js';
 import type { Attempt, Intent } from '../outbox/states.js';
 
@@ -12,6 +13,8 @@ import type { Attempt, Intent } from '../outbox/states.js';
 export interface HoldTimeline {
   hold: Hold;
   intent: Intent | null;
+  /** The rendered message every attempt sends (subject, template, locale); null until the first lease or after a replay. */
+  message: MessageSummary | null;
   moments: {
     /** The hold's deadline: from here it was due. */
     eligibleAt: Date;
@@ -37,6 +40,7 @@ export async function holdTimeline(db: Queryable, schema: string, holdId: string
   const hold = await getHold(db, holdId, { schema });
   const intent = (await intentsGetByHold(db, schema, hold.id)) ?? null;
   const attempts = intent ? await attemptsList(db, schema, intent.id) : [];
+  const message = intent ? await messagesSummary(db, schema, intent.id) : null;
   const moments = {
     eligibleAt: hold.expiresAt,
     expiredAt: hold.expiredAt,
@@ -46,6 +50,7 @@ export async function holdTimeline(db: Queryable, schema: string, holdId: string
   return {
     hold,
     intent,
+    message,
     moments,
     lateness: {
       expirySeconds: secondsBetween(moments.eligibleAt, moments.expiredAt),
