@@ -40,4 +40,16 @@ export { replayIntent } from './outbox/replay.js';
 export type { EmailGateway, EmailMessage, SendContext, SendResult } from './providers/gateway.js';
 export { SandboxGateway, type SandboxOptions } from './providers/sandbox.js';
 export { createGateway } from './providers/registry.js';
+export {
+  loadTemplates,
+  Templates,
+  TemplateRenderError,
+  INTENT_HEADER,
+  MESSAGE_KINDS,
+  type TemplatesOptions,
+  type RenderInput,
+  type RenderedMessage,
+} from './templates/templates.js';
+export { describeProblem, type TemplateFiles, type TemplateProblem } from './templates/source.js';
+export { messagesSummary, type MessageSummary } from './outbox/messages.js';
 export { buildApp, startApiServer, type ApiOptions } from './server/app.js';

@@ -23,6 +23,9 @@ describe('configuration', () => {
       maxAttempts: 10,
       expiryPromiseS: 60,
       emailPromiseS: 900,
+      templatesDir: undefined,
+      defaultLocale: 'en',
+      defaultTimeZone: 'UTC',
     });
     expect(config.sendTimeoutMs).toBeLessThan(config.leaseMs);
   });
@@ -37,6 +40,8 @@ describe('configuration', () => {
     ['LEASEHOLD_LEASE_MS', 'soon', 'whole number'],
     ['LEASEHOLD_API_TOKEN', 'short', '16'],
     ['LOG_LEVEL', 'loud', 'Invalid option'],
+    ['LEASEHOLD_DEFAULT_LOCALE', 'not a locale', 'locale'],
+    ['LEASEHOLD_DEFAULT_TIME_ZONE', 'Mars/Olympus_Mons', 'IANA time zone'],
   ])('names %s when it is invalid', (variable, value, fragment) => {
     const error = (() => {
       try {
