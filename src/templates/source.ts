@@ -160,7 +160,10 @@ export function parseMeta<S extends z.ZodType>(schema: S, file: string, text: st
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
     const where = issue.path.map(String).join('.');
-    const message = issue.code === 'unrecognized_keys' ? `${[where, issue.keys[0]].filter(Boolean).join('.')}: is not a known field` : `${where || 'meta'}: ${issue.message}`;
+    let message = `${where || 'meta'}: ${issue.message}`;
+    if (issue.code === 'unrecognized_keys') message = `${[where, issue.keys[0]].filter(Boolean).join('.')}: is not a known field`;
+    // A bad header name: say why, not just "Invalid key in record".
+    if (issue.code === 'invalid_key') message = `${where}: ${issue.issues[0]?.message ?? issue.message}`;
     return { problem: { file, message } };
   }
   return { meta: parsed.data };
