@@ -10,7 +10,10 @@ import { formatLocalTime, LOCAL_TIME_STYLES, type LocalTimeStyle } from './local
  *   empty string (`{% if metadata.x %}` and `| default:` still work, so a
  *   template can guard optional metadata);
  * - own properties only: no `constructor`, no prototype;
- * - bounded: parse size, render time and memory are limited;
+ * - bounded, deterministically: template size and the allocations one render
+ *   may make (ranges, loops, string building) are limited. Not render time:
+ *   a wall-clock limit would turn a starved CPU into a rejected message, and
+ *   a rejection is terminal;
  * - host-independent: the `date` filter formats in UTC and English, so output
  *   never depends on the machine's zone (use `local_time` for the customer's).
  *
@@ -22,7 +25,12 @@ export interface Engines {
   html: Liquid;
 }
 
-export const RENDER_LIMIT_MS = 1000;
+/**
+ * Allocation units (range items, characters built by filters) one render may
+ * use: at most 100,000 loop iterations over ranges in all, far beyond any
+ * email and small enough that a runaway loop ends in well under a second.
+ */
+export const RENDER_MEMORY_LIMIT = 100_000;
 
 export function createEngines(partials: Record<string, string>): Engines {
   const base = {
@@ -37,8 +45,7 @@ export function createEngines(partials: Record<string, string>): Engines {
     locale: 'en',
     cache: true,
     parseLimit: 1_000_000,
-    renderLimit: RENDER_LIMIT_MS,
-    memoryLimit: 50_000_000,
+    memoryLimit: RENDER_MEMORY_LIMIT,
   };
   const text = new Liquid(base);
   const html = new Liquid({ ...base, outputEscape: 'escape' });

@@ -125,6 +125,11 @@ describe('a sandbox for operator templates', () => {
       const templates = loadTemplates({ files: templateFiles({ text }) });
       expect(renderError(templates).message).toContain('undefined variable');
     }
+    // Times are objects with methods; a method is called, never handed out, so no Function is reachable.
+    const viaTime = loadTemplates({ files: templateFiles({ text: '{{ expiresAt.constructor.constructor }}' }) });
+    expect(renderError(viaTime).message).toMatch(/cannot be invoked without 'new'/);
+    const json = loadTemplates({ files: templateFiles({ text: '{{ expiresAt | json }}' }) });
+    expect(JSON.parse(json.render(KIND, input()).text)).toMatchObject({ iso: '2026-03-03T09:40:00.000Z', timeZone: 'UTC' });
   });
 
   it('includes resolve only inside the template set, never on the file system', () => {
@@ -139,10 +144,15 @@ describe('a sandbox for operator templates', () => {
     }
   });
 
-  it('a runaway loop hits the render limit instead of holding the worker', () => {
-    const templates = loadTemplates({ files: templateFiles({ text: '{% for i in (1..100000000) %}{{ i }}{% endfor %}' }) });
+  it.each([
+    ['a huge range', '{% for i in (1..100000000) %}{{ i }}{% endfor %}', /memory alloc limit exceeded/],
+    ['nested loops', '{% for i in (1..400) %}{% for j in (1..400) %}.{% endfor %}{% endfor %}', /memory alloc limit exceeded/],
+    ['a partial including itself', "{% include 'loop' %}", /Maximum call stack|limit exceeded/],
+  ])('%s fails the render by a deterministic limit instead of holding the worker', (_name, text, pattern) => {
+    const templates = loadTemplates({ files: templateFiles({ text }, { 'partials/loop.liquid': "x{% include 'loop' %}" }) });
     const error = renderError(templates);
-    expect(error.message).toMatch(/limit exceeded/);
+    expect(error.message).toMatch(pattern);
+    expect(error.broken).toBe(true);
   });
 });
 
