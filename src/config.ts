@@ -11,6 +11,7 @@ import {
   parseRetentionDays,
   type RetentionPolicy,
 } from './retention/policy.js';
+import { validLocale, validTimeZone } from './templates/locale.js';
 
 const int = (min: number, max: number) => {
   const message = `must be a whole number from ${min} to ${max}`;
@@ -71,6 +72,15 @@ const schema = z.object({
   LEASEHOLD_ERASE_PII_AFTER_DAYS: z.string().default(String(DEFAULT_RETENTION.erasePiiAfterDays)),
   LEASEHOLD_PRUNE_INTERVAL_MS: int(1000, 86_400_000).default(DEFAULT_RETENTION.intervalMs),
   LEASEHOLD_PRUNE_BATCH: int(1, MAX_PRUNE_BATCH).default(DEFAULT_RETENTION.batchSize),
+  LEASEHOLD_TEMPLATES_DIR: z.string().min(1).optional(),
+  LEASEHOLD_DEFAULT_LOCALE: z
+    .string()
+    .refine((v) => validLocale(v) !== undefined, 'must be a locale this Node can format (e.g. en, en-GB, de)')
+    .default('en'),
+  LEASEHOLD_DEFAULT_TIME_ZONE: z
+    .string()
+    .refine((v) => validTimeZone(v) !== undefined, 'must be an IANA time zone (e.g. UTC, Europe/Berlin)')
+    .default('UTC'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 
@@ -105,6 +115,11 @@ export interface Config {
   /** What is deleted when, and when personal data is erased (src/retention/policy.ts). */
   retention: RetentionPolicy;
   logLevel: Env['LOG_LEVEL'];
+  /** Message templates; unset: the ones shipped in the package. */
+  templatesDir: string | undefined;
+  /** Locale and time zone for holds whose metadata names none. */
+  defaultLocale: string;
+  defaultTimeZone: string;
   /** The raw environment, for provider adapters reading their own variables. */
   env: Readonly<Record<string, string | undefined>>;
 }
@@ -149,6 +164,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     emailPromiseS: e.LEASEHOLD_EMAIL_PROMISE_S,
     retention: retentionFromEnv(e),
     logLevel: e.LOG_LEVEL,
+    templatesDir: e.LEASEHOLD_TEMPLATES_DIR,
+    defaultLocale: e.LEASEHOLD_DEFAULT_LOCALE,
+    defaultTimeZone: e.LEASEHOLD_DEFAULT_TIME_ZONE,
     env,
   };
 }

@@ -53,6 +53,18 @@ export { retentionPreview, type RetentionPreview, type AddressErasure } from './
 export type { EmailGateway, EmailMessage, SendContext, SendResult } from './providers/gateway.js';
 export { SandboxGateway, type SandboxOptions } from './providers/sandbox.js';
 export { createGateway } from './providers/registry.js';
+export {
+  loadTemplates,
+  Templates,
+  TemplateRenderError,
+  INTENT_HEADER,
+  MESSAGE_KINDS,
+  type TemplatesOptions,
+  type RenderInput,
+  type RenderedMessage,
+} from './templates/templates.js';
+export { describeProblem, type TemplateFiles, type TemplateProblem } from './templates/source.js';
+export { messagesSummary, type MessageSummary } from './outbox/messages.js';
 export { buildApp, startApiServer, type ApiOptions } from './server/app.js';
 export { EventKind, BounceType, emailOutcome, type ProviderEvent, type EmailEvent, type EmailOutcome } from './events/kinds.js';
 export { ingestEvents, type IngestResult } from './events/ingest.js';

@@ -25,6 +25,9 @@ describe('configuration', () => {
       emailPromiseS: 900,
       host: '127.0.0.1',
       retention: { retentionDays: 30, erasePiiAfterDays: 7, batchSize: 1000, intervalMs: 60_000 },
+      templatesDir: undefined,
+      defaultLocale: 'en',
+      defaultTimeZone: 'UTC',
     });
     expect(config.sendTimeoutMs).toBeLessThan(config.leaseMs);
   });
@@ -49,6 +52,8 @@ describe('configuration', () => {
     ['LEASEHOLD_ERASE_PII_AFTER_DAYS', '31', 'must not be more than the retention (30 days)'],
     ['LEASEHOLD_PRUNE_BATCH', '0', 'whole number from 1 to 10000'],
     ['LEASEHOLD_PRUNE_INTERVAL_MS', '10', 'whole number'],
+    ['LEASEHOLD_DEFAULT_LOCALE', 'not a locale', 'locale'],
+    ['LEASEHOLD_DEFAULT_TIME_ZONE', 'Mars/Olympus_Mons', 'IANA time zone'],
   ])('names %s when it is invalid', (variable, value, fragment) => {
     const error = (() => {
       try {

@@ -10,6 +10,7 @@ import { registerDemo } from './commands/demo.js';
 import { registerCapacity } from './commands/capacity.js';
 import { registerRetention } from './commands/retention.js';
 import { registerSuppressions } from './commands/suppressions.js';
+import { registerTemplates } from './commands/templates.js';
 
 export type ContextFactory = () => CommandContext;
 
@@ -33,6 +34,7 @@ export function buildProgram(context: ContextFactory): Command {
   registerCapacity(program, context);
   registerRetention(program, context);
   registerSuppressions(program, context);
+  registerTemplates(program, context);
   for (const command of program.commands) command.exitOverride();
   return program;
 }

@@ -7,20 +7,23 @@ import { LoopWorker, ServiceLoop, type TickResult } from '../runtime/loop.js';
 import { silentLogger, type Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { EmailGateway, SendResult } from '../providers/gateway.js';
-import { renderReservationExpired } from '../providers/template.js';
 import { limiterCooldown, limiterRefund, limiterTake } from '../ratelimit/limiter.js';
 import { intentsLease, intentsRecord, type AttemptResult, type LeasedIntent, type RecordedResult } from '../outbox/queries.js';
-import { idempotencyKeyFor } from '../outbox/replay.js';
 import { suppressedAttempt, suppressedIntents } from '../suppressions/gate.js';
 import type { AttemptOutcome } from '../outbox/states.js';
 import { deliveryPause, rateLimiterEnsure, type RateLimitPolicy } from './control.js';
 import { failureDelayMs, rateLimitDelayMs, defaultRetryPolicy, type RetryPolicy } from './retry-policy.js';
+import { emailMessageFor, prepareMessages, templateFailure, TEMPLATE_ERROR_CODE, type PreparedMessage } from '../templates/snapshot.js';
+import { shippedTemplates, type Templates } from '../templates/templates.js';
 
 export interface DeliveryWorkerOptions {
   pool: pg.Pool;
   schema?: string;
   gateway: EmailGateway;
+  /** Sender for templates that name none. */
   from?: string;
+  /** Message templates (`loadTemplates()`); default: the ones shipped in the package. Check them at start-up. */
+  templates?: Templates;
   /** Most intents leased at once. */
   batchSize?: number;
   /** Most sends in flight in this worker; a lease never exceeds it. */
@@ -77,6 +80,7 @@ export class DeliveryWorker extends LoopWorker {
   private readonly schema: string;
   private readonly gateway: EmailGateway;
   private readonly from: string;
+  private readonly templates: Templates;
   private readonly batchSize: number;
   private readonly leaseMs: number;
   private readonly sendTimeoutMs: number;
@@ -93,6 +97,7 @@ export class DeliveryWorker extends LoopWorker {
     this.schema = options.schema ?? 'leasehold';
     this.gateway = options.gateway;
     this.from = options.from ?? 'Support <support@example.com>';
+    this.templates = options.templates ?? shippedTemplates();
     this.batchSize = Math.max(1, Math.min(options.batchSize ?? 50, options.concurrency ?? 8));
     this.leaseMs = options.leaseMs ?? 30_000;
     this.sendTimeoutMs = options.sendTimeoutMs ?? Math.min(10_000, Math.floor(this.leaseMs / 2));
@@ -160,10 +165,14 @@ export class DeliveryWorker extends LoopWorker {
     }
     await this.faults.at('delivery.leased', { intents: leased.map((i) => i.id) });
 
+    // Rendered once, at the first lease, and stored: every attempt sends the
+    // same bytes. Suppressed intents need no message: they are never sent.
+    const toSend = leased.filter((intent) => !suppressed.has(intent.id));
+    const messages = await prepareMessages(pool, this.schema, this.templates, toSend.map((i) => i.id), { from: this.from });
     const results = await Promise.all(
       leased.map((intent) => {
         const suppression = suppressed.get(intent.id);
-        return suppression ? suppressedAttempt(intent, token, suppression) : this.attempt(intent, token);
+        return suppression ? suppressedAttempt(intent, token, suppression) : this.attempt(intent, token, messages.get(intent.id)!);
       }),
     );
     const recorded = await intentsRecord(pool, this.schema, results, { maxAttempts: this.maxAttempts, now: this.clock.now() });
@@ -183,15 +192,9 @@ export class DeliveryWorker extends LoopWorker {
     return { full: false, nextInMs: Math.min(1000, run.retryInMs ?? 1000) };
   }
 
-  private async attempt(intent: LeasedIntent, token: string): Promise<AttemptResult> {
-    const message = renderReservationExpired({
-      intentId: intent.id,
-      holdId: intent.reservation_id,
-      idempotencyKey: idempotencyKeyFor(intent.id, intent.replays),
-      recipient: intent.recipient,
-      from: this.from,
-      expiresAt: intent.hold_expires_at,
-    });
+  private async attempt(intent: LeasedIntent, token: string, prepared: PreparedMessage): Promise<AttemptResult> {
+    if (!prepared.ok) return templateFailure(intent, token, prepared.error);
+    const message = emailMessageFor(intent, prepared.message);
     const started = Date.now();
     let result: SendResult;
     try {
@@ -283,13 +286,15 @@ export class DeliveryWorker extends LoopWorker {
     if (cooldownMs > 0) await limiterCooldown(pool, this.schema, cooldownMs);
     if (pause) {
       const reason = pause.error ?? 'provider asked to pause';
+      // A broken template pauses like a provider does, but says it was the templates.
+      const by = pause.providerCode === TEMPLATE_ERROR_CODE ? 'templates' : this.gateway.name;
       const control = await deliveryPause(pool, this.schema, {
         reason,
-        by: this.gateway.name,
+        by,
         ...(pause.providerWaitMs !== undefined ? { untilMs: pause.providerWaitMs } : {}),
       });
       // An operator's pause (or a longer provider pause) outranks this one and stays as it was.
-      const kept = control.pausedBy !== this.gateway.name || control.reason !== reason;
+      const kept = control.pausedBy !== by || control.reason !== reason;
       this.logger.error(
         {
           event: 'delivery.paused',
@@ -297,7 +302,7 @@ export class DeliveryWorker extends LoopWorker {
           intentId: pause.id,
           attempt: pause.attempt,
           reason,
-          by: this.gateway.name,
+          by,
           ...(kept ? { inForce: { by: control.pausedBy, reason: control.reason, until: control.pausedUntil } } : {}),
         },
         kept ? 'provider answer asked to pause; the pause already in force stays' : 'delivery paused by provider answer',

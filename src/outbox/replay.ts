@@ -1,6 +1,7 @@
 import type { Queryable } from '../db/pool.js';
 import { ident } from '../db/pool.js';
 import { IntentStateError, NotFoundError } from '../errors.js';
+import { messagesDiscardFinished } from './messages.js';
 import { intentsGet } from './read.js';
 import type { Intent } from './states.js';
 
@@ -11,9 +12,15 @@ import type { Intent } from './states.js';
  * (`<id>#replay-<n>`), so a provider that deduplicates still sends it.
  * A pending intent is refused: it is already going to be sent. So is an
  * intent whose recipient was erased (retention): there is nobody to send to.
+ *
+ * A replay is the one time a message may change: its stored rendering is
+ * dropped first (only while the intent is finished, so no pending intent
+ * ever loses its snapshot mid-retries), and the next send renders it again
+ * from the templates of that moment.
  */
 export async function replayIntent(db: Queryable, id: string, options: { schema?: string } = {}): Promise<Intent> {
   const schema = options.schema ?? 'leasehold';
+  await messagesDiscardFinished(db, schema, id);
   const { rowCount } = await db.query(
     `UPDATE ${ident(schema)}.email_outbox SET
        state = 'pending', available_at = now(), failed_attempts = 0, replays = replays + 1,

@@ -15,6 +15,8 @@ export interface EmailMessage {
   idempotencyKey: string;
   to: string;
   from: string;
+  /** Where replies go, when the template names an address. */
+  replyTo?: string;
   subject: string;
   text: string;
   html: string;

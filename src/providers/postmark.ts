@@ -79,6 +79,7 @@ export class PostmarkGateway implements EmailGateway {
       const response = await client.sendEmail({
         From: message.from,
         To: message.to,
+        ...(message.replyTo ? { ReplyTo: message.replyTo } : {}),
         Subject: message.subject,
         TextBody: message.text,
         HtmlBody: message.html,

@@ -34,6 +34,7 @@ export class ResendGateway implements EmailGateway {
       {
         from: message.from,
         to: message.to,
+        ...(message.replyTo ? { replyTo: message.replyTo } : {}),
         subject: message.subject,
         text: message.text,
         html: message.html,

@@ -38,6 +38,7 @@ export class SesGateway implements EmailGateway {
     const command = new SendEmailCommand({
       FromEmailAddress: message.from,
       Destination: { ToAddresses: [message.to] },
+      ...(message.replyTo ? { ReplyToAddresses: [message.replyTo] } : {}),
       Content: {
         Simple: {
           Subject: { Data: message.subject, Charset: 'UTF-8' },

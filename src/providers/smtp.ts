@@ -41,6 +41,7 @@ export class SmtpGateway implements EmailGateway {
       const info = await transport.sendMail({
         from: message.from,
         to: message.to,
+        ...(message.replyTo ? { replyTo: message.replyTo } : {}),
         subject: message.subject,
         text: message.text,
         html: message.html,

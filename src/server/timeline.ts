@@ -3,6 +3,7 @@ import { eventsForIntent } from '../events/events-table.js';
 import { emailOutcome, type EmailEvent, type EmailOutcome } from '../events/kinds.js';
 import { getHold } from '../holds/holds.js';
 import type { Hold } from '../holds/states.js';
+import { messagesSummary, type MessageSummary } from '../outbox/messages.js';
 import { attemptsList, intentsGetByHold } from '../outbox/read.js';
 import type { Attempt, Intent } from '../outbox/states.js';
 
@@ -15,6 +16,8 @@ import type { Attempt, Intent } from '../outbox/states.js';
 export interface HoldTimeline {
   hold: Hold;
   intent: Intent | null;
+  /** The rendered message every attempt sends (subject, template, locale); null until the first lease or after a replay. */
+  message: MessageSummary | null;
   moments: {
     /** The hold's deadline: from here it was due. */
     eligibleAt: Date;
@@ -52,6 +55,7 @@ export async function holdTimeline(db: Queryable, schema: string, holdId: string
   // The outcome of the email as it stands: the events of its current receipt
   // (a replay starts a new email; until it is accepted there is none).
   const outcome = intent?.receipt ? emailOutcome(events.filter((e) => e.messageId === intent.receipt)) : null;
+  const message = intent ? await messagesSummary(db, schema, intent.id) : null;
   const moments = {
     eligibleAt: hold.expiresAt,
     expiredAt: hold.expiredAt,
@@ -62,6 +66,7 @@ export async function holdTimeline(db: Queryable, schema: string, holdId: string
   return {
     hold,
     intent,
+    message,
     moments,
     outcome,
     lateness: {

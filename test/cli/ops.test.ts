@@ -100,7 +100,9 @@ describe('pause, resume, replay, rate-limit', () => {
   it('replay sends a finished intent again; a pending one is refused with exit 1', async () => {
     const res = await cli('replay', 'reservation-expired:tr-1');
     expect(res.code, res.stderr).toBe(0);
-    expect(res.stdout.trim()).toBe('intent reservation-expired:tr-1 is pending again (replay 1)');
+    expect(res.stdout.trim()).toBe(
+      'intent reservation-expired:tr-1 is pending again (replay 1); its message will be rendered again from the current templates',
+    );
     expect(await intentsGet(db.pool, db.schema, 'reservation-expired:tr-1')).toMatchObject({ state: 'pending', replays: 1 });
     const again = await cli('replay', 'reservation-expired:tr-1');
     expect(again.code).toBe(1);

@@ -1,18 +1,23 @@
 import type { EmailMessage, SendContext } from '../../src/providers/gateway.js';
-import { renderReservationExpired } from '../../src/providers/template.js';
+import { emailMessageFor } from '../../src/templates/snapshot.js';
+import { shippedTemplates } from '../../src/templates/templates.js';
 
-/** A rendered reservation-expired message, as the delivery worker would send it. */
+/** A reservation-expired message rendered from the shipped templates, as the delivery worker would send it. */
 export function message(holdId = 'h-1', overrides: Partial<EmailMessage> = {}): EmailMessage {
   const intentId = `reservation-expired:${holdId}`;
+  const rendered = shippedTemplates().render('reservation-expired', {
+    intentId,
+    holdId,
+    metadata: { slot: 'Callback, Tue 10:00' },
+    expiresAt: new Date('2026-01-01T10:00:00Z'),
+    expiredAt: new Date('2026-01-01T10:00:01Z'),
+    from: 'Support <support@example.com>',
+  });
   return {
-    ...renderReservationExpired({
-      intentId,
-      holdId,
-      idempotencyKey: intentId,
-      recipient: `customer+${holdId}@example.net`,
-      from: 'Support <support@example.com>',
-      expiresAt: new Date('2026-01-01T10:00:00Z'),
-    }),
+    ...emailMessageFor(
+      { id: intentId, reservation_id: holdId, recipient: `customer+${holdId}@example.net`, replays: 0 },
+      { ...rendered, intentId, renderedAt: new Date() },
+    ),
     ...overrides,
   };
 }

@@ -37,8 +37,8 @@ describe('SMTP adapter against a real SMTP server', () => {
     expect(mail.from).toBe('support@example.com');
     expect(mail.subject).toBe(m.subject);
     expect(mail.headers['x-leasehold-intent-id']).toBe(m.intentId);
-    expect(mail.text).toContain(`Reference: ${m.intentId}`);
-    expect(mail.text).toContain('has now expired');
+    expect(mail.text).toContain('Callback, Tue 10:00');
+    expect(mail.text).toContain('we have released it');
   });
 
   it.each([

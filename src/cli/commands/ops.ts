@@ -62,7 +62,7 @@ export function registerOps(program: Command, context: ContextFactory): void {
       await withDatabase(ctx, async (db) => {
         const intent = await replayIntent(db.pool, intentId, { schema: db.schema });
         ctx.logger.info({ event: 'intent.replayed', intentId: intent.id, holdId: intent.holdId, replays: intent.replays }, 'intent replayed');
-        ctx.out(`intent ${intent.id} is pending again (replay ${intent.replays})`);
+        ctx.out(`intent ${intent.id} is pending again (replay ${intent.replays}); its message will be rendered again from the current templates`);
       });
     });
 

@@ -39,6 +39,12 @@ export function formatTimeline(t: HoldTimeline): string[] {
     intent.lastError ? `last error: ${intent.lastError}` : '',
   ].filter(Boolean);
   lines.push(`intent ${intent.id}: ${intent.state}, ${intent.attempts} attempt(s)${flags.length ? '; ' + flags.join('; ') : ''}`);
+  const sent = t.message;
+  lines.push(
+    sent
+      ? `  subject ${JSON.stringify(sent.subject)}  (${sent.template}/${sent.templateLocale}, ${sent.locale}, ${sent.timeZone}, version ${sent.templateVersion}, rendered ${iso(sent.renderedAt)})`
+      : `  subject not rendered yet (rendered at the next send${intent.replays > 0 ? ', from the current templates' : ''})`,
+  );
   for (const a of t.attempts) {
     const provider = [a.providerStatus, a.providerCode].filter((x) => x !== null).join(' ');
     const detail = [

@@ -15,6 +15,7 @@ import type { ContextFactory } from '../main.js';
 import type { CommandContext } from '../context.js';
 import { resolveApiToken } from './api.js';
 import { hostArg } from './args.js';
+import { checkedTemplates } from './templates.js';
 
 interface Lanes {
   expiry: boolean;
@@ -37,6 +38,8 @@ async function runLanes(ctx: CommandContext, lanes: Lanes): Promise<void> {
   // Providers validate their own variables before anything starts.
   const gateway = lanes.delivery ? createGateway(config) : undefined;
   const webhooks = lanes.api ? webhookSettingsFromEnv(config.env) : undefined;
+  // So do the templates: a broken one refuses the start (exit 2), not the first send.
+  const templates = lanes.delivery ? checkedTemplates(config) : undefined;
   const db = await ctx.database({ poolSize: 12, migrations: 'apply' });
   const metrics = createMetrics();
   const stops: Array<() => Promise<void>> = [];
@@ -69,6 +72,7 @@ async function runLanes(ctx: CommandContext, lanes: Lanes): Promise<void> {
         schema: db.schema,
         gateway,
         from: config.emailFrom,
+        templates,
         batchSize: config.deliveryBatch,
         concurrency: config.deliveryConcurrency,
         leaseMs: config.leaseMs,

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { NotFoundError } from '../../errors.js';
+import { messagesSummary } from '../../outbox/messages.js';
 import { attemptsList, intentsGet, intentsList } from '../../outbox/read.js';
 import { replayIntent } from '../../outbox/replay.js';
 import { IntentState } from '../../outbox/states.js';
@@ -32,7 +33,7 @@ export function intentRoutes(app: FastifyInstance, ctx: ApiContext): void {
     const id = parse(intentIdSchema, request.params.id, 'id');
     const intent = await intentsGet(pool, schema, id);
     if (!intent) throw new NotFoundError('intent', id);
-    return { ...intent, attempts: await attemptsList(pool, schema, id) };
+    return { ...intent, message: await messagesSummary(pool, schema, id), attempts: await attemptsList(pool, schema, id) };
   });
 
   app.post<IdParams>('/intents/:id/replay', async (request) => {

@@ -1,0 +1,150 @@
+import { writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { InvalidArgumentError, Option, type Command } from 'commander';
+import type { Config } from '../../config.js';
+import { getHold } from '../../holds/holds.js';
+import { intentIdForHold } from '../../holds/states.js';
+import { messagesSummary } from '../../outbox/messages.js';
+import { validLocale, validTimeZone } from '../../templates/locale.js';
+import { describeProblem } from '../../templates/source.js';
+import { loadTemplates, TemplateRenderError, type RenderInput, type Templates } from '../../templates/templates.js';
+import { CliExit, EXIT_FAILURE, EXIT_USAGE } from '../context.js';
+import type { ContextFactory } from '../main.js';
+import { holdIdArg } from './args.js';
+import { iso } from './format.js';
+
+/** The templates this configuration sends with: LEASEHOLD_TEMPLATES_DIR, or the shipped ones. */
+export function templatesFromConfig(config: Config): Templates {
+  return loadTemplates({
+    ...(config.templatesDir ? { dir: config.templatesDir } : {}),
+    defaultLocale: config.defaultLocale,
+    defaultTimeZone: config.defaultTimeZone,
+  });
+}
+
+/**
+ * For `start` and `delivery-worker`: the checked templates, or a refusal to
+ * start with one line (exit 2), so a broken template is found before any
+ * message is.
+ */
+export function checkedTemplates(config: Config): Templates {
+  const templates = templatesFromConfig(config);
+  const problems = templates.check();
+  if (problems.length > 0) {
+    const more = problems.length > 1 ? ` (and ${problems.length - 1} more)` : '';
+    throw new CliExit(
+      EXIT_USAGE,
+      `leasehold: templates in ${templates.source} are broken: ${describeProblem(problems[0]!)}${more}; run \`leasehold templates check\``,
+    );
+  }
+  return templates;
+}
+
+const localeArg = (value: string): string => {
+  const locale = validLocale(value);
+  if (!locale) throw new InvalidArgumentError('must be a locale this Node can format (e.g. en, de-CH)');
+  return locale;
+};
+
+const timeZoneArg = (value: string): string => {
+  const zone = validTimeZone(value);
+  if (!zone) throw new InvalidArgumentError('must be an IANA time zone (e.g. UTC, Europe/Berlin)');
+  return zone;
+};
+
+interface PreviewOptions {
+  hold?: string;
+  sample?: boolean;
+  locale?: string;
+  timeZone?: string;
+  out?: string;
+}
+
+export function registerTemplates(program: Command, context: ContextFactory): void {
+  const templates = program
+    .command('templates')
+    .description('check and preview the message templates (LEASEHOLD_TEMPLATES_DIR, or the ones shipped in the package)');
+
+  templates
+    .command('check')
+    .description('parse every template and render each with its sample data; exit 2 listing every problem')
+    .action(() => {
+      const ctx = context();
+      const set = templatesFromConfig(ctx.config);
+      ctx.out(`templates: ${set.source} (default locale ${set.defaultLocale}, time zone ${set.defaultTimeZone})`);
+      for (const { kind, locales } of set.list()) {
+        ctx.out(`  ${kind}: ${locales.map((l) => `${l.locale} (version ${l.version})`).join(', ') || 'no locales'}`);
+      }
+      const problems = set.check();
+      for (const problem of problems) ctx.out(`  problem: ${describeProblem(problem)}`);
+      if (problems.length > 0) throw new CliExit(EXIT_USAGE, `leasehold: ${problems.length} template problem(s) in ${set.source}`);
+      ctx.out('templates ok');
+    });
+
+  templates
+    .command('preview')
+    .description("render a message as it would be sent: print the subject and text, write the HTML to a file")
+    .argument('<kind>', 'message kind, e.g. reservation-expired')
+    .addOption(new Option('--hold <id>', "render with this hold's metadata and times").argParser(holdIdArg).conflicts('sample'))
+    .addOption(new Option('--sample', "render with the kind's sample data (the default)").conflicts('hold'))
+    .option('--locale <tag>', "render in this locale (overrides the hold's)", localeArg)
+    .option('--time-zone <zone>', "format times in this IANA zone (overrides the hold's)", timeZoneArg)
+    .option('--out <file>', 'where to write the HTML (default: a file in the temporary directory)')
+    .action(async (kind: string, options: PreviewOptions) => {
+      const ctx = context();
+      const set = templatesFromConfig(ctx.config);
+      const kinds = set.list().map((k) => k.kind);
+      if (!kinds.includes(kind)) {
+        throw new CliExit(EXIT_USAGE, `leasehold: no templates for ${JSON.stringify(kind)} in ${set.source} (have: ${kinds.join(', ') || 'none'})`);
+      }
+      let input: RenderInput = set.sampleInput(kind, { from: ctx.config.emailFrom });
+      let note: string | undefined;
+      if (options.hold) {
+        const db = await ctx.database({ poolSize: 2, migrations: 'require' });
+        try {
+          const hold = await getHold(db.pool, options.hold, { schema: db.schema });
+          const intentId = intentIdForHold(hold.id);
+          input = { intentId, holdId: hold.id, metadata: hold.metadata, expiresAt: hold.expiresAt, expiredAt: hold.expiredAt, from: ctx.config.emailFrom };
+          const stored = await messagesSummary(db.pool, db.schema, intentId);
+          if (stored) {
+            note = `note: this hold's email was rendered at ${iso(stored.renderedAt)} (version ${stored.templateVersion}); its sends use that stored message, a replay renders it again`;
+          } else if (hold.status !== 'expired') {
+            note = `note: the hold is ${hold.status}; this is the email it would get if it expired`;
+          }
+        } finally {
+          await db.close();
+        }
+      }
+      input = {
+        ...input,
+        metadata: {
+          ...input.metadata,
+          ...(options.locale ? { locale: options.locale } : {}),
+          ...(options.timeZone ? { timeZone: options.timeZone } : {}),
+        },
+      };
+      let message;
+      try {
+        message = set.render(kind, input);
+      } catch (error) {
+        if (!(error instanceof TemplateRenderError)) throw error;
+        throw new CliExit(
+          error.broken ? EXIT_USAGE : EXIT_FAILURE,
+          `leasehold: ${error.message}` + (error.broken ? '' : ' (a send would reject this intent; the template needs data this hold lacks)'),
+        );
+      }
+      const out = options.out ?? path.join(os.tmpdir(), `leasehold-preview-${kind}-${message.templateLocale}.html`);
+      writeFileSync(out, message.html);
+      ctx.out(`template ${message.template}/${message.templateLocale} (version ${message.templateVersion}), locale ${message.locale}, time zone ${message.timeZone}`);
+      if (note) ctx.out(note);
+      ctx.out(`From: ${message.from}`);
+      if (message.replyTo) ctx.out(`Reply-To: ${message.replyTo}`);
+      for (const [name, value] of Object.entries(message.headers)) ctx.out(`${name}: ${value}`);
+      ctx.out(`Subject: ${message.subject}`);
+      ctx.out('');
+      for (const line of message.text.replace(/\n$/, '').split('\n')) ctx.out(line);
+      ctx.out('');
+      ctx.out(`HTML written to ${out}`);
+    });
+}

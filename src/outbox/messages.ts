@@ -1,0 +1,203 @@
+import type { Queryable } from '../db/pool.js';
+import { ident } from '../db/pool.js';
+import type { RenderedMessage } from '../templates/templates.js';
+
+/**
+ * Every statement on email_messages: the rendered message of an intent,
+ * snapshotted at its first lease so that every attempt sends it byte for
+ * byte (migrations/0006_email_messages.sql). Batches go through arrays.
+ */
+
+export interface StoredMessage extends RenderedMessage {
+  intentId: string;
+  renderedAt: Date;
+}
+
+/** What an intent's first lease renders from, or its snapshot if it has one. */
+export interface MessageSource {
+  intentId: string;
+  holdId: string;
+  /** The message kind (email_outbox.template). */
+  kind: string;
+  stored: StoredMessage | null;
+  /** The hold's facts; only read when there is no snapshot yet. */
+  metadata: Record<string, unknown> | null;
+  expiresAt: Date;
+  expiredAt: Date | null;
+}
+
+interface MessageRow {
+  intent_id: string;
+  subject: string;
+  text_body: string;
+  html_body: string;
+  from_address: string;
+  reply_to: string | null;
+  headers: Record<string, string>;
+  template: string;
+  template_locale: string;
+  locale: string;
+  time_zone: string;
+  template_version: string;
+  rendered_at: Date;
+}
+
+const COLUMNS = `intent_id, subject, text_body, html_body, from_address, reply_to, headers, template, template_locale,
+  locale, time_zone, template_version, rendered_at`;
+
+function fromRow(row: MessageRow): StoredMessage {
+  return {
+    intentId: row.intent_id,
+    subject: row.subject,
+    text: row.text_body,
+    html: row.html_body,
+    from: row.from_address,
+    replyTo: row.reply_to,
+    headers: row.headers,
+    template: row.template,
+    templateLocale: row.template_locale,
+    locale: row.locale,
+    timeZone: row.time_zone,
+    templateVersion: row.template_version,
+    renderedAt: row.rendered_at,
+  };
+}
+
+/**
+ * For a leased batch: each intent's snapshot, or (when it has none yet) the
+ * hold facts to render it from. One statement.
+ */
+export async function messagesSources(db: Queryable, schema: string, intentIds: string[]): Promise<MessageSource[]> {
+  if (intentIds.length === 0) return [];
+  const s = ident(schema);
+  const { rows } = await db.query<MessageRow & { id: string; reservation_id: string; kind: string; stored: boolean; metadata: Record<string, unknown> | null; expires_at: Date; expired_at: Date | null }>(
+    `SELECT o.id, o.reservation_id, o.template AS kind, m.intent_id IS NOT NULL AS stored,
+            m.subject, m.text_body, m.html_body, m.from_address, m.reply_to, m.headers, m.template, m.template_locale,
+            m.locale, m.time_zone, m.template_version, m.rendered_at,
+            CASE WHEN m.intent_id IS NULL THEN r.metadata END AS metadata, r.expires_at, r.expired_at
+       FROM ${s}.email_outbox o
+       JOIN ${s}.support_reservations r ON r.id = o.reservation_id
+       LEFT JOIN ${s}.email_messages m ON m.intent_id = o.id
+      WHERE o.id = ANY ($1::text[])`,
+    [intentIds],
+  );
+  return rows.map((row) => ({
+    intentId: row.id,
+    holdId: row.reservation_id,
+    kind: row.kind,
+    stored: row.stored ? fromRow({ ...row, intent_id: row.id }) : null,
+    metadata: row.metadata,
+    expiresAt: row.expires_at,
+    expiredAt: row.expired_at,
+  }));
+}
+
+/**
+ * Store newly rendered messages unless the intent already has one (another
+ * worker, whose lease expired mid-round, may have stored its rendering first:
+ * the first stored wins), and read back the stored message of every intent
+ * in `intentIds`, in one statement. An intent whose competing insert was
+ * still uncommitted when the statement began is missing from the answer;
+ * `messagesGetMany` reads it afterwards.
+ */
+export async function messagesStore(
+  db: Queryable,
+  schema: string,
+  messages: Array<RenderedMessage & { intentId: string }>,
+  intentIds: string[],
+): Promise<StoredMessage[]> {
+  const s = ident(schema);
+  const col = <T>(f: (m: RenderedMessage & { intentId: string }) => T) => messages.map(f);
+  const { rows } = await db.query<MessageRow>(
+    `WITH input AS (
+       SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
+                            $9::text[], $10::text[], $11::text[], $12::text[])
+         AS i(intent_id, subject, text_body, html_body, from_address, reply_to, headers, template, template_locale,
+              locale, time_zone, template_version)
+     ), inserted AS (
+       INSERT INTO ${s}.email_messages (${COLUMNS})
+       SELECT intent_id, subject, text_body, html_body, from_address, reply_to, headers::jsonb, template, template_locale,
+              locale, time_zone, template_version, now()
+         FROM input
+       ON CONFLICT (intent_id) DO NOTHING
+       RETURNING ${COLUMNS}
+     )
+     SELECT ${COLUMNS} FROM inserted
+     UNION ALL
+     SELECT ${COLUMNS} FROM ${s}.email_messages
+      WHERE intent_id = ANY ($13::text[]) AND intent_id NOT IN (SELECT intent_id FROM inserted)`,
+    [
+      col((m) => m.intentId),
+      col((m) => m.subject),
+      col((m) => m.text),
+      col((m) => m.html),
+      col((m) => m.from),
+      col((m) => m.replyTo),
+      col((m) => JSON.stringify(m.headers)),
+      col((m) => m.template),
+      col((m) => m.templateLocale),
+      col((m) => m.locale),
+      col((m) => m.timeZone),
+      col((m) => m.templateVersion),
+      intentIds,
+    ],
+  );
+  return rows.map(fromRow);
+}
+
+export async function messagesGetMany(db: Queryable, schema: string, intentIds: string[]): Promise<StoredMessage[]> {
+  const { rows } = await db.query<MessageRow>(
+    `SELECT ${COLUMNS} FROM ${ident(schema)}.email_messages WHERE intent_id = ANY ($1::text[])`,
+    [intentIds],
+  );
+  return rows.map(fromRow);
+}
+
+/** What operators see of a stored message (the trace, the API): never the bodies. */
+export interface MessageSummary {
+  subject: string;
+  from: string;
+  replyTo: string | null;
+  template: string;
+  templateLocale: string;
+  locale: string;
+  timeZone: string;
+  templateVersion: string;
+  renderedAt: Date;
+}
+
+export async function messagesSummary(db: Queryable, schema: string, intentId: string): Promise<MessageSummary | null> {
+  const { rows } = await db.query<MessageRow>(
+    `SELECT subject, from_address, reply_to, template, template_locale, locale, time_zone, template_version, rendered_at
+       FROM ${ident(schema)}.email_messages WHERE intent_id = $1`,
+    [intentId],
+  );
+  const row = rows[0];
+  if (!row) return null;
+  return {
+    subject: row.subject,
+    from: row.from_address,
+    replyTo: row.reply_to,
+    template: row.template,
+    templateLocale: row.template_locale,
+    locale: row.locale,
+    timeZone: row.time_zone,
+    templateVersion: row.template_version,
+    renderedAt: row.rendered_at,
+  };
+}
+
+/**
+ * Drop the snapshot of a finished intent, so its replay renders anew. Never
+ * of a pending one: that would change a message in the middle of its retries.
+ * Returns whether there was one.
+ */
+export async function messagesDiscardFinished(db: Queryable, schema: string, intentId: string): Promise<boolean> {
+  const s = ident(schema);
+  const { rowCount } = await db.query(
+    `DELETE FROM ${s}.email_messages m USING ${s}.email_outbox o
+      WHERE m.intent_id = $1 AND o.id = m.intent_id AND o.state <> 'pending'`,
+    [intentId],
+  );
+  return (rowCount ?? 0) > 0;
+}

@@ -1,0 +1,75 @@
+import { Liquid, type Context } from 'liquidjs';
+import { formatLocalTime, LOCAL_TIME_STYLES, type LocalTimeStyle } from './locale.js';
+
+/**
+ * LiquidJS configured as a sandbox for templates written by operators:
+ *
+ * - no file system: includes and renders resolve only in the in-memory
+ *   partials of the loaded set (`templates` option), never on disk;
+ * - strict: an undefined variable or an unknown filter is an error, not an
+ *   empty string (`{% if metadata.x %}` and `| default:` still work, so a
+ *   template can guard optional metadata);
+ * - own properties only: no `constructor`, no prototype;
+ * - bounded, deterministically: template size and the allocations one render
+ *   may make (ranges, loops, string building) are limited. Not render time:
+ *   a wall-clock limit would turn a starved CPU into a rejected message, and
+ *   a rejection is terminal;
+ * - host-independent: the `date` filter formats in UTC and English, so output
+ *   never depends on the machine's zone (use `local_time` for the customer's).
+ *
+ * The HTML part renders with `outputEscape: 'escape'`; subject and text are
+ * plain text and are not escaped.
+ */
+export interface Engines {
+  text: Liquid;
+  html: Liquid;
+}
+
+/**
+ * Allocation units (range items, characters built by filters) one render may
+ * use: at most 100,000 loop iterations over ranges in all, far beyond any
+ * email and small enough that a runaway loop ends in well under a second.
+ */
+export const RENDER_MEMORY_LIMIT = 100_000;
+
+export function createEngines(partials: Record<string, string>): Engines {
+  const base = {
+    templates: partials,
+    extname: '.liquid',
+    relativeReference: false,
+    strictVariables: true,
+    strictFilters: true,
+    ownPropertyOnly: true,
+    lenientIf: true,
+    timezoneOffset: 0,
+    locale: 'en',
+    cache: true,
+    parseLimit: 1_000_000,
+    memoryLimit: RENDER_MEMORY_LIMIT,
+  };
+  const text = new Liquid(base);
+  const html = new Liquid({ ...base, outputEscape: 'escape' });
+  for (const engine of [text, html]) engine.registerFilter('local_time', localTimeFilter);
+  return { text, html };
+}
+
+/**
+ * `{{ metadata.slotAt | local_time }}`, `| local_time: 'date'` (or `time`,
+ * `weekday`, `zone`, `iso`): an ISO 8601 timestamp from the hold's metadata
+ * formatted in the customer's locale and time zone, like expiresAt.
+ */
+// A zone is required: without one, JavaScript reads the time in the host's zone.
+const ISO_WITH_ZONE = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})$/;
+
+function localTimeFilter(this: { context: Context }, value: unknown, style: unknown = 'full'): string {
+  const globals = this.context.globals as { locale?: unknown; timeZone?: unknown };
+  if (!LOCAL_TIME_STYLES.includes(style as LocalTimeStyle)) {
+    throw new Error(`local_time: style must be one of ${LOCAL_TIME_STYLES.join(', ')}`);
+  }
+  const at = typeof value === 'string' || value instanceof Date ? new Date(value) : undefined;
+  if (!at || Number.isNaN(at.getTime()) || (typeof value === 'string' && !ISO_WITH_ZONE.test(value))) {
+    // The value itself stays out of the message: it is the hold's data.
+    throw new Error('local_time: the value is not an ISO 8601 date-time with a time zone');
+  }
+  return formatLocalTime(at, String(globals.locale), String(globals.timeZone), style as LocalTimeStyle);
+}

@@ -1,0 +1,105 @@
+import type { Queryable } from '../db/pool.js';
+import { messagesGetMany, messagesSources, messagesStore, type StoredMessage } from '../outbox/messages.js';
+import type { AttemptResult, LeasedIntent } from '../outbox/queries.js';
+import { idempotencyKeyFor } from '../outbox/replay.js';
+import type { EmailMessage } from '../providers/gateway.js';
+import { TemplateRenderError, type RenderedMessage, type Templates } from './templates.js';
+
+/**
+ * The delivery lane's side of templates. A leased intent is rendered once,
+ * at its first lease, and the result is stored (email_messages); every
+ * later attempt (after a failure, a rate limit, a crashed worker) sends the
+ * stored message, so all attempts carry the same bytes even if the
+ * templates changed in between. Per round: one statement reads snapshots
+ * (or the hold facts to render from), and, when anything was rendered, one
+ * statement stores the new ones and reads back the stored message of each.
+ */
+export type PreparedMessage = { ok: true; message: StoredMessage } | { ok: false; error: TemplateRenderError };
+
+export async function prepareMessages(
+  db: Queryable,
+  schema: string,
+  templates: Templates,
+  intentIds: string[],
+  options: { from: string },
+): Promise<Map<string, PreparedMessage>> {
+  const prepared = new Map<string, PreparedMessage>();
+  const rendered: Array<RenderedMessage & { intentId: string }> = [];
+  for (const source of await messagesSources(db, schema, intentIds)) {
+    if (source.stored) {
+      prepared.set(source.intentId, { ok: true, message: source.stored });
+      continue;
+    }
+    try {
+      const message = templates.render(source.kind, {
+        intentId: source.intentId,
+        holdId: source.holdId,
+        metadata: source.metadata ?? {},
+        expiresAt: source.expiresAt,
+        expiredAt: source.expiredAt,
+        from: options.from,
+      });
+      rendered.push({ ...message, intentId: source.intentId });
+    } catch (error) {
+      if (!(error instanceof TemplateRenderError)) throw error;
+      prepared.set(source.intentId, { ok: false, error });
+    }
+  }
+  if (rendered.length > 0) {
+    const ids = rendered.map((m) => m.intentId);
+    let stored = await messagesStore(db, schema, rendered, ids);
+    if (stored.length < ids.length) {
+      // A competing insert committed while the statement ran: read it now.
+      const seen = new Set(stored.map((m) => m.intentId));
+      stored = [...stored, ...(await messagesGetMany(db, schema, ids.filter((id) => !seen.has(id))))];
+    }
+    for (const message of stored) prepared.set(message.intentId, { ok: true, message });
+  }
+  for (const id of intentIds) {
+    if (!prepared.has(id)) throw new Error(`no message could be prepared for intent ${JSON.stringify(id)}`);
+  }
+  return prepared;
+}
+
+/** The stored message as the gateway sends it: only the recipient and the idempotency key come from the intent. */
+export function emailMessageFor(intent: Pick<LeasedIntent, 'id' | 'reservation_id' | 'recipient' | 'replays'>, stored: StoredMessage): EmailMessage {
+  return {
+    intentId: intent.id,
+    holdId: intent.reservation_id,
+    idempotencyKey: idempotencyKeyFor(intent.id, intent.replays),
+    to: intent.recipient,
+    from: stored.from,
+    ...(stored.replyTo !== null ? { replyTo: stored.replyTo } : {}),
+    subject: stored.subject,
+    text: stored.text,
+    html: stored.html,
+    headers: stored.headers,
+    tags: { intent_id: intent.id, template: stored.template },
+  };
+}
+
+/**
+ * A message that could not be rendered is never sent and never retried:
+ * `rejected` when only this hold's data is the problem, `paused` (fleet-wide,
+ * the intent stays pending) when the template itself is broken and every
+ * message of it would fail.
+ */
+export function templateFailure(intent: Pick<LeasedIntent, 'id' | 'attempts'>, token: string, error: TemplateRenderError): AttemptResult {
+  return {
+    id: intent.id,
+    token,
+    attempt: intent.attempts,
+    outcome: error.broken ? 'paused' : 'rejected',
+    receipt: null,
+    error: (error.broken ? `${error.message} (fix the template and restart the delivery workers, then resume)` : error.message).slice(0, 1000),
+    delayMs: 0,
+    providerStatus: null,
+    providerCode: TEMPLATE_ERROR_CODE,
+    outcomeUnknown: false,
+    durationMs: 0,
+    duplicateRisk: false,
+  };
+}
+
+/** providerCode of attempts that ended at rendering, before any provider was called. */
+export const TEMPLATE_ERROR_CODE = 'template_error';

@@ -1,0 +1,170 @@
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import path from 'node:path';
+import { z } from 'zod';
+
+/**
+ * Where templates come from: a directory (`LEASEHOLD_TEMPLATES_DIR`, or the
+ * one shipped in the package) read once into memory, or the same layout
+ * passed as an object by library users. Rendering only ever reads this
+ * in-memory map, so an include can never reach a file outside the set, and
+ * editing a file on disk changes nothing until the templates are loaded
+ * again (at the next start).
+ *
+ *   <kind>/meta.json                      optional: from, replyTo, headers, sample
+ *   <kind>/<locale>/subject.liquid        required
+ *   <kind>/<locale>/text.liquid           required
+ *   <kind>/<locale>/html.liquid           required
+ *   <kind>/<locale>/meta.json             optional: from, replyTo, headers for this locale
+ *   partials/<name>.liquid                optional: {% render '<name>' %} from any template
+ */
+
+/** Relative path (with `/`) -> file content. */
+export type TemplateFiles = Record<string, string>;
+
+export const PART_FILES = { subject: 'subject.liquid', text: 'text.liquid', html: 'html.liquid' } as const;
+export type Part = keyof typeof PART_FILES;
+export const PARTIALS_DIR = 'partials';
+export const META_FILE = 'meta.json';
+
+const MAX_FILE_BYTES = 256 * 1024;
+const MAX_FILES = 1000;
+
+/** Header names a template may not set: the message's own fields, MIME structure, and leasehold's intent header. */
+const RESERVED_HEADERS = new Set([
+  'from',
+  'to',
+  'cc',
+  'bcc',
+  'subject',
+  'reply-to',
+  'sender',
+  'date',
+  'message-id',
+  'mime-version',
+  'content-type',
+  'content-transfer-encoding',
+  'x-leasehold-intent-id',
+]);
+
+// `Name <address>` or a bare address; no line breaks (header injection).
+const ADDRESS = /^(?:[^<>\r\n]{0,200}<[^\s@<>]+@[^\s@<>]+>|[^\s@<>]+@[^\s@<>]+)$/;
+
+const address = (what: string) => z.string(`must be a string`).max(320).regex(ADDRESS, `must be an address or "Name <address>" (${what})`);
+
+const headers = z
+  .record(
+    z.string().regex(/^[A-Za-z0-9][A-Za-z0-9-]{0,75}$/, 'header names are letters, digits and "-"').refine((name) => !RESERVED_HEADERS.has(name.toLowerCase()), {
+      message: 'is set by leasehold itself (use from/replyTo for those)',
+    }),
+    z.string().max(998, 'must be at most 998 characters').regex(/^[^\r\n]*$/, 'must be one line'),
+  )
+  .refine((h) => Object.keys(h).length <= 20, { message: 'at most 20 headers' });
+
+/** Per-locale meta: who the message is from and extra headers. */
+export const localeMetaSchema = z
+  .object({
+    from: address('from').optional(),
+    replyTo: address('replyTo').optional(),
+    headers: headers.optional(),
+  })
+  .strict();
+
+/** Per-kind meta: the same defaults, plus sample metadata for `templates check` and `preview --sample`. */
+export const kindMetaSchema = localeMetaSchema
+  .extend({
+    sample: z
+      .object({
+        metadata: z.record(z.string(), z.unknown()).optional(),
+        /** The sample hold's deadline (default: a minute ago). */
+        expiresAt: z.iso.datetime({ offset: true, message: 'must be an ISO 8601 date-time with a time zone' }).optional(),
+      })
+      .strict()
+      .optional(),
+  })
+  .strict();
+
+export type LocaleMeta = z.infer<typeof localeMetaSchema>;
+export type KindMeta = z.infer<typeof kindMetaSchema>;
+
+/** A problem found while loading or checking templates, located by file where possible. */
+export interface TemplateProblem {
+  /** e.g. `reservation-expired/de/text.liquid`, or the directory. */
+  file: string;
+  message: string;
+}
+
+export const describeProblem = (p: TemplateProblem): string => `${p.file}: ${p.message}`;
+
+/**
+ * Read a template directory into memory. Only `.liquid` files and
+ * `meta.json` at the documented depths are read; anything else (a README,
+ * editor backups) is ignored. Unreadable or oversized files are problems,
+ * not exceptions, so `templates check` can list all of them.
+ */
+export function readTemplateDirectory(dir: string): { files: TemplateFiles; problems: TemplateProblem[] } {
+  const files: TemplateFiles = {};
+  const problems: TemplateProblem[] = [];
+  const root = path.resolve(dir);
+  try {
+    if (!statSync(root).isDirectory()) return { files, problems: [{ file: dir, message: 'is not a directory' }] };
+  } catch {
+    return { files, problems: [{ file: dir, message: 'does not exist or cannot be read' }] };
+  }
+  const wanted = (rel: string[]) =>
+    (rel.length === 2 && rel[1] === META_FILE) ||
+    (rel.length === 2 && rel[0] === PARTIALS_DIR && rel[1]!.endsWith('.liquid')) ||
+    (rel.length === 3 && (rel[2] === META_FILE || rel[2]!.endsWith('.liquid')));
+  const walk = (rel: string[]) => {
+    if (rel.length > 3) return;
+    let entries;
+    try {
+      entries = readdirSync(path.join(root, ...rel), { withFileTypes: true });
+    } catch (error) {
+      problems.push({ file: path.posix.join(...rel, '') || dir, message: `cannot be read: ${(error as Error).message}` });
+      return;
+    }
+    for (const entry of entries.sort((a, b) => a.name.localeCompare(b.name))) {
+      if (entry.name.startsWith('.')) continue;
+      const next = [...rel, entry.name];
+      if (entry.isDirectory()) walk(next);
+      else if (entry.isFile() && wanted(next)) {
+        const key = next.join('/');
+        if (Object.keys(files).length >= MAX_FILES) {
+          problems.push({ file: key, message: `too many template files (at most ${MAX_FILES})` });
+          return;
+        }
+        try {
+          const content = readFileSync(path.join(root, ...next));
+          if (content.byteLength > MAX_FILE_BYTES) problems.push({ file: key, message: `is larger than ${MAX_FILE_BYTES} bytes` });
+          else files[key] = content.toString('utf8');
+        } catch (error) {
+          problems.push({ file: key, message: `cannot be read: ${(error as Error).message}` });
+        }
+      }
+    }
+  };
+  walk([]);
+  return { files, problems };
+}
+
+/** Parse and validate a meta.json; a problem on failure. */
+export function parseMeta<S extends z.ZodType>(schema: S, file: string, text: string | undefined): { meta?: z.output<S>; problem?: TemplateProblem } {
+  if (text === undefined) return {};
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (error) {
+    return { problem: { file, message: `is not valid JSON: ${(error as Error).message}` } };
+  }
+  const parsed = schema.safeParse(value);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    const where = issue.path.map(String).join('.');
+    let message = `${where || 'meta'}: ${issue.message}`;
+    if (issue.code === 'unrecognized_keys') message = `${[where, issue.keys[0]].filter(Boolean).join('.')}: is not a known field`;
+    // A bad header name: say why, not just "Invalid key in record".
+    if (issue.code === 'invalid_key') message = `${where}: ${issue.issues[0]?.message ?? issue.message}`;
+    return { problem: { file, message } };
+  }
+  return { meta: parsed.data };
+}

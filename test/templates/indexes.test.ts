@@ -1,0 +1,71 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ident, type Queryable } from '../../src/db/pool.js';
+import { messagesSources, messagesStore } from '../../src/outbox/messages.js';
+import { shippedTemplates } from '../../src/templates/templates.js';
+import { testDatabase, type TestDatabase } from '../helpers/database.js';
+
+/**
+ * The two statements each delivery round adds must not grow with history:
+ * with 50,000 sent intents and their stored messages, a batch of 50 is
+ * reached by primary keys, not by scanning outbox, holds or messages.
+ */
+let db: TestDatabase;
+beforeAll(async () => {
+  db = await testDatabase('tpl_indexes');
+  const s = ident(db.schema);
+  await db.pool.query(
+    `INSERT INTO ${s}.support_reservations (id, customer_email, status, expires_at, expired_at, request_hash)
+     SELECT 'old-' || i, 'c@example.com', 'expired', now() - interval '2 days', now() - interval '2 days', 'x'
+       FROM generate_series(1, 50000) i`,
+  );
+  await db.pool.query(
+    `INSERT INTO ${s}.email_outbox (id, reservation_id, recipient, template, state, available_at, created_at, sent_at, finished_at, receipt)
+     SELECT 'reservation-expired:' || id, id, 'c@example.com', 'reservation-expired', 'sent', now(), now(), now(), now(), 'r'
+       FROM ${s}.support_reservations`,
+  );
+  await db.pool.query(
+    `INSERT INTO ${s}.email_messages (intent_id, subject, text_body, html_body, from_address, headers, template, template_locale, locale, time_zone, template_version)
+     SELECT id, 'Your reservation has expired', repeat('text ', 100), repeat('<p>html</p>', 100), 'a@example.com', '{}', 'reservation-expired', 'en', 'en', 'UTC', 'v'
+       FROM ${s}.email_outbox`,
+  );
+  for (const table of ['support_reservations', 'email_outbox', 'email_messages']) await db.pool.query(`ANALYZE ${s}.${table}`);
+});
+afterAll(() => db.close());
+
+async function planOf(call: (db: Queryable) => Promise<unknown>): Promise<string> {
+  let captured: { text: string; values: unknown[] } | undefined;
+  const recorder: Queryable = {
+    query: async (text: string, values?: unknown[]) => {
+      captured = { text, values: values ?? [] };
+      return { rows: [], rowCount: 0, command: '', oid: 0, fields: [] };
+    },
+  };
+  await call(recorder);
+  const { rows } = await db.pool.query(`EXPLAIN ${captured!.text}`, captured!.values);
+  return rows.map((r: { 'QUERY PLAN': string }) => r['QUERY PLAN']).join('\n');
+}
+
+const ids = Array.from({ length: 50 }, (_, i) => `reservation-expired:old-${i * 997 + 1}`);
+
+describe('message snapshot statements use primary keys', () => {
+  it('reading a batch (snapshots or hold facts) scans nothing', async () => {
+    const text = await planOf((q) => messagesSources(q, db.schema, ids));
+    expect(text).not.toMatch(/Seq Scan/);
+    expect(text).toContain('email_outbox_pkey');
+    expect(text).toContain('email_messages_pkey');
+  });
+
+  it('storing a batch and reading it back scans nothing', async () => {
+    const rendered = shippedTemplates().render('reservation-expired', {
+      intentId: ids[0]!,
+      holdId: 'old-1',
+      metadata: {},
+      expiresAt: new Date(),
+      expiredAt: new Date(),
+      from: 'a@example.com',
+    });
+    const text = await planOf((q) => messagesStore(q, db.schema, ids.map((intentId) => ({ ...rendered, intentId })), ids));
+    expect(text).not.toMatch(/Seq Scan on email_messages/);
+    expect(text).toContain('email_messages_pkey');
+  });
+});
