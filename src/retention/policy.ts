@@ -120,7 +120,11 @@ export interface StandaloneTable {
   applies: string;
   /** Delete after the retention; false for rows that must outlive it (suppressions). */
   prune: boolean;
-  /** Column -> erasure. At least one `null` column: it is what marks a row as erased. */
+  /**
+   * Column -> erasure. At least one `null` column: it is what marks a row as
+   * erased. Empty for a table that stores no personal data (provider events
+   * keep no address): retention only deletes its rows.
+   */
   erase: Record<string, ColumnErasure>;
   addressColumns?: string[];
   /** Column holding the hex sha256 of the trimmed, lowercased address (suppressions.address_hash). */
@@ -147,9 +151,34 @@ export interface RetentionTables {
  * (test/retention/extension.test.ts runs exactly these against stand-in tables.)
  */
 export const RETENTION_TABLES: RetentionTables = {
-  storyChildren: [{ table: 'email_attempts', erase: { error: 'scrub-text' } }],
-  standalone: [],
+  storyChildren: [
+    { table: 'email_attempts', erase: { error: 'scrub-text' } },
+    // The rendered message quotes the hold's metadata: personal data, deleted on erasure.
+    { table: 'email_messages', erase: 'delete' },
+    // Events keep no address (their reason has <address> in its place); scrubbing is a second guard.
+    { table: 'email_events', erase: { reason: 'scrub-text' } },
+  ],
+  standalone: [
+    // Events for no known intent age on their own, by the provider's timestamp.
+    { table: 'email_events', key: 'id', age: 'occurred_at', applies: 't.intent_id IS NULL', prune: true, erase: {} },
+    // Suppressions outlive the retention; erasure keeps the hash, so the address stays suppressed.
+    {
+      table: 'suppressions',
+      key: 'address_hash',
+      age: 'created_at',
+      applies: 'true',
+      prune: false,
+      erase: { address: 'null' },
+      addressColumns: ['address'],
+      addressHashColumn: 'address_hash',
+    },
+  ],
 };
+
+/** Whether erasure has anything to do in a standalone table. */
+export function holdsPersonalData(table: StandaloneTable): boolean {
+  return Object.keys(table.erase).length > 0;
+}
 
 /** Table names in the order a story is deleted: children, then intents, then holds. */
 export function storyTables(tables: RetentionTables = RETENTION_TABLES): string[] {
@@ -172,7 +201,9 @@ export function validateTables(tables: RetentionTables): void {
   ];
   for (const n of names) if (!name.test(n)) throw new Error(`retention table list: ${JSON.stringify(n)} is not a plain identifier`);
   for (const t of tables.standalone) {
-    if (!Object.values(t.erase).includes('null')) throw new Error(`retention table list: ${t.table} needs one column erased to null`);
+    if (holdsPersonalData(t) && !Object.values(t.erase).includes('null')) {
+      throw new Error(`retention table list: ${t.table} needs one column erased to null`);
+    }
   }
 }
 

@@ -5,7 +5,7 @@ import { silentLogger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { Clock } from '../runtime/clock.js';
 import { databaseClock } from '../runtime/clock.js';
-import { RETENTION_TABLES, validateTables, type RetentionPolicy, type RetentionTables } from './policy.js';
+import { holdsPersonalData, RETENTION_TABLES, validateTables, type RetentionPolicy, type RetentionTables } from './policy.js';
 import { standaloneErase, standalonePrune, storiesErase, storiesPrune, type TableCounts } from './queries.js';
 
 export interface PrunerOptions {
@@ -92,7 +92,7 @@ export class Pruner {
       const stories = await this.batch('retention.erased', (client) => storiesErase(client, this.schema, { now, days: erasePiiAfterDays, limit, tables: this.tables }));
       add(erased, stories.counts);
       full ||= stories.stories >= limit;
-      for (const table of this.tables.standalone) {
+      for (const table of this.tables.standalone.filter(holdsPersonalData)) {
         const n = await this.batch('retention.erased', async (client) => ({
           counts: { [table.table]: await standaloneErase(client, this.schema, table, { now, days: erasePiiAfterDays, limit }) },
         }));

@@ -6,6 +6,7 @@ import {
   ERASED_ON_REQUEST,
   RETENTION_TABLES,
   type ColumnErasure,
+  holdsPersonalData,
   type RetentionTables,
   type StandaloneTable,
   type StoryChildTable,
@@ -334,7 +335,7 @@ export async function retentionPreview(
       );
       prune[table.table] = (prune[table.table] ?? 0) + rows[0]!.n;
     }
-    if (erasePiiAfterDays !== null) {
+    if (erasePiiAfterDays !== null && holdsPersonalData(table)) {
       const { rows } = await db.query<{ n: number }>(
         `SELECT count(*)::int AS n FROM ${t} t
           WHERE (${table.applies}) AND ${age} < ${CUTOFF} AND ${stillPersonal('t', table.erase, '$3')}
@@ -385,7 +386,8 @@ export async function addressErase(
     if (child.erase === 'delete') return `c${i} AS (DELETE FROM ${t} t WHERE ${rows} RETURNING 1)`;
     return `c${i} AS (UPDATE ${t} t SET ${setClause(child.erase, 't', '$3')} WHERE ${rows} AND ${stillPersonal('t', child.erase, '$3')} RETURNING 1)`;
   });
-  const standalone = tables.standalone.map((table, i) => {
+  const erasable = tables.standalone.filter(holdsPersonalData);
+  const standalone = erasable.map((table, i) => {
     const t = `${s}.${ident(table.table)}`;
     const hash = table.addressHashColumn ? ` OR t.${ident(table.addressHashColumn)} = encode(sha256(convert_to(${target}, 'UTF8')), 'hex')` : '';
     return `s${i} AS (UPDATE ${t} t SET ${setClause(table.erase, 't', '$3')}
@@ -442,7 +444,7 @@ export async function addressErase(
   counts.email_attempts = (counts.email_attempts ?? 0) + row.closed!;
   counts.email_outbox = row.intents!;
   counts.support_reservations = row.holds!;
-  tables.standalone.forEach((table, i) => (counts[table.table] = (counts[table.table] ?? 0) + row[`s${i}`]!));
+  erasable.forEach((table, i) => (counts[table.table] = (counts[table.table] ?? 0) + row[`s${i}`]!));
   return { counts, rejectedPending: row.rejected!, inFlight: row.in_flight!, heldHoldIds: row.held_ids };
 }
 

@@ -7,7 +7,7 @@ import { intentsRecord, intentsLease } from '../../src/outbox/queries.js';
 import { eraseAddress } from '../../src/retention/erase.js';
 import { LogCapture } from '../server/harness.js';
 import { testDatabase, type TestDatabase } from '../helpers/database.js';
-import { writeStory } from './stories.js';
+import { writeStory, nonZero } from './stories.js';
 
 let db: TestDatabase;
 beforeEach(async () => {
@@ -47,7 +47,7 @@ describe('erase --email', () => {
 
     const logs = new LogCapture();
     const report = await eraseAddress(db.pool, '  ANA.lopez@example.COM ', { schema: db.schema, logger: createLogger({ destination: logs }) });
-    expect(report).toEqual({
+    expect({ ...report, counts: nonZero(report.counts) }).toEqual({
       // 2 attempts scrubbed or closed: the failed one's error, the open one closed.
       counts: { email_attempts: 2, email_outbox: 2, support_reservations: 3 },
       rejectedPending: 1,
@@ -90,7 +90,7 @@ describe('erase --email', () => {
 
     // Again: nothing left to change.
     const again = await eraseAddress(db.pool, ANA, { schema: db.schema });
-    expect(again.counts).toEqual({ email_attempts: 0, email_outbox: 0, support_reservations: 0 });
+    expect(nonZero(again.counts)).toEqual({});
     expect(again.heldHoldIds).toEqual(['ana-held']);
   });
 

@@ -10,7 +10,7 @@ import { DEFAULT_RETENTION, type RetentionPolicy } from '../../src/retention/pol
 import { retentionPreview } from '../../src/retention/queries.js';
 import { LogCapture } from '../server/harness.js';
 import { testDatabase, type TestDatabase } from '../helpers/database.js';
-import { ids, writeStory } from './stories.js';
+import { ids, writeStory, nonZero } from './stories.js';
 
 let db: TestDatabase;
 beforeEach(async () => {
@@ -48,7 +48,7 @@ describe('prune', () => {
     await seedMixed();
     const run = await pruner({ erasePiiAfterDays: null }).runUntilDone();
     expect(run.complete).toBe(true);
-    expect(run.pruned).toEqual({ email_attempts: 4, email_outbox: 3, support_reservations: 5 });
+    expect(nonZero(run.pruned)).toEqual({ email_attempts: 4, email_outbox: 3, support_reservations: 5 });
     expect(await ids(db.pool, db.schema, 'support_reservations')).toEqual(SURVIVORS);
     expect(await ids(db.pool, db.schema, 'email_outbox', 'reservation_id')).toEqual(['old-hold-recent-email', 'old-pending', 'young-sent']);
     // The pending intent keeps both attempts: its next lease reads the last one.
@@ -62,7 +62,7 @@ describe('prune', () => {
       { intent_id: 'reservation-expired:young-sent', attempt: 1 },
     ]);
     // Nothing left to do: a second run finds nothing.
-    expect((await pruner({ erasePiiAfterDays: null }).runUntilDone()).pruned).toEqual({ email_attempts: 0, email_outbox: 0, support_reservations: 0 });
+    expect(nonZero((await pruner({ erasePiiAfterDays: null }).runUntilDone()).pruned)).toEqual({});
   });
 
   it('a story whose email is still pending is pruned only after the email finishes and ages out', async () => {
@@ -108,9 +108,9 @@ describe('prune', () => {
     expect(await snapshot()).toEqual(before);
     expect(preview.keptPendingStories).toBe(2);
     const run = await pruner().runUntilDone();
-    expect(run.pruned).toEqual(preview.prune);
-    expect(run.erased).toEqual(preview.erase);
-    expect(preview.erase).toEqual({ email_attempts: 0, email_outbox: 0, support_reservations: 1 });
+    expect(nonZero(run.pruned)).toEqual(nonZero(preview.prune));
+    expect(nonZero(run.erased)).toEqual(nonZero(preview.erase));
+    expect(nonZero(preview.erase)).toEqual({ support_reservations: 1 });
   });
 
   it('logs one retention.pruned event per table and batch, with the count and never an address; counts by table', async () => {
@@ -200,7 +200,7 @@ describe('many pruners at once', () => {
       await other.query('BEGIN');
       await other.query(`SELECT 1 FROM ${ident(db.schema)}.email_outbox WHERE id = 'reservation-expired:busy' FOR UPDATE`);
       const run = await pruner({ erasePiiAfterDays: null }).runUntilDone();
-      expect(run.pruned).toEqual({ email_attempts: 0, email_outbox: 0, support_reservations: 1 });
+      expect(nonZero(run.pruned)).toEqual({ support_reservations: 1 });
       expect(await ids(db.pool, db.schema, 'support_reservations')).toEqual(['busy']);
       expect(await ids(db.pool, db.schema, 'email_attempts', 'intent_id')).toEqual(['reservation-expired:busy']);
     } finally {
@@ -247,7 +247,7 @@ describe('erasure by age', () => {
     const before = (await db.pool.query(`SELECT id, status, expires_at, created_at, expired_at, cancelled_at FROM ${s}.support_reservations ORDER BY id`)).rows;
 
     const run = await pruner().runUntilDone();
-    expect(run.erased).toEqual({ email_attempts: 1, email_outbox: 1, support_reservations: 2 });
+    expect(nonZero(run.erased)).toEqual({ email_attempts: 1, email_outbox: 1, support_reservations: 2 });
 
     const hold = await getHold(db.pool, 'e1', { schema: db.schema });
     expect(hold).toMatchObject({ customerEmail: null, status: 'expired', metadata: { contact: '[erased]', slot: 'tuesday', nested: { cc: ['[erased]'] } } });

@@ -70,3 +70,8 @@ export async function ids(pool: pg.Pool, schema: string, table: string, column =
   const { rows } = await pool.query<{ id: string }>(`SELECT DISTINCT ${column} AS id FROM ${ident(schema)}.${table} ORDER BY 1`);
   return rows.map((r) => r.id);
 }
+
+/** Per-table counts without the tables a run did not touch (every table listed in the policy reports a count). */
+export function nonZero(counts: Record<string, number>): Record<string, number> {
+  return Object.fromEntries(Object.entries(counts).filter(([, n]) => n > 0));
+}
