@@ -65,7 +65,7 @@ describe('the interface the API listens on', () => {
     }
   });
 
-  it('`api` follows LEASEHOLD_HOST, and --host overrides it', async () => {
+  it('`api` follows LEASEHOLD_HOST', async () => {
     const fromEnv = await run(['api'], { LEASEHOLD_HOST: '127.0.0.2' });
     try {
       expect(fromEnv.url.hostname).toBe('127.0.0.2');
@@ -75,6 +75,9 @@ describe('the interface the API listens on', () => {
     } finally {
       await stop(fromEnv.child);
     }
+  });
+
+  it('--host overrides LEASEHOLD_HOST', async () => {
     const overridden = await run(['api', '--host', '127.0.0.1'], { LEASEHOLD_HOST: '127.0.0.2' });
     try {
       expect(overridden.url.hostname).toBe('127.0.0.1');
