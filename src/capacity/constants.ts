@@ -10,7 +10,7 @@
  * test/capacity/measure.ts: 3,000 holds created with createHold (generated
  * UUID id, a 26-character address, metadata `{"ticket":"T-100000"}`),
  * expired by ExpiryWorker and sent by DeliveryWorker through the sandbox,
- * then VACUUM FULL; bytes = growth of heap + TOAST + all indexes (main
+ * then VACUUM FULL with no other transaction open in the database; bytes = growth of heap + TOAST + all indexes (main
  * forks) / rows. test/capacity/row-bytes.test.ts re-measures (with 2,000
  * holds) on every `npm test` and fails if a migration moves any figure by a
  * quarter; `LEASEHOLD_CAPACITY_PRINT=1 npx vitest run

@@ -104,7 +104,7 @@ describe('leasehold capacity', () => {
 
   // One child process per kind of bad input (flag, file, field in a file);
   // every field's rule is checked without a process in input.test.ts.
-  it.concurrent.each([
+  it.each([
     [['--emails-per-day', '10', '--burst', '2.5'], /^leasehold capacity: provider\.burst \(--burst\): must be a whole number from 1 to 1000000$/],
     [['--file', path.join(dir, 'missing.yaml')], /^leasehold capacity: --file: cannot read .*missing\.yaml: ENOENT$/],
     [['--file', file('typo.yaml', 'volume:\n  emailPerDay: 5\n')], /^leasehold capacity: volume\.emailPerDay: unknown field$/],

@@ -1,7 +1,6 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Option, type Command } from 'commander';
-import { parse as parseYaml } from 'yaml';
 import { FLAGS, mergeInput, nest, parseWorkload, type ConfigDefaults, type WorkloadField } from '../../capacity/input.js';
 import { capacityModel } from '../../capacity/model.js';
 import { parsePrices } from '../../capacity/prices.js';
@@ -45,7 +44,9 @@ const HELP: Record<WorkloadField, string> = {
 /** commander's camelCase attribute for a flag: --emails-per-day -> emailsPerDay. */
 const attribute = (flag: string) => flag.slice(2).replace(/-([a-z])/g, (_, c: string) => c.toUpperCase());
 
-function readYaml(file: string, what: string): unknown {
+// `yaml` loads only when this command runs: every other command starts faster.
+async function readYaml(file: string, what: string): Promise<unknown> {
+  const { parse: parseYaml } = await import('yaml');
   let text: string;
   try {
     text = readFileSync(file, 'utf8');
@@ -77,7 +78,7 @@ export function registerCapacity(program: Command, context: ContextFactory): voi
   for (const [field, flag] of Object.entries(FLAGS) as Array<[WorkloadField, string]>) {
     command.addOption(field === 'freeTiers' ? new Option(flag, HELP[field]) : new Option(`${flag} <value>`, HELP[field]));
   }
-  command.action((options: Record<string, string | boolean | undefined>) => {
+  command.action(async (options: Record<string, string | boolean | undefined>) => {
     const ctx = context();
     const { config } = ctx;
     const defaults: ConfigDefaults = {
@@ -91,7 +92,7 @@ export function registerCapacity(program: Command, context: ContextFactory): voi
       promiseSeconds: config.emailPromiseS,
       expiryPromiseSeconds: config.expiryPromiseS,
     };
-    const fromFile = typeof options.file === 'string' ? readYaml(options.file, '--file') : {};
+    const fromFile = typeof options.file === 'string' ? await readYaml(options.file, '--file') : {};
     const flags = Object.fromEntries(
       (Object.entries(FLAGS) as Array<[WorkloadField, string]>).map(([field, flag]) => [field, options[attribute(flag)]]),
     );
@@ -99,7 +100,7 @@ export function registerCapacity(program: Command, context: ContextFactory): voi
     let report;
     try {
       const workload = parseWorkload(mergeInput(fromFile, nest(flags)), defaults);
-      const prices = parsePrices(readYaml(pricesFile, '--prices'));
+      const prices = parsePrices(await readYaml(pricesFile, '--prices'));
       report = capacityModel(workload, prices);
     } catch (error) {
       if (error instanceof ValidationError) throw new CliExit(EXIT_USAGE, `leasehold capacity: ${error.message}`);
