@@ -35,7 +35,8 @@ async function tablesIn(name: string): Promise<string[]> {
 describe('commands that read never migrate', () => {
   it('status, trace, pause and rate-limit against a schema without leasehold tables exit 2 and create nothing', async () => {
     // One command of each kind (the operator commands share one path); run
-    // at once, each on its own schema name, to keep the file quick.
+    // at once, each on its own schema name, to keep the file quick. Several
+    // CLI processes at once: a longer timeout for a loaded machine.
     const commands = [['status'], ['trace', 'some-hold'], ['pause', '--reason', 'typo'], ['rate-limit', '--per-second', '5']];
     await Promise.all(
       commands.map(async (args) => {
@@ -51,7 +52,7 @@ describe('commands that read never migrate', () => {
         }
       }),
     );
-  });
+  }, 120_000);
 
   it('a schema not fully migrated is refused as such, and left as it was', async () => {
     const schema = freshName();
@@ -81,7 +82,7 @@ describe('commands that read never migrate', () => {
     } finally {
       await db.pool.query(`DROP SCHEMA IF EXISTS ${ident(schema)} CASCADE`);
     }
-  });
+  }, 120_000);
 
   it('without DATABASE_URL, `status` does not initialise an embedded cluster', async () => {
     const parent = await mkdtemp(path.join(tmpdir(), 'leasehold-nodata-'));
@@ -123,7 +124,7 @@ describe('reserved schema names', () => {
       // On a regression, leave the shared server's information_schema as it was.
       for (const table of ours) await db.pool.query(`DROP TABLE IF EXISTS information_schema.${ident(table)} CASCADE`);
     }
-  });
+  }, 120_000);
 
   it("the library's migrate() refuses them too", async () => {
     await expect(migrate(db.pool, 'information_schema')).rejects.toThrow(ValidationError);
