@@ -145,13 +145,15 @@ export class DeliveryWorker extends LoopWorker {
       provider: this.gateway.name,
       now: this.clock.now(),
     });
-    // Suppressed recipients are rejected without calling the provider (one
-    // statement for the batch), so their permits go back with the unused ones.
-    const suppressed = await suppressedIntents(pool, this.schema, leased);
-    const unused = grant.granted - leased.length + suppressed.size;
-    if (unused > 0) await limiterRefund(pool, this.schema, unused);
+    if (leased.length < grant.granted) await limiterRefund(pool, this.schema, grant.granted - leased.length);
     if (leased.length === 0) return { permits: grant.granted, leased: 0, outcomes: {}, blocked: 'idle' };
-    if (suppressed.size > 0) this.options.metrics?.suppressedSends.inc(suppressed.size);
+    // Suppressed recipients are rejected without calling the provider (one
+    // statement for the batch); their permits go back too.
+    const suppressed = await suppressedIntents(pool, this.schema, leased);
+    if (suppressed.size > 0) {
+      await limiterRefund(pool, this.schema, suppressed.size);
+      this.options.metrics?.suppressedSends.inc(suppressed.size);
+    }
 
     for (const intent of leased) {
       if (intent.lease_was_expired) {

@@ -15,25 +15,25 @@ import { addresses, derivedEventId, id, ignored, label, object, optionalString, 
 // Only the ones that say something about the address or the delivery are
 // stored; auto-replies, address changes, subscribe/unsubscribe requests and
 // challenge messages are mail from people, not bounces.
-const BOUNCES = new Map<number, { kind: EventKind; bounceType?: BounceType }>(Object.entries({
-  1: { kind: 'bounced', bounceType: 'hard' }, // HardBounce
-  100000: { kind: 'bounced', bounceType: 'hard' }, // BadEmailAddress
-  100002: { kind: 'bounced', bounceType: 'hard' }, // ManuallyDeactivated
-  100001: { kind: 'complained' }, // SpamComplaint
-  2: { kind: 'bounced', bounceType: 'soft' }, // Transient
-  256: { kind: 'bounced', bounceType: 'soft' }, // DnsError
-  512: { kind: 'bounced', bounceType: 'soft' }, // SpamNotification
-  2048: { kind: 'bounced', bounceType: 'soft' }, // Unknown
-  4096: { kind: 'bounced', bounceType: 'soft' }, // SoftBounce
-  8192: { kind: 'bounced', bounceType: 'soft' }, // VirusNotification
-  100006: { kind: 'bounced', bounceType: 'soft' }, // Blocked
-  100007: { kind: 'bounced', bounceType: 'soft' }, // SMTPApiError
-  100009: { kind: 'bounced', bounceType: 'soft' }, // DMARCPolicy
-  100003: { kind: 'failed' }, // Unconfirmed (sender signature)
-  100010: { kind: 'failed' }, // TemplateRenderingFailed
-} as Record<string, { kind: EventKind; bounceType?: BounceType }>).map(([code, kind]) => [Number(code), kind]));
+// A Map, not an object: a TypeCode or Type named like an Object.prototype member finds nothing.
+const BOUNCES = new Map<number, { kind: EventKind; bounceType?: BounceType }>([
+  [1, { kind: 'bounced', bounceType: 'hard' }], // HardBounce
+  [100000, { kind: 'bounced', bounceType: 'hard' }], // BadEmailAddress
+  [100002, { kind: 'bounced', bounceType: 'hard' }], // ManuallyDeactivated
+  [100001, { kind: 'complained' }], // SpamComplaint
+  [2, { kind: 'bounced', bounceType: 'soft' }], // Transient
+  [256, { kind: 'bounced', bounceType: 'soft' }], // DnsError
+  [512, { kind: 'bounced', bounceType: 'soft' }], // SpamNotification
+  [2048, { kind: 'bounced', bounceType: 'soft' }], // Unknown
+  [4096, { kind: 'bounced', bounceType: 'soft' }], // SoftBounce
+  [8192, { kind: 'bounced', bounceType: 'soft' }], // VirusNotification
+  [100006, { kind: 'bounced', bounceType: 'soft' }], // Blocked
+  [100007, { kind: 'bounced', bounceType: 'soft' }], // SMTPApiError
+  [100009, { kind: 'bounced', bounceType: 'soft' }], // DMARCPolicy
+  [100003, { kind: 'failed' }], // Unconfirmed (sender signature)
+  [100010, { kind: 'failed' }], // TemplateRenderingFailed
+]);
 
-// Maps, not objects: a Type of "constructor" must not find anything.
 const CODES_BY_NAME = new Map<string, number>(Object.entries({
   HardBounce: 1,
   BadEmailAddress: 100000,

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ident } from '../../src/db/pool.js';
+import { SnsUnavailableError, SnsVerifier } from '../../src/events/sns.js';
 import { apiHarness, type ApiHarness } from '../server/harness.js';
 import { LocalSns, SNS_HOST, TOPIC_ARN } from '../helpers/local-sns.js';
 import { sentIntent } from '../helpers/sent-intent.js';
@@ -218,6 +219,20 @@ describe('subscription confirmation', () => {
     const otherTopic = sns.subscriptionConfirmation({ topicArn: 'arn:aws:sns:us-east-1:999999999999:not-ours' });
     expect((await post(otherTopic)).statusCode).toBe(401);
     expect(confirmations()).toBe(before);
+  });
+});
+
+describe('AWS out of reach', () => {
+  it('a certificate or confirmation that cannot be fetched is "unavailable" (the route answers 503, SNS retries), not a forgery', async () => {
+    const gone = new LocalSns();
+    await gone.start();
+    const message = gone.notification(delivery('ses-msg-gone', 'a@example.com'));
+    const confirmation = gone.subscriptionConfirmation();
+    const agent = gone.agent;
+    await gone.stop(); // its agent now routes the AWS URLs to a closed port
+    const verifier = new SnsVerifier({ topicArns: [TOPIC_ARN], agent });
+    await expect(verifier.verify(message)).rejects.toBeInstanceOf(SnsUnavailableError);
+    await expect(verifier.confirmSubscription(confirmation as never)).rejects.toBeInstanceOf(SnsUnavailableError);
   });
 });
 

@@ -152,6 +152,13 @@ describe('Resend (Svix signatures)', () => {
     expect(badDate.json().error.field).toBe('created_at');
   });
 
+  it('bodies up to 512 KiB are read (SNS messages reach 256 KiB); larger ones are 413', async () => {
+    const big = resendEvent('email.delivered', 're-big-1', 'big@example.com', { subject: 'x'.repeat(300 * 1024) });
+    expect((await resend(big)).statusCode).toBe(200);
+    const tooBig = resendEvent('email.delivered', 're-big-2', 'big@example.com', { subject: 'x'.repeat(600 * 1024) });
+    expect((await resend(tooBig)).statusCode).toBe(413);
+  });
+
   it('an unknown message id is kept with no intent, not an error', async () => {
     const res = await resend(resendEvent('email.delivered', 're-unknown-1', 'stranger@example.com'));
     expect(res.statusCode).toBe(200);
