@@ -45,6 +45,9 @@ const add = (into: TableCounts, from: TableCounts) => {
  * short transaction (one statement, at most `batchSize` stories or rows,
  * locks taken with SKIP LOCKED, any other lock wait bounded by lock_timeout),
  * so any number of pruners may run at once and none holds up the lanes.
+ * Lock order is the lanes' own: holds, then intents, then attempts (the
+ * lease and record statements also take an intent before its attempts), so
+ * retention adds no lock cycle; two pruners lock disjoint stories.
  * Deletion goes first; erasure runs once deletion has caught up, so a
  * backlog of old stories is not erased only to be deleted a moment later.
  */

@@ -8,6 +8,8 @@ import { Pruner } from '../../src/retention/prune.js';
 import { PruneWorker } from '../../src/retention/prune-worker.js';
 import { DEFAULT_RETENTION, type RetentionPolicy } from '../../src/retention/policy.js';
 import { retentionPreview } from '../../src/retention/queries.js';
+import { formatTimeline } from '../../src/cli/commands/trace.js';
+import { holdTimeline } from '../../src/server/timeline.js';
 import { LogCapture } from '../server/harness.js';
 import { testDatabase, type TestDatabase } from '../helpers/database.js';
 import { ids, writeStory, nonZero } from './stories.js';
@@ -252,6 +254,11 @@ describe('erasure by age', () => {
     const hold = await getHold(db.pool, 'e1', { schema: db.schema });
     expect(hold).toMatchObject({ customerEmail: null, status: 'expired', metadata: { contact: '[erased]', slot: 'tuesday', nested: { cc: ['[erased]'] } } });
     expect(hold.erasedAt).toBeInstanceOf(Date);
+    // The story is still told, and says when its personal data went.
+    const timeline = await holdTimeline(db.pool, db.schema, 'e1');
+    expect(timeline.attempts.map((a) => a.outcome)).toEqual(['failed', 'accepted']);
+    expect(timeline.moments.emailAcceptedAt).toBeInstanceOf(Date);
+    expect(formatTimeline(timeline).join('\n')).toMatch(/personal data erased at \d{4}-/);
     const { rows } = await db.pool.query(
       `SELECT r.request_hash, o.recipient, o.last_error, o.state, o.receipt, o.sent_at IS NOT NULL AS sent,
               array_agg(a.error ORDER BY a.attempt) AS errors, array_agg(a.outcome ORDER BY a.attempt) AS outcomes
