@@ -140,11 +140,7 @@ export class Templates {
       this.problems.push(...read.problems);
     }
 
-    const partials: Record<string, string> = {};
-    for (const [file, content] of Object.entries(files)) {
-      const [top, name, ...rest] = file.split('/');
-      if (top === PARTIALS_DIR && name?.endsWith('.liquid') && rest.length === 0) partials[name] = content;
-    }
+    const partials = partialsOf(files);
     this.engines = createEngines(partials);
     for (const [name, content] of Object.entries(partials)) {
       try {
@@ -154,82 +150,79 @@ export class Templates {
       }
     }
     const partialsHash = JSON.stringify(Object.entries(partials).sort(([a], [b]) => a.localeCompare(b)));
+    for (const [name, locales] of kindsOf(files)) this.loadKind(files, name, locales, partialsHash);
+  }
 
-    const kindNames = new Set<string>();
-    const localeDirs = new Map<string, Set<string>>();
-    for (const file of Object.keys(files)) {
-      const segments = file.split('/');
-      if (segments[0] === PARTIALS_DIR || segments.length < 2) continue;
-      kindNames.add(segments[0]!);
-      if (segments.length === 3) {
-        const set = localeDirs.get(segments[0]!) ?? new Set();
-        set.add(segments[1]!);
-        localeDirs.set(segments[0]!, set);
-      }
+  private loadKind(files: TemplateFiles, name: string, locales: string[], partialsHash: string): void {
+    if (!/^[a-z0-9][a-z0-9-]{0,63}$/.test(name)) {
+      this.problems.push({ file: name, message: 'a message kind is lower-case letters, digits and "-"' });
+      return;
     }
-
-    for (const name of [...kindNames].sort()) {
-      if (!/^[a-z0-9][a-z0-9-]{0,63}$/.test(name)) {
-        this.problems.push({ file: name, message: 'a message kind is lower-case letters, digits and "-"' });
+    const metaText = files[`${name}/${META_FILE}`];
+    const parsedMeta = parseMeta(kindMetaSchema, `${name}/${META_FILE}`, metaText);
+    if (parsedMeta.problem) this.problems.push(parsedMeta.problem);
+    const meta: KindMeta = parsedMeta.meta ?? {};
+    const kind: Kind = {
+      name,
+      sampleMetadata: meta.sample?.metadata ?? {},
+      sampleExpiresAt: meta.sample?.expiresAt ? new Date(meta.sample.expiresAt) : undefined,
+      variants: new Map(),
+    };
+    this.kinds.set(name, kind);
+    for (const locale of locales) {
+      if (validLocale(locale) === undefined) {
+        this.problems.push({ file: `${name}/${locale}`, message: 'is not a locale Intl supports (e.g. en, de, pt-BR)' });
         continue;
       }
-      const kindMetaText = files[`${name}/${META_FILE}`];
-      const kindMeta = parseMeta(kindMetaSchema, `${name}/${META_FILE}`, kindMetaText);
-      if (kindMeta.problem) this.problems.push(kindMeta.problem);
-      const meta: KindMeta = kindMeta.meta ?? {};
-      const kind: Kind = {
-        name,
-        sampleMetadata: meta.sample?.metadata ?? {},
-        sampleExpiresAt: meta.sample?.expiresAt ? new Date(meta.sample.expiresAt) : undefined,
-        variants: new Map(),
-      };
-      this.kinds.set(name, kind);
-
-      for (const locale of [...(localeDirs.get(name) ?? [])].sort()) {
-        if (validLocale(locale) === undefined) {
-          this.problems.push({ file: `${name}/${locale}`, message: 'is not a locale Intl supports (e.g. en, de, pt-BR)' });
-          continue;
-        }
-        const localeMetaText = files[`${name}/${locale}/${META_FILE}`];
-        const localeMeta = parseMeta(localeMetaSchema, `${name}/${locale}/${META_FILE}`, localeMetaText);
-        if (localeMeta.problem) this.problems.push(localeMeta.problem);
-        const sources = Object.fromEntries(
-          (Object.keys(PART_FILES) as Part[]).map((part) => [part, files[fileOf(name, locale, part)]]),
-        ) as Record<Part, string | undefined>;
-        const variant: Variant = {
-          kind: name,
-          locale,
-          parts: undefined,
-          brokenBecause: kindMeta.problem?.message ?? localeMeta.problem?.message,
-          from: localeMeta.meta?.from ?? meta.from,
-          replyTo: localeMeta.meta?.replyTo ?? meta.replyTo,
-          headers: { ...meta.headers, ...localeMeta.meta?.headers },
-          version: createHash('sha256')
-            .update(JSON.stringify([kindMetaText ?? null, localeMetaText ?? null, sources.subject, sources.text, sources.html, partialsHash]))
-            .digest('hex')
-            .slice(0, 16),
-        };
-        const parsed: Partial<Record<Part, Template[]>> = {};
-        for (const part of Object.keys(PART_FILES) as Part[]) {
-          const file = fileOf(name, locale, part);
-          const source = sources[part];
-          if (source === undefined) {
-            this.problems.push({ file, message: 'is missing (each locale needs subject.liquid, text.liquid and html.liquid)' });
-            variant.brokenBecause ??= `${PART_FILES[part]} is missing`;
-            continue;
-          }
-          try {
-            parsed[part] = (part === 'html' ? this.engines.html : this.engines.text).parse(source, file);
-          } catch (error) {
-            this.problems.push({ file, message: detailOf(error) });
-            variant.brokenBecause ??= `${PART_FILES[part]}: ${detailOf(error)}`;
-          }
-        }
-        if (variant.brokenBecause === undefined) variant.parts = parsed as Record<Part, Template[]>;
-        kind.variants.set(locale.toLowerCase(), variant);
-      }
-      if (kind.variants.size === 0) this.problems.push({ file: name, message: 'has no locale directory (e.g. en/ with subject.liquid, text.liquid, html.liquid)' });
+      const variant = this.loadVariant(files, name, locale, { meta, metaText, metaProblem: parsedMeta.problem?.message, partialsHash });
+      kind.variants.set(locale.toLowerCase(), variant);
     }
+    if (kind.variants.size === 0) this.problems.push({ file: name, message: 'has no locale directory (e.g. en/ with subject.liquid, text.liquid, html.liquid)' });
+  }
+
+  /** One kind in one locale: its meta merged over the kind's, its three parts parsed, its version hashed. */
+  private loadVariant(
+    files: TemplateFiles,
+    kind: string,
+    locale: string,
+    from: { meta: KindMeta; metaText: string | undefined; metaProblem: string | undefined; partialsHash: string },
+  ): Variant {
+    const metaText = files[`${kind}/${locale}/${META_FILE}`];
+    const localeMeta = parseMeta(localeMetaSchema, `${kind}/${locale}/${META_FILE}`, metaText);
+    if (localeMeta.problem) this.problems.push(localeMeta.problem);
+    const parts = Object.keys(PART_FILES) as Part[];
+    const sources = Object.fromEntries(parts.map((part) => [part, files[fileOf(kind, locale, part)]])) as Record<Part, string | undefined>;
+    const variant: Variant = {
+      kind,
+      locale,
+      parts: undefined,
+      brokenBecause: from.metaProblem ?? localeMeta.problem?.message,
+      from: localeMeta.meta?.from ?? from.meta.from,
+      replyTo: localeMeta.meta?.replyTo ?? from.meta.replyTo,
+      headers: { ...from.meta.headers, ...localeMeta.meta?.headers },
+      version: createHash('sha256')
+        .update(JSON.stringify([from.metaText ?? null, metaText ?? null, sources.subject, sources.text, sources.html, from.partialsHash]))
+        .digest('hex')
+        .slice(0, 16),
+    };
+    const parsed: Partial<Record<Part, Template[]>> = {};
+    for (const part of parts) {
+      const file = fileOf(kind, locale, part);
+      const source = sources[part];
+      if (source === undefined) {
+        this.problems.push({ file, message: 'is missing (each locale needs subject.liquid, text.liquid and html.liquid)' });
+        variant.brokenBecause ??= `${PART_FILES[part]} is missing`;
+        continue;
+      }
+      try {
+        parsed[part] = (part === 'html' ? this.engines.html : this.engines.text).parse(source, file);
+      } catch (error) {
+        this.problems.push({ file, message: detailOf(error) });
+        variant.brokenBecause ??= `${PART_FILES[part]}: ${detailOf(error)}`;
+      }
+    }
+    if (variant.brokenBecause === undefined) variant.parts = parsed as Record<Part, Template[]>;
+    return variant;
   }
 
   /** Kinds and their locales, with each locale's version hash. */
@@ -356,6 +349,29 @@ export class Templates {
       headers: { ...variant.headers, [INTENT_HEADER]: input.intentId },
     };
   }
+}
+
+/** `partials/<name>.liquid` files, keyed `<name>.liquid` as LiquidJS looks them up. */
+function partialsOf(files: TemplateFiles): Record<string, string> {
+  const partials: Record<string, string> = {};
+  for (const [file, content] of Object.entries(files)) {
+    const [top, name, ...rest] = file.split('/');
+    if (top === PARTIALS_DIR && name?.endsWith('.liquid') && rest.length === 0) partials[name] = content;
+  }
+  return partials;
+}
+
+/** Kind directories and, for each, its locale directories (sorted). */
+function kindsOf(files: TemplateFiles): Map<string, string[]> {
+  const kinds = new Map<string, Set<string>>();
+  for (const file of Object.keys(files).sort()) {
+    const segments = file.split('/');
+    if (segments[0] === PARTIALS_DIR || segments.length < 2) continue;
+    const locales = kinds.get(segments[0]!) ?? new Set<string>();
+    if (segments.length === 3) locales.add(segments[1]!);
+    kinds.set(segments[0]!, locales);
+  }
+  return new Map([...kinds].sort(([a], [b]) => a.localeCompare(b)).map(([kind, locales]) => [kind, [...locales].sort()]));
 }
 
 function renderDetail(error: unknown): string {

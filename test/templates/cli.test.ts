@@ -1,4 +1,4 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -16,7 +16,10 @@ let db: TestDatabase;
 beforeAll(async () => {
   db = await testDatabase('tpl_cli');
 });
-afterAll(() => db.close());
+afterAll(async () => {
+  for (const dir of [brokenDir, typoDir]) rmSync(dir, { recursive: true, force: true });
+  await db.close();
+});
 
 const cli = (args: string[], env: Record<string, string> = {}) => runCli(args, { ...db.env, ...env });
 

@@ -1,3 +1,4 @@
+import { rmSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DeliveryWorker } from '../../src/delivery/worker.js';
 import { ident } from '../../src/db/pool.js';
@@ -40,6 +41,7 @@ describe('a templated message end to end through SMTP', () => {
       }),
     );
     const templates = loadTemplates({ dir });
+    rmSync(dir, { recursive: true, force: true }); // read once, at load: the files are no longer needed
     expect(templates.check()).toEqual([]);
 
     const s = ident(db.schema);
