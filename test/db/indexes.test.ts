@@ -7,6 +7,7 @@ import { outboxStats, recentAttemptOutcomes } from '../../src/observability/stat
 import { intentsLease } from '../../src/outbox/queries.js';
 import { retentionOldest, storiesErase, storiesPrune } from '../../src/retention/queries.js';
 import { testDatabase, type TestDatabase } from '../helpers/database.js';
+import { planOf as planRecorded } from '../helpers/plans.js';
 
 /**
  * The hot paths must not grow with history: with many finished rows and a
@@ -47,21 +48,7 @@ afterAll(() => db.close());
  * captures its text and parameters, then the real database plans it
  * (EXPLAIN without ANALYZE executes nothing).
  */
-async function planOf(call: (db: Queryable) => Promise<unknown>): Promise<string> {
-  let captured: { text: string; values: unknown[] } | undefined;
-  const recorder: Queryable = {
-    query: async (text: string, values?: unknown[]) => {
-      captured = { text, values: values ?? [] };
-      return { rows: [], rowCount: 0, command: '', oid: 0, fields: [] };
-    },
-  };
-  // A function reading its (empty) result may throw after the statement was captured.
-  await call(recorder).catch((error: unknown) => {
-    if (!captured) throw error;
-  });
-  const { rows } = await db.pool.query(`EXPLAIN ${captured!.text}`, captured!.values);
-  return rows.map((r: { 'QUERY PLAN': string }) => r['QUERY PLAN']).join('\n');
-}
+const planOf = (call: (db: Queryable) => Promise<unknown>) => planRecorded(db.pool, call);
 
 describe('hot paths use partial indexes', () => {
   it('the expiry statement reaches due holds through support_reservations_due', async () => {

@@ -3,6 +3,7 @@ import { ident, type Queryable } from '../../src/db/pool.js';
 import { eventsForIntent, eventsInsert } from '../../src/events/events-table.js';
 import { suppressionsFind } from '../../src/suppressions/suppressions-table.js';
 import { testDatabase, type TestDatabase } from '../helpers/database.js';
+import { planOf as planRecorded } from '../helpers/plans.js';
 
 /**
  * Event matching and the suppression check run per webhook and per delivery
@@ -42,18 +43,7 @@ beforeAll(async () => {
 });
 afterAll(() => db.close());
 
-async function planOf(call: (db: Queryable) => Promise<unknown>): Promise<string> {
-  let captured: { text: string; values: unknown[] } | undefined;
-  const recorder: Queryable = {
-    query: async (text: string, values?: unknown[]) => {
-      captured = { text, values: values ?? [] };
-      return { rows: [], rowCount: 0, command: '', oid: 0, fields: [] };
-    },
-  };
-  await call(recorder);
-  const { rows } = await db.pool.query(`EXPLAIN ${captured!.text}`, captured!.values);
-  return rows.map((r: { 'QUERY PLAN': string }) => r['QUERY PLAN']).join('\n');
-}
+const planOf = (call: (db: Queryable) => Promise<unknown>) => planRecorded(db.pool, call);
 
 describe('provider events and suppressions use their indexes', () => {
   it('an arriving event finds its intent through email_attempts_receipt', async () => {

@@ -3,6 +3,7 @@ import { ident, type Queryable } from '../../src/db/pool.js';
 import { messagesSources, messagesStore } from '../../src/outbox/messages.js';
 import { shippedTemplates } from '../../src/templates/templates.js';
 import { testDatabase, type TestDatabase } from '../helpers/database.js';
+import { planOf as planRecorded } from '../helpers/plans.js';
 
 /**
  * The two statements each delivery round adds must not grow with history:
@@ -32,18 +33,7 @@ beforeAll(async () => {
 });
 afterAll(() => db.close());
 
-async function planOf(call: (db: Queryable) => Promise<unknown>): Promise<string> {
-  let captured: { text: string; values: unknown[] } | undefined;
-  const recorder: Queryable = {
-    query: async (text: string, values?: unknown[]) => {
-      captured = { text, values: values ?? [] };
-      return { rows: [], rowCount: 0, command: '', oid: 0, fields: [] };
-    },
-  };
-  await call(recorder);
-  const { rows } = await db.pool.query(`EXPLAIN ${captured!.text}`, captured!.values);
-  return rows.map((r: { 'QUERY PLAN': string }) => r['QUERY PLAN']).join('\n');
-}
+const planOf = (call: (db: Queryable) => Promise<unknown>) => planRecorded(db.pool, call);
 
 const ids = Array.from({ length: 50 }, (_, i) => `reservation-expired:old-${i * 997 + 1}`);
 
