@@ -93,16 +93,23 @@ describe('delivery crash windows', () => {
 });
 
 async function sentTimes(): Promise<number[]> {
+  // When each accepted send was released: its attempt opens in the lease
+  // statement, the round trip after the permit was granted (database clock).
+  // sent_at comes later, after rendering, the send and the record statement,
+  // and on a loaded machine those delays bunch sends the limiter spaced out.
   const { rows } = await db.pool.query<{ t: number }>(
-    `SELECT extract(epoch FROM sent_at)::float8 AS t FROM ${ident(db.schema)}.email_outbox WHERE state = 'sent' ORDER BY sent_at`,
+    `SELECT extract(epoch FROM a.started_at)::float8 AS t
+       FROM ${ident(db.schema)}.email_attempts a
+      WHERE a.outcome = 'accepted'
+      ORDER BY a.started_at`,
   );
   return rows.map((r) => r.t);
 }
 
 /**
  * Worst excess over `burst + perSecond * t` across all windows between two
- * sends. sent_at is stamped a few ms after the permit was granted (lease,
- * send, record), so windows are allowed 50 ms of that skew.
+ * released sends. A send is released one statement after its permit was
+ * granted, so windows are allowed 50 ms of that skew.
  */
 function worstWindowExcess(times: number[], perSecond: number, burst: number): number {
   let worst = -Infinity;

@@ -49,7 +49,7 @@ describe('retention API', () => {
     const res = await h.call('POST', '/v1/erasures', { email: 'KIM@example.com' });
     expect(res.statusCode).toBe(200);
     expect(res.json()).toEqual({
-      counts: { email_attempts: 1, email_outbox: 1, support_reservations: 1 },
+      counts: { email_attempts: 1, email_events: 0, email_messages: 0, email_outbox: 1, support_reservations: 1, suppressions: 0 },
       rejectedPending: 1,
       inFlight: 0,
       heldHoldIds: [],
