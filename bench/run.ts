@@ -17,10 +17,11 @@ import { compare } from './compare.js';
 import { deliveryThroughput } from './delivery-throughput.js';
 import { expiryLateness } from './expiry-lateness.js';
 import { expiryThroughput } from './expiry-throughput.js';
+import { statusCost } from './status.js';
 
 process.env.LOG_LEVEL ??= 'silent';
 
-const benchmarks: Benchmark[] = [expiryThroughput, expiryLateness, deliveryThroughput, deliveryLimiter, deliveryLatency, compare];
+const benchmarks: Benchmark[] = [expiryThroughput, expiryLateness, deliveryThroughput, deliveryLimiter, deliveryLatency, compare, statusCost];
 
 // dist/bench/run.js -> repository root
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
