@@ -9,6 +9,8 @@ export interface BenchChild {
   ready: Promise<void>;
   /** Resolves with the count printed on `DONE <n>`. */
   done: Promise<number>;
+  /** Resolves with the JSON printed on a `REPORT <json>` line before DONE (undefined if none). */
+  report: Promise<unknown>;
   /** Tell the process to start working (it waits for this after READY). */
   go(): void;
   stop(): void;
@@ -36,10 +38,17 @@ export function startChild(script: string, env: Record<string, string>): BenchCh
       else reject(new Error(`${script} exited with ${code ?? signal}: ${err.slice(-2000)}`));
     });
   });
+  const report = done.then(() => {
+    const line = out.split('\n').find((l) => l.startsWith('REPORT '));
+    return line === undefined ? undefined : (JSON.parse(line.slice('REPORT '.length)) as unknown);
+  });
+  // Callers that only await `done` must not see this rejection as unhandled.
+  report.catch(() => {});
   return {
     process: child,
     ready: Promise.race([ready, done.then(() => {})]),
     done,
+    report,
     go: () => child.stdin!.write('GO\n'),
     stop: () => child.kill('SIGTERM'),
   };

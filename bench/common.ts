@@ -18,6 +18,8 @@ export interface BenchResult {
 export interface Benchmark {
   name: string;
   description: string;
+  /** Long-running: only when asked for by name (or `all`), not in a plain `npm run bench`. */
+  optIn?: boolean;
   run(db: BenchDatabase): Promise<BenchResult>;
 }
 

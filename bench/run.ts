@@ -13,29 +13,37 @@ import { targetMet } from './common.js';
 import { openBenchDatabase } from './database.js';
 import { deliveryLatency } from './delivery-latency.js';
 import { deliveryLimiter } from './delivery-limiter.js';
+import { compare } from './compare.js';
 import { deliveryThroughput } from './delivery-throughput.js';
 import { expiryLateness } from './expiry-lateness.js';
 import { expiryThroughput } from './expiry-throughput.js';
 import { prune } from './prune.js';
+import { statusCost } from './status.js';
 
 process.env.LOG_LEVEL ??= 'silent';
 
-const benchmarks: Benchmark[] = [expiryThroughput, expiryLateness, deliveryThroughput, deliveryLimiter, deliveryLatency, prune];
+const benchmarks: Benchmark[] = [expiryThroughput, expiryLateness, deliveryThroughput, deliveryLimiter, deliveryLatency, prune, compare, statusCost];
 
 // dist/bench/run.js -> repository root
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 
 async function main(): Promise<number> {
   const wanted = process.argv.slice(2).filter((a) => !a.startsWith('-'));
-  const unknown = wanted.filter((name) => !benchmarks.some((b) => b.name === name));
+  const unknown = wanted.filter((name) => name !== 'all' && !benchmarks.some((b) => b.name === name));
   if (unknown.length > 0) {
     process.stderr.write(`unknown benchmark(s): ${unknown.join(', ')}\navailable: ${benchmarks.map((b) => b.name).join(', ')}\n`);
     return 2;
   }
-  const selected = wanted.length > 0 ? benchmarks.filter((b) => wanted.includes(b.name)) : benchmarks;
+  // Without names: every benchmark except the long opt-in ones (run those by name, or `all`).
+  const selected = wanted.includes('all')
+    ? benchmarks
+    : wanted.length > 0
+      ? benchmarks.filter((b) => wanted.includes(b.name))
+      : benchmarks.filter((b) => !b.optIn);
 
   const db = await openBenchDatabase();
-  const results: Record<string, BenchResult & { seconds: number; error?: string }> = {};
+  // The machine is shared: record its load around every benchmark (1-minute load average).
+  const results: Record<string, BenchResult & { seconds: number; loadBefore?: number; loadAfter?: number; error?: string }> = {};
   let failed = false;
   try {
     for (const bench of selected) {
@@ -43,15 +51,16 @@ async function main(): Promise<number> {
       // Start each benchmark without the previous one's dirty buffers to write.
       await db.checkpoint();
       const started = Date.now();
+      const loadBefore = os.loadavg()[0]!;
       try {
         const result = await bench.run(db);
-        results[bench.name] = { ...result, seconds: (Date.now() - started) / 1000 };
+        results[bench.name] = { ...result, seconds: (Date.now() - started) / 1000, loadBefore, loadAfter: os.loadavg()[0]! };
       } catch (error) {
         failed = true;
         process.stderr.write(`  ${bench.name} failed: ${(error as Error).stack ?? String(error)}\n`);
         results[bench.name] = { figures: [], seconds: (Date.now() - started) / 1000, error: String(error) };
       }
-      process.stdout.write(`  done in ${results[bench.name]!.seconds.toFixed(1)} s\n`);
+      process.stdout.write(`  done in ${results[bench.name]!.seconds.toFixed(1)} s (load average ${loadBefore.toFixed(1)} -> ${os.loadavg()[0]!.toFixed(1)})\n`);
     }
   } finally {
     await db.close();

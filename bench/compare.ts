@@ -1,0 +1,292 @@
+import type pg from 'pg';
+import { ident } from '../src/db/pool.js';
+import type { Benchmark, BenchResult, Figure } from './common.js';
+import { median, percentile, round, sleep } from './common.js';
+import { startChild, type BenchChild } from './children.js';
+import {
+  defaultsDescription,
+  PROFILES,
+  setUpSystem,
+  SYSTEMS,
+  TUNED,
+  type DueSchedule,
+  type Profile,
+  type System,
+} from './compare-systems.js';
+import type { BenchDatabase } from './database.js';
+
+/**
+ * leasehold against graphile-worker and pg-boss (the pinned devDependencies)
+ * on the same workloads, in the same database, in the same run. Each system
+ * runs in a process of its own, in a schema of its own, one after the other,
+ * the system order rotating every round.
+ *
+ * drain: N items already pending are handled by one process through a
+ *   no-op handler (leasehold: a gateway that accepts at once, limiter opened
+ *   to 1e6/s, intents seeded as pending outbox rows like bench/seed.ts).
+ *   Rate = N / (first handler call -> every completion committed), so each
+ *   system's start-up is left out. A system that has not finished after
+ *   BENCH_COMPARE_TIMEOUT_S is reported at the rate it reached.
+ * due: items fall due at BENCH_COMPARE_RATE per second for
+ *   BENCH_COMPARE_SECONDS while the system runs (leasehold: holds expire, the
+ *   expiry lane writes intents, the delivery lane sends them; graphile-worker:
+ *   jobs with run_at; pg-boss: jobs with startAfter). Latency = handler call -
+ *   the item's due time.
+ * Both at each system's defaults and at its documented high-throughput
+ * settings (compare-systems.ts).
+ */
+const ITEMS = Number(process.env.BENCH_COMPARE_ITEMS ?? 20_000);
+const RATE = Number(process.env.BENCH_COMPARE_RATE ?? 1000);
+const SECONDS = Number(process.env.BENCH_COMPARE_SECONDS ?? 5);
+const TIMEOUT_S = Number(process.env.BENCH_COMPARE_TIMEOUT_S ?? 30);
+const ROUNDS = Number(process.env.BENCH_COMPARE_ROUNDS ?? 1);
+/** The first item falls due this long after the seeding started. */
+const LEAD_MS = 2500;
+
+type Workload = 'drain' | 'due';
+
+interface DrainResult {
+  perSecond: number;
+  finished: boolean;
+  handled: number;
+  /** GO -> first handler call (start-up and first fetch; not in the rate). */
+  startupMs: number;
+  seconds: number;
+}
+
+interface DueResult {
+  n: number;
+  handled: number;
+  p50: number | null;
+  p99: number | null;
+  max: number | null;
+  /** leasehold only: expired_at - expires_at p99 from the table (the expiry lane alone). */
+  expiryP99?: number;
+}
+
+interface DrainReport {
+  goAt: number;
+  firstAt: number;
+  lastAt: number;
+  doneAt: number | null;
+  distinct: number;
+}
+
+interface DueReport {
+  distinct: number;
+  handledAt: number[];
+}
+
+async function runChild(env: Record<string, string>, beforeGo?: () => Promise<void>): Promise<unknown> {
+  let child: BenchChild | undefined;
+  try {
+    child = startChild('compare-child', env);
+    await child.ready;
+    if (beforeGo) await beforeGo();
+    child.go();
+    await child.done;
+    return await child.report;
+  } finally {
+    if (child && child.process.exitCode === null) child.stop();
+  }
+}
+
+async function drain(db: BenchDatabase, system: System, profile: Profile): Promise<DrainResult> {
+  const setup = await setUpSystem(db.url, system);
+  try {
+    await setup.seed(ITEMS);
+    await setup.settle();
+    await db.checkpoint();
+    const report = (await runChild(childEnv(db, setup.schema, system, profile, 'drain', TIMEOUT_S * 1000))) as DrainReport;
+    const finished = report.doneAt !== null;
+    const end = report.doneAt ?? report.lastAt;
+    const seconds = Math.max(0.001, (end - report.firstAt) / 1000);
+    return {
+      perSecond: report.firstAt === 0 ? 0 : report.distinct / seconds,
+      finished,
+      handled: report.distinct,
+      startupMs: report.firstAt === 0 ? -1 : report.firstAt - report.goAt,
+      seconds: round(seconds, 2),
+    };
+  } finally {
+    await setup.drop();
+  }
+}
+
+async function due(db: BenchDatabase, system: System, profile: Profile): Promise<DueResult> {
+  const n = RATE * SECONDS;
+  const setup = await setUpSystem(db.url, system);
+  try {
+    await db.checkpoint();
+    let schedule: DueSchedule | undefined;
+    const timeoutMs = LEAD_MS + SECONDS * 1000 + TIMEOUT_S * 1000;
+    const report = (await runChild(childEnv(db, setup.schema, system, profile, 'due', timeoutMs, n), async () => {
+      // The system is running; add items that fall due from LEAD_MS on.
+      schedule = { base: Date.now() + LEAD_MS, spacingMs: 1000 / RATE };
+      await setup.seed(n, schedule);
+      if (Date.now() > schedule.base - 500) throw new Error(`seeding ${n} items for ${system} took longer than the lead of ${LEAD_MS} ms`);
+    })) as DueReport;
+    const latencies: number[] = [];
+    report.handledAt.forEach((at, i) => {
+      if (at > 0) latencies.push(at - (schedule!.base + i * schedule!.spacingMs));
+    });
+    // Unhandled items count as infinitely late: a p99 exists only if 99% were handled.
+    const withMissing = [...latencies, ...Array<number>(n - latencies.length).fill(Number.POSITIVE_INFINITY)];
+    const finite = (v: number) => (Number.isFinite(v) ? round(v) : null);
+    const result: DueResult = {
+      n,
+      handled: latencies.length,
+      p50: finite(percentile(withMissing, 50)),
+      p99: finite(percentile(withMissing, 99)),
+      max: finite(Math.max(...withMissing)),
+    };
+    if (system === 'leasehold') result.expiryP99 = await leaseholdExpiryP99(setup.pool, setup.schema);
+    return result;
+  } finally {
+    await setup.drop();
+  }
+}
+
+async function leaseholdExpiryP99(pool: pg.Pool, schema: string): Promise<number> {
+  const { rows } = await pool.query<{ p99: number }>(
+    `SELECT percentile_cont(0.99) WITHIN GROUP (ORDER BY extract(epoch FROM expired_at - expires_at) * 1000)::float8 AS p99
+       FROM ${ident(schema)}.support_reservations WHERE status = 'expired'`,
+  );
+  return round(rows[0]?.p99 ?? Number.NaN);
+}
+
+function childEnv(
+  db: BenchDatabase,
+  schema: string,
+  system: System,
+  profile: Profile,
+  workload: Workload,
+  timeoutMs: number,
+  items = ITEMS,
+): Record<string, string> {
+  return {
+    DATABASE_URL: db.url,
+    BENCH_SCHEMA: schema,
+    BENCH_SYSTEM: system,
+    BENCH_PROFILE: profile,
+    BENCH_WORKLOAD: workload,
+    BENCH_ITEMS: String(items),
+    BENCH_TIMEOUT_MS: String(timeoutMs),
+    LOG_LEVEL: 'silent',
+  };
+}
+
+type Cell = { drain: DrainResult[]; due: DueResult[] };
+
+const ratio = (a: number | null, b: number | null) => (a === null || b === null || b === 0 ? null : round(a / b, 3));
+const medianOf = (values: Array<number | null>) => {
+  const present = values.filter((v): v is number => v !== null);
+  return present.length === values.length && present.length > 0 ? median(present) : null;
+};
+
+export const compare: Benchmark = {
+  name: 'compare',
+  optIn: true,
+  description: `leasehold vs graphile-worker vs pg-boss: drain ${ITEMS} items, and ${RATE}/s falling due for ${SECONDS} s, at defaults and tuned`,
+  async run(db): Promise<BenchResult> {
+    const cells = new Map<string, Cell>();
+    const cell = (system: System, profile: Profile) => {
+      const key = `${system}/${profile}`;
+      if (!cells.has(key)) cells.set(key, { drain: [], due: [] });
+      return cells.get(key)!;
+    };
+    for (let r = 0; r < ROUNDS; r++) {
+      const order = SYSTEMS.map((_, k) => SYSTEMS[(k + r) % SYSTEMS.length]!);
+      for (const profile of PROFILES) {
+        for (const system of order) {
+          process.stdout.write(`  round ${r + 1}: drain, ${system}, ${profile}\n`);
+          cell(system, profile).drain.push(await drain(db, system, profile));
+        }
+        for (const system of order) {
+          process.stdout.write(`  round ${r + 1}: due, ${system}, ${profile}\n`);
+          cell(system, profile).due.push(await due(db, system, profile));
+          await sleep(200);
+        }
+      }
+    }
+
+    const rate = (system: System, profile: Profile) => medianOf(cell(system, profile).drain.map((d) => d.perSecond));
+    const p99 = (system: System, profile: Profile) => medianOf(cell(system, profile).due.map((d) => d.p99));
+    // Ratios are taken within each round, then the median over rounds.
+    const roundRatio = (profile: Profile, other: System, pick: (c: Cell, r: number) => number | null) =>
+      medianOf(Array.from({ length: ROUNDS }, (_, r) => ratio(pick(cell('leasehold', profile), r), pick(cell(other, profile), r))));
+    const drainRatio = (profile: Profile, other: System) => roundRatio(profile, other, (c, r) => c.drain[r]!.perSecond);
+    const dueRatio = (profile: Profile, other: System) => roundRatio(profile, other, (c, r) => c.due[r]!.p99);
+
+    const figures: Figure[] = [];
+    const rows: string[][] = [
+      ['workload', 'profile', 'leasehold', 'graphile-worker', 'pg-boss', 'lh / graphile', 'lh / pg-boss'],
+    ];
+    const show = (v: number | null, unit: string, digits = 0) => (v === null ? 'n/a' : `${round(v, digits).toLocaleString('en-US')} ${unit}`);
+    for (const profile of PROFILES) {
+      const rates = SYSTEMS.map((s) => rate(s, profile));
+      const unfinished = SYSTEMS.filter((s) => cell(s, profile).drain.some((d) => !d.finished));
+      rows.push([
+        `drain ${ITEMS.toLocaleString('en-US')}`,
+        profile,
+        ...rates.map((v, k) => show(v, '/s') + (unfinished.includes(SYSTEMS[k]!) ? ' (timed out)' : '')),
+        String(drainRatio(profile, 'graphile-worker') ?? 'n/a'),
+        String(drainRatio(profile, 'pg-boss') ?? 'n/a'),
+      ]);
+      const lateness = SYSTEMS.map((s) => p99(s, profile));
+      const handled = SYSTEMS.map((s) => Math.min(...cell(s, profile).due.map((d) => d.handled)));
+      rows.push([
+        `due -> handled p99, ${RATE}/s for ${SECONDS} s`,
+        profile,
+        ...lateness.map((v, k) => (v === null ? `n/a (${handled[k]} of ${RATE * SECONDS} handled)` : show(v, 'ms', 1))),
+        String(dueRatio(profile, 'graphile-worker') ?? 'n/a'),
+        String(dueRatio(profile, 'pg-boss') ?? 'n/a'),
+      ]);
+      for (const [k, system] of SYSTEMS.entries()) {
+        figures.push({ name: `drain, ${profile}: ${system}`, value: Math.round(rates[k] ?? 0), unit: 'items/s' });
+      }
+      figures.push({
+        name: `drain, ${profile}: leasehold / graphile-worker`,
+        value: drainRatio(profile, 'graphile-worker') ?? Number.NaN,
+        unit: 'x',
+        target: '>= 1.2',
+      });
+      figures.push({ name: `drain, ${profile}: leasehold / pg-boss`, value: drainRatio(profile, 'pg-boss') ?? Number.NaN, unit: 'x' });
+      for (const [k, system] of SYSTEMS.entries()) {
+        const figure: Figure = { name: `due -> handled p99, ${profile}: ${system}`, value: lateness[k] ?? Number.NaN, unit: 'ms' };
+        if (system === 'leasehold' && profile === 'defaults') figure.target = '<= 100';
+        figures.push(figure);
+      }
+      figures.push({ name: `due p99, ${profile}: leasehold / graphile-worker`, value: dueRatio(profile, 'graphile-worker') ?? Number.NaN, unit: 'x' });
+      figures.push({ name: `due p99, ${profile}: leasehold / pg-boss`, value: dueRatio(profile, 'pg-boss') ?? Number.NaN, unit: 'x' });
+    }
+    printMatrix(rows);
+
+    return {
+      figures,
+      details: {
+        items: ITEMS,
+        dueRate: RATE,
+        dueSeconds: SECONDS,
+        timeoutSeconds: TIMEOUT_S,
+        rounds: ROUNDS,
+        settings: { defaults: defaultsDescription(), tuned: TUNED },
+        ratios: 'drain: leasehold rate / other rate (higher is better for leasehold); due: leasehold p99 / other p99 (lower is better for leasehold)',
+        runs: Object.fromEntries(
+          [...cells.entries()].map(([key, c]) => [
+            key,
+            { drain: c.drain.map((d) => ({ ...d, perSecond: round(d.perSecond, 0) })), due: c.due },
+          ]),
+        ),
+      },
+    };
+  },
+};
+
+function printMatrix(rows: string[][]): void {
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
+  const line = (r: string[]) => r.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd();
+  process.stdout.write('\n  ' + line(rows[0]!) + '\n  ' + widths.map((w) => '-'.repeat(w)).join('  ') + '\n');
+  for (const r of rows.slice(1)) process.stdout.write('  ' + line(r) + '\n');
+  process.stdout.write('  (drain ratio: higher favours leasehold; due ratio: lower favours leasehold)\n\n');
+}
