@@ -4,7 +4,7 @@ import { ident } from '../src/db/pool.js';
 import { ExpiryWorker } from '../src/holds/expiry-worker.js';
 import { silentLogger } from '../src/observability/logger.js';
 import { createMetrics } from '../src/observability/metrics.js';
-import { intentsLease } from '../src/outbox/queries.js';
+import { intentsLease } from '../src/tables/outbox.js';
 import { eraseAddress } from '../src/retention/erase.js';
 import { DEFAULT_RETENTION, type RetentionPolicy } from '../src/retention/policy.js';
 import { Pruner } from '../src/retention/prune.js';

@@ -1,6 +1,6 @@
 import { isIP } from 'node:net';
 import { z } from 'zod';
-import { MAX_BURST, PER_SECOND_RULE, isValidPerSecond } from './delivery/control.js';
+import { MAX_BURST, PER_SECOND_RULE, isValidPerSecond } from './tables/delivery-control.js';
 import { isReservedSchemaName } from './db/pool.js';
 import { ConfigError, ValidationError } from './errors.js';
 import {

@@ -17,9 +17,9 @@ export { createPool, withClient, withTransaction, type Queryable } from './db/po
 export { migrate } from './db/migrate.js';
 export { openDatabase, type Database } from './db/database.js';
 export { startEmbeddedPostgres, type EmbeddedPostgres } from './db/embedded.js';
-export { HoldStatus, intentIdForHold, type Hold } from './holds/states.js';
+export { HoldStatus, intentIdForHold, type Hold } from './model/hold-states.js';
 export { createHold, getHold, confirmHold, cancelHold, type HoldOptions, type CreateHoldResult } from './holds/holds.js';
-export type { CreateHoldInput } from './holds/validate.js';
+export type { CreateHoldInput } from './model/hold-input.js';
 export { ExpiryWorker, type ExpiryWorkerOptions } from './holds/expiry-worker.js';
 export { ManualClock, databaseClock, type Clock } from './runtime/clock.js';
 export { Faults, type FaultPoint, type FaultHook } from './runtime/faults.js';
@@ -34,10 +34,10 @@ export {
   rateLimiterSet,
   type DeliveryControl,
   type RateLimitPolicy,
-} from './delivery/control.js';
-export { IntentState, type Intent, type Attempt } from './outbox/states.js';
-export { intentsGet, intentsList, attemptsList } from './outbox/read.js';
-export { replayIntent } from './outbox/replay.js';
+} from './tables/delivery-control.js';
+export { IntentState, type Intent, type Attempt } from './model/intent-states.js';
+export { intentsGet, intentsList, attemptsList } from './tables/outbox-read.js';
+export { replayIntent } from './tables/outbox-replay.js';
 export {
   DEFAULT_RETENTION,
   RETENTION_TABLES,
@@ -64,11 +64,11 @@ export {
   type RenderedMessage,
 } from './templates/templates.js';
 export { describeProblem, type TemplateFiles, type TemplateProblem } from './templates/source.js';
-export { messagesSummary, type MessageSummary } from './outbox/messages.js';
+export { messagesSummary, type MessageSummary } from './tables/messages.js';
 export { buildApp, startApiServer, type ApiOptions } from './server/app.js';
-export { EventKind, BounceType, emailOutcome, type ProviderEvent, type EmailEvent, type EmailOutcome } from './events/kinds.js';
+export { EventKind, BounceType, emailOutcome, type ProviderEvent, type EmailEvent, type EmailOutcome } from './model/event-kinds.js';
 export { ingestEvents, type IngestResult } from './events/ingest.js';
 export { webhookSettingsFromEnv, type WebhookSettings } from './events/webhook-config.js';
-export { SuppressionReason, type Suppression } from './suppressions/reasons.js';
-export { addressHash, normalizeAddress } from './suppressions/address.js';
-export { suppressionsAdd, suppressionsList, suppressionsRemove, suppressionsFind } from './suppressions/suppressions-table.js';
+export { SuppressionReason, type Suppression } from './model/suppression-reasons.js';
+export { addressHash, normalizeAddress } from './model/address.js';
+export { suppressionsAdd, suppressionsList, suppressionsRemove, suppressionsFind } from './tables/suppressions.js';

@@ -1,4 +1,4 @@
-import { seconds, table } from '../cli/commands/format.js';
+import { seconds, table } from '../format.js';
 import type { CostLine } from './costs.js';
 import type { CapacityReport } from './model.js';
 

@@ -7,13 +7,13 @@ import { LoopWorker, ServiceLoop, type TickResult } from '../runtime/loop.js';
 import { silentLogger, type Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { EmailGateway, SendResult } from '../providers/gateway.js';
-import { limiterCooldown, limiterRefund, limiterTake } from '../ratelimit/limiter.js';
-import { intentsLease, intentsRecord, type AttemptResult, type LeasedIntent, type RecordedResult } from '../outbox/queries.js';
-import { suppressedAttempt, suppressedIntents } from '../suppressions/gate.js';
-import type { AttemptOutcome } from '../outbox/states.js';
-import { deliveryPause, rateLimiterEnsure, type RateLimitPolicy } from './control.js';
+import { limiterCooldown, limiterRefund, limiterTake } from '../tables/rate-limiter.js';
+import { intentsLease, intentsRecord, type AttemptResult, type LeasedIntent, type RecordedResult } from '../tables/outbox.js';
+import { suppressedAttempt, suppressedIntents } from './suppression-gate.js';
+import type { AttemptOutcome } from '../model/intent-states.js';
+import { deliveryPause, rateLimiterEnsure, type RateLimitPolicy } from '../tables/delivery-control.js';
 import { failureDelayMs, rateLimitDelayMs, defaultRetryPolicy, type RetryPolicy } from './retry-policy.js';
-import { emailMessageFor, prepareMessages, templateFailure, TEMPLATE_ERROR_CODE, type PreparedMessage } from '../templates/snapshot.js';
+import { emailMessageFor, prepareMessages, templateFailure, TEMPLATE_ERROR_CODE, type PreparedMessage } from './messages.js';
 import { shippedTemplates, type Templates } from '../templates/templates.js';
 
 export interface DeliveryWorkerOptions {

@@ -2,11 +2,11 @@ import type pg from 'pg';
 import { withTransaction } from '../db/pool.js';
 import { silentLogger, type Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
-import { looksLikeAddress, normalizeAddress } from '../suppressions/address.js';
-import { SuppressionReason } from '../suppressions/reasons.js';
-import { suppressionsAdd, type NewSuppression } from '../suppressions/suppressions-table.js';
-import { eventsInsert } from './events-table.js';
-import type { ProviderEvent } from './kinds.js';
+import { looksLikeAddress, normalizeAddress } from '../model/address.js';
+import { SuppressionReason } from '../model/suppression-reasons.js';
+import { suppressionsAdd, type NewSuppression } from '../tables/suppressions.js';
+import { eventsInsert } from '../tables/events.js';
+import type { ProviderEvent } from '../model/event-kinds.js';
 
 export interface IngestResult {
   /** Events in the request. */

@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
 import { ValidationError } from '../errors.js';
 import { redactAddresses } from '../providers/provider-common.js';
-import { looksLikeAddress, normalizeAddress } from '../suppressions/address.js';
-import type { ProviderEvent } from './kinds.js';
+import { looksLikeAddress, normalizeAddress } from '../model/address.js';
+import type { ProviderEvent } from '../model/event-kinds.js';
 
 /**
  * Helpers the provider payload parsers share. A parser is pure: JSON in,

@@ -1,4 +1,4 @@
-import type { BounceType, EventKind } from './kinds.js';
+import type { BounceType, EventKind } from '../model/event-kinds.js';
 import { addresses, id, ignored, label, object, optionalObject, optionalString, reason, string, timestamp, type ParsedEvents } from './parse-common.js';
 
 /**

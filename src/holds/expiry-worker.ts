@@ -8,7 +8,7 @@ import { LoopWorker, ServiceLoop, type TickResult } from '../runtime/loop.js';
 import type { Logger } from '../observability/logger.js';
 import { silentLogger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
-import { holdsDueOutlook, holdsExpireDue, type ExpiredHold } from './queries.js';
+import { holdsDueOutlook, holdsExpireDue, type ExpiredHold } from '../tables/holds.js';
 
 export interface ExpiryWorkerOptions {
   pool: pg.Pool;

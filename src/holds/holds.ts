@@ -1,9 +1,9 @@
 import type { Queryable } from '../db/pool.js';
 import { HoldNotHeldError, IdempotencyConflictError, NotFoundError } from '../errors.js';
 import type { Clock } from '../runtime/clock.js';
-import { holdFromRow, holdsGet, holdsInsert, holdsSettle, type HoldRow } from './queries.js';
-import type { Hold } from './states.js';
-import { checkExpiresAt, validateCreateHold, validateHoldId, type CreateHoldInput, type ValidHold } from './validate.js';
+import { holdFromRow, holdsGet, holdsInsert, holdsSettle, type HoldRow } from '../tables/holds.js';
+import type { Hold } from '../model/hold-states.js';
+import { checkExpiresAt, validateCreateHold, validateHoldId, type CreateHoldInput, type ValidHold } from '../model/hold-input.js';
 
 /**
  * The hold API for applications. Every function takes any `pg` Pool, Client

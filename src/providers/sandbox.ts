@@ -1,7 +1,7 @@
 import { appendFileSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
-import type { ProviderEvent } from '../events/kinds.js';
-import { TokenBucket } from '../ratelimit/bucket.js';
+import type { ProviderEvent } from '../model/event-kinds.js';
+import { TokenBucket } from '../model/token-bucket.js';
 import type { EmailGateway, EmailMessage, SendContext, SendResult } from './gateway.js';
 
 export interface SandboxOptions {

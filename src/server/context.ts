@@ -2,7 +2,7 @@ import type pg from 'pg';
 import { z } from 'zod';
 import type { Config } from '../config.js';
 import { ValidationError } from '../errors.js';
-import { toValidationError } from '../holds/validate.js';
+import { toValidationError } from '../model/hold-input.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import { storableText } from '../text.js';

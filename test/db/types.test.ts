@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 // import time has happened before the tests below run.
 import * as leasehold from '../../src/index.js';
 import { ExpiryWorker } from '../../src/holds/expiry-worker.js';
-import { laneStats } from '../../src/observability/stats.js';
+import { laneStats } from '../../src/read/stats.js';
 import { testDatabase, type TestDatabase } from '../helpers/database.js';
 import { insertDueHolds } from '../helpers/holds.js';
 

@@ -10,12 +10,12 @@ import {
   rateLimiterGet,
   rateLimiterSet,
   validatePerSecond,
-} from '../../src/delivery/control.js';
+} from '../../src/tables/delivery-control.js';
 import { DeliveryWorker } from '../../src/delivery/worker.js';
 import { ConfigError, ValidationError } from '../../src/errors.js';
 import { ExpiryWorker } from '../../src/holds/expiry-worker.js';
 import { createLogger } from '../../src/observability/logger.js';
-import { limiterTake } from '../../src/ratelimit/limiter.js';
+import { limiterTake } from '../../src/tables/rate-limiter.js';
 import { testDatabase, type TestDatabase } from '../helpers/database.js';
 import { insertDueHolds } from '../helpers/holds.js';
 import { ScriptedGateway } from '../helpers/scripted-gateway.js';

@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { DeliveryWorker } from '../../src/delivery/worker.js';
-import { rateLimiterSet } from '../../src/delivery/control.js';
+import { rateLimiterSet } from '../../src/tables/delivery-control.js';
 import { ExpiryWorker } from '../../src/holds/expiry-worker.js';
-import { intentsLease, intentsRecord, type AttemptResult } from '../../src/outbox/queries.js';
-import { attemptsList, intentsGet } from '../../src/outbox/read.js';
-import { replayIntent } from '../../src/outbox/replay.js';
+import { intentsLease, intentsRecord, type AttemptResult } from '../../src/tables/outbox.js';
+import { attemptsList, intentsGet } from '../../src/tables/outbox-read.js';
+import { replayIntent } from '../../src/tables/outbox-replay.js';
 import { ManualClock } from '../../src/runtime/clock.js';
 import { ident } from '../../src/db/pool.js';
 import { IntentStateError } from '../../src/errors.js';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ValidationError } from '../../src/errors.js';
-import { emailOutcome, type EmailEvent } from '../../src/events/kinds.js';
+import { emailOutcome, type EmailEvent } from '../../src/model/event-kinds.js';
 import { parsePostmarkEvent } from '../../src/events/parse-postmark.js';
 import { parseResendEvent } from '../../src/events/parse-resend.js';
 import { parseSesEvent } from '../../src/events/parse-ses.js';

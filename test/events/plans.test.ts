@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ident, type Queryable } from '../../src/db/pool.js';
-import { eventsForIntent, eventsInsert } from '../../src/events/events-table.js';
-import { suppressionsFind } from '../../src/suppressions/suppressions-table.js';
+import { eventsForIntent, eventsInsert } from '../../src/tables/events.js';
+import { suppressionsFind } from '../../src/tables/suppressions.js';
 import { testDatabase, type TestDatabase } from '../helpers/database.js';
 import { planOf as planRecorded } from '../helpers/plans.js';
 

@@ -1,5 +1,5 @@
 import type { EmailMessage, SendContext } from '../../src/providers/gateway.js';
-import { emailMessageFor } from '../../src/templates/snapshot.js';
+import { emailMessageFor } from '../../src/delivery/messages.js';
 import { shippedTemplates } from '../../src/templates/templates.js';
 
 /** A reservation-expired message rendered from the shipped templates, as the delivery worker would send it. */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { take, waitMs, TokenBucket } from '../../src/ratelimit/bucket.js';
+import { take, waitMs, TokenBucket } from '../../src/model/token-bucket.js';
 
 describe('token bucket', () => {
   const policy = { perSecond: 10, burst: 5 };

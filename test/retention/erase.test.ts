@@ -3,7 +3,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ident } from '../../src/db/pool.js';
 import { ValidationError } from '../../src/errors.js';
 import { createLogger } from '../../src/observability/logger.js';
-import { intentsRecord, intentsLease } from '../../src/outbox/queries.js';
+import { intentsRecord, intentsLease } from '../../src/tables/outbox.js';
 import { eraseAddress } from '../../src/retention/erase.js';
 import { LogCapture } from '../server/harness.js';
 import { testDatabase, type TestDatabase } from '../helpers/database.js';

@@ -4,7 +4,7 @@ import { DeliveryWorker } from '../../src/delivery/worker.js';
 import { ident } from '../../src/db/pool.js';
 import { createHold } from '../../src/holds/holds.js';
 import { ExpiryWorker } from '../../src/holds/expiry-worker.js';
-import { messagesSummary } from '../../src/outbox/messages.js';
+import { messagesSummary } from '../../src/tables/messages.js';
 import { SmtpGateway } from '../../src/providers/smtp.js';
 import { loadTemplates } from '../../src/templates/templates.js';
 import type { TestDatabase } from '../helpers/database.js';

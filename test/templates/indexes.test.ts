@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ident, type Queryable } from '../../src/db/pool.js';
-import { messagesSources, messagesStore } from '../../src/outbox/messages.js';
+import { messagesSources, messagesStore } from '../../src/tables/messages.js';
 import { shippedTemplates } from '../../src/templates/templates.js';
 import { testDatabase, type TestDatabase } from '../helpers/database.js';
 import { planOf as planRecorded } from '../helpers/plans.js';

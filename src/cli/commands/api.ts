@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Command } from 'commander';
-import { rateLimiterEnsure } from '../../delivery/control.js';
+import { rateLimiterEnsure } from '../../tables/delivery-control.js';
 import { webhookSettingsFromEnv } from '../../events/webhook-config.js';
 import { createMetrics } from '../../observability/metrics.js';
 import { onShutdownSignals } from '../../runtime/shutdown.js';

@@ -1,8 +1,8 @@
 import { InvalidArgumentError } from 'commander';
 import { isListenHost, LISTEN_HOST_MESSAGE } from '../../config.js';
 import { ValidationError } from '../../errors.js';
-import { validateBurst, validatePerSecond } from '../../delivery/control.js';
-import { validateHoldId } from '../../holds/validate.js';
+import { validateBurst, validatePerSecond } from '../../tables/delivery-control.js';
+import { validateHoldId } from '../../model/hold-input.js';
 import { INTENT_ID_PATTERN } from '../../server/context.js';
 
 /**

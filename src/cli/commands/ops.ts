@@ -1,11 +1,11 @@
 import type { Command } from 'commander';
-import { deliveryControlGet, deliveryPause, deliveryResume, rateLimiterEnsure, rateLimiterGet, rateLimiterSet } from '../../delivery/control.js';
-import { replayIntent } from '../../outbox/replay.js';
+import { deliveryControlGet, deliveryPause, deliveryResume, rateLimiterEnsure, rateLimiterGet, rateLimiterSet } from '../../tables/delivery-control.js';
+import { replayIntent } from '../../tables/outbox-replay.js';
 import type { ContextFactory } from '../main.js';
 import type { CommandContext } from '../context.js';
 import type { Database } from '../../db/database.js';
 import { burstArg, intentIdArg, perSecondArg, reasonArg, secondsArg } from './args.js';
-import { iso } from './format.js';
+import { iso } from '../../format.js';
 
 /** Operator controls: pause, resume, replay, rate-limit. Each logs the one event of its transition. */
 

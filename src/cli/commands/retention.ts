@@ -15,7 +15,7 @@ import { Pruner } from '../../retention/prune.js';
 import { retentionPreview, type TableCounts } from '../../retention/queries.js';
 import type { ContextFactory } from '../main.js';
 import { CliExit, EXIT_USAGE } from '../context.js';
-import { table } from './format.js';
+import { table } from '../../format.js';
 
 /** `prune` and `erase`: the retention policy by hand (the prune worker in `start` runs it continuously). */
 

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
-import { readStatus, type StatusReport } from '../../observability/status.js';
+import { readStatus, type StatusReport } from '../../read/status.js';
 import type { ContextFactory } from '../main.js';
-import { counts, iso, seconds, table } from './format.js';
+import { counts, iso, seconds, table } from '../../format.js';
 
 const against = (age: number, promise: number) =>
   `${seconds(age)}  (promise ${seconds(promise)}: ${age <= promise ? 'kept' : 'BROKEN'})`;

@@ -1,11 +1,11 @@
 import { InvalidArgumentError, type Command } from 'commander';
 import type { ValidationError } from '../../errors.js';
-import { addressHash, suppressionKey, validateAddress } from '../../suppressions/address.js';
-import { SuppressionReason, type Suppression } from '../../suppressions/reasons.js';
-import { suppressionsAdd, suppressionsGet, suppressionsList, suppressionsRemove } from '../../suppressions/suppressions-table.js';
+import { addressHash, suppressionKey, validateAddress } from '../../model/address.js';
+import { SuppressionReason, type Suppression } from '../../model/suppression-reasons.js';
+import { suppressionsAdd, suppressionsGet, suppressionsList, suppressionsRemove } from '../../tables/suppressions.js';
 import type { ContextFactory } from '../main.js';
 import { CliExit, EXIT_FAILURE, type CommandContext } from '../context.js';
-import { iso } from './format.js';
+import { iso } from '../../format.js';
 
 /**
  * `leasehold suppressions list|add|remove`: the addresses the delivery lane

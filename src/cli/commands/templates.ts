@@ -4,15 +4,15 @@ import path from 'node:path';
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import type { Config } from '../../config.js';
 import { getHold } from '../../holds/holds.js';
-import { intentIdForHold } from '../../holds/states.js';
-import { messagesSummary } from '../../outbox/messages.js';
+import { intentIdForHold } from '../../model/hold-states.js';
+import { messagesSummary } from '../../tables/messages.js';
 import { validLocale, validTimeZone } from '../../templates/locale.js';
 import { describeProblem } from '../../templates/source.js';
 import { loadTemplates, TemplateRenderError, type RenderInput, type Templates } from '../../templates/templates.js';
 import { CliExit, EXIT_FAILURE, EXIT_USAGE } from '../context.js';
 import type { ContextFactory } from '../main.js';
 import { holdIdArg } from './args.js';
-import { iso } from './format.js';
+import { iso } from '../../format.js';
 
 /** The templates this configuration sends with: LEASEHOLD_TEMPLATES_DIR, or the shipped ones. */
 export function templatesFromConfig(config: Config): Templates {

@@ -1,8 +1,8 @@
 import type { Command } from 'commander';
-import { holdTimeline, type HoldTimeline } from '../../server/timeline.js';
+import { holdTimeline, type HoldTimeline } from '../../read/timeline.js';
 import type { ContextFactory } from '../main.js';
 import { holdIdArg } from './args.js';
-import { iso, seconds, table } from './format.js';
+import { iso, seconds, table } from '../../format.js';
 
 const delta = (from: Date | null, to: Date | null) =>
   from && to ? `+${seconds(Math.max(0, (to.getTime() - from.getTime()) / 1000))}` : '';

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { intentsChannel, Listener } from '../../db/listener.js';
-import { rateLimiterEnsure } from '../../delivery/control.js';
+import { rateLimiterEnsure } from '../../tables/delivery-control.js';
 import { DeliveryWorker } from '../../delivery/worker.js';
 import { ingestEvents } from '../../events/ingest.js';
 import { webhookSettingsFromEnv } from '../../events/webhook-config.js';

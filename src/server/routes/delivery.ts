@@ -8,7 +8,7 @@ import {
   rateLimiterGet,
   rateLimiterSet,
   validatePolicy,
-} from '../../delivery/control.js';
+} from '../../tables/delivery-control.js';
 import { storableText } from '../../text.js';
 import { expectNoBody, parse, type ApiContext } from '../context.js';
 

@@ -1,9 +1,9 @@
 import type { FastifyInstance } from 'fastify';
 import { cancelHold, confirmHold, createHold } from '../../holds/holds.js';
-import type { CreateHoldInput } from '../../holds/validate.js';
-import { validateHoldId } from '../../holds/validate.js';
+import type { CreateHoldInput } from '../../model/hold-input.js';
+import { validateHoldId } from '../../model/hold-input.js';
 import { expectNoBody, type ApiContext } from '../context.js';
-import { holdTimeline } from '../timeline.js';
+import { holdTimeline } from '../../read/timeline.js';
 
 type IdParams = { Params: { id: string } };
 

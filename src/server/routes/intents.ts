@@ -1,10 +1,10 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { NotFoundError } from '../../errors.js';
-import { messagesSummary } from '../../outbox/messages.js';
-import { attemptsList, intentsGet, intentsList } from '../../outbox/read.js';
-import { replayIntent } from '../../outbox/replay.js';
-import { IntentState } from '../../outbox/states.js';
+import { messagesSummary } from '../../tables/messages.js';
+import { attemptsList, intentsGet, intentsList } from '../../tables/outbox-read.js';
+import { replayIntent } from '../../tables/outbox-replay.js';
+import { IntentState } from '../../model/intent-states.js';
 import { expectNoBody, intentIdSchema, parse, type ApiContext } from '../context.js';
 
 type IdParams = { Params: { id: string } };

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { Registry } from 'prom-client';
-import { checkHealth } from '../../observability/health.js';
+import { checkHealth } from '../../read/health.js';
 import type { ApiContext } from '../context.js';
 
 /** Open routes (no token): health for load balancers, metrics for Prometheus. */

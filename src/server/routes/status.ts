@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { readStatus } from '../../observability/status.js';
+import { readStatus } from '../../read/status.js';
 import type { ApiContext } from '../context.js';
 
 /** Both lanes at a glance, as `leasehold status --json` prints them (the dashboard polls it). */

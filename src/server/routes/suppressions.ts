@@ -1,9 +1,9 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { NotFoundError } from '../../errors.js';
-import { addressHash, suppressionKey, validateAddress } from '../../suppressions/address.js';
-import { SuppressionReason } from '../../suppressions/reasons.js';
-import { suppressionsAdd, suppressionsGet, suppressionsList, suppressionsRemove } from '../../suppressions/suppressions-table.js';
+import { addressHash, suppressionKey, validateAddress } from '../../model/address.js';
+import { SuppressionReason } from '../../model/suppression-reasons.js';
+import { suppressionsAdd, suppressionsGet, suppressionsList, suppressionsRemove } from '../../tables/suppressions.js';
 import { parse, type ApiContext } from '../context.js';
 
 const REASONS = Object.values(SuppressionReason) as [SuppressionReason, ...SuppressionReason[]];

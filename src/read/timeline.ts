@@ -1,11 +1,11 @@
 import type { Queryable } from '../db/pool.js';
-import { eventsForIntent } from '../events/events-table.js';
-import { emailOutcome, type EmailEvent, type EmailOutcome } from '../events/kinds.js';
+import { eventsForIntent } from '../tables/events.js';
+import { emailOutcome, type EmailEvent, type EmailOutcome } from '../model/event-kinds.js';
 import { getHold } from '../holds/holds.js';
-import type { Hold } from '../holds/states.js';
-import { messagesSummary, type MessageSummary } from '../outbox/messages.js';
-import { attemptsList, intentsGetByHold } from '../outbox/read.js';
-import type { Attempt, Intent } from '../outbox/states.js';
+import type { Hold } from '../model/hold-states.js';
+import { messagesSummary, type MessageSummary } from '../tables/messages.js';
+import { attemptsList, intentsGetByHold } from '../tables/outbox-read.js';
+import type { Attempt, Intent } from '../model/intent-states.js';
 
 /**
  * A hold's notification story: the four moments of the brief, the fifth

@@ -1,6 +1,6 @@
 import type { Queryable } from '../db/pool.js';
 import { ident } from '../db/pool.js';
-import type { BounceType, EmailEvent, EventKind, ProviderEvent } from './kinds.js';
+import type { BounceType, EmailEvent, EventKind, ProviderEvent } from '../model/event-kinds.js';
 
 /** Every statement on the `email_events` table. One statement per batch; values always as parameters. */
 

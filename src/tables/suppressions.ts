@@ -1,8 +1,8 @@
 import type { Queryable } from '../db/pool.js';
 import { ident } from '../db/pool.js';
 import { ValidationError } from '../errors.js';
-import { addressHash, normalizeAddress } from './address.js';
-import type { Suppression, SuppressionReason } from './reasons.js';
+import { addressHash, normalizeAddress } from '../model/address.js';
+import type { Suppression, SuppressionReason } from '../model/suppression-reasons.js';
 
 /** Every statement on the `suppressions` table. Values are always parameters; batches go through arrays. */
 

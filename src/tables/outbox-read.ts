@@ -2,7 +2,7 @@ import type { Queryable } from '../db/pool.js';
 import { ident } from '../db/pool.js';
 import { ValidationError } from '../errors.js';
 import { isStorableText } from '../text.js';
-import type { Attempt, Intent, IntentState } from './states.js';
+import type { Attempt, Intent, IntentState } from '../model/intent-states.js';
 
 /** Read side of the outbox: what operators, the API and `trace` look at. */
 

@@ -1,8 +1,8 @@
 import type { Queryable } from '../db/pool.js';
-import type { AttemptResult } from '../outbox/queries.js';
-import { addressHash } from './address.js';
-import { reasonWords, type Suppression } from './reasons.js';
-import { suppressionsFind } from './suppressions-table.js';
+import type { AttemptResult } from '../tables/outbox.js';
+import { addressHash } from '../model/address.js';
+import { reasonWords, type Suppression } from '../model/suppression-reasons.js';
+import { suppressionsFind } from '../tables/suppressions.js';
 
 /**
  * The delivery lane's check before it sends (invariant 12: a suppressed

@@ -1,9 +1,9 @@
 import type { Queryable } from '../db/pool.js';
-import { messagesGetMany, messagesSources, messagesStore, type StoredMessage } from '../outbox/messages.js';
-import type { AttemptResult, LeasedIntent } from '../outbox/queries.js';
-import { idempotencyKeyFor } from '../outbox/replay.js';
+import { messagesGetMany, messagesSources, messagesStore, type StoredMessage } from '../tables/messages.js';
+import type { AttemptResult, LeasedIntent } from '../tables/outbox.js';
+import { idempotencyKeyFor } from '../tables/outbox-replay.js';
 import type { EmailMessage } from '../providers/gateway.js';
-import { TemplateRenderError, type RenderedMessage, type Templates } from './templates.js';
+import { TemplateRenderError, type RenderedMessage, type Templates } from '../templates/templates.js';
 
 /**
  * The delivery lane's side of templates. A leased intent is rendered once,

@@ -1,8 +1,8 @@
 import type { Queryable } from '../db/pool.js';
 import { ident } from '../db/pool.js';
-import { deliveryControlGet, rateLimiterGet, type DeliveryControl, type RateLimitState } from '../delivery/control.js';
-import { holdsOldestDueAge } from '../holds/queries.js';
-import { IntentState } from '../outbox/states.js';
+import { deliveryControlGet, rateLimiterGet, type DeliveryControl, type RateLimitState } from '../tables/delivery-control.js';
+import { holdsOldestDueAge } from '../tables/holds.js';
+import { IntentState } from '../model/intent-states.js';
 
 /**
  * The shared-state numbers of both lanes, read from the database so every

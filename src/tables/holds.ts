@@ -1,6 +1,6 @@
 import type { Queryable } from '../db/pool.js';
 import { ident } from '../db/pool.js';
-import type { Hold, HoldStatus } from './states.js';
+import type { Hold, HoldStatus } from '../model/hold-states.js';
 
 /**
  * Every statement on support_reservations, as small named functions. Values

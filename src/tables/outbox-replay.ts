@@ -2,8 +2,8 @@ import type { Queryable } from '../db/pool.js';
 import { ident } from '../db/pool.js';
 import { IntentStateError, NotFoundError } from '../errors.js';
 import { messagesDiscardFinished } from './messages.js';
-import { intentsGet } from './read.js';
-import type { Intent } from './states.js';
+import { intentsGet } from './outbox-read.js';
+import type { Intent } from '../model/intent-states.js';
 
 /**
  * Send an intent again, on purpose, without touching its hold: a finished

@@ -1,5 +1,5 @@
 import type { Queryable } from '../db/pool.js';
-import type { Logger } from './logger.js';
+import type { Logger } from '../observability/logger.js';
 import { laneStats, type LaneStats } from './stats.js';
 
 /**

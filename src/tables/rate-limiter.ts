@@ -1,6 +1,6 @@
 import type { Queryable } from '../db/pool.js';
 import { ident } from '../db/pool.js';
-import { LIMITER_NAME, MIN_PER_SECOND } from '../delivery/control.js';
+import { LIMITER_NAME, MIN_PER_SECOND } from './delivery-control.js';
 
 /**
  * The one shared rate limiter: a token bucket row in PostgreSQL, refilled

@@ -1,6 +1,6 @@
 import type { Queryable } from '../db/pool.js';
 import { ident } from '../db/pool.js';
-import type { AttemptOutcome, IntentState } from './states.js';
+import type { AttemptOutcome, IntentState } from '../model/intent-states.js';
 
 /**
  * The delivery lane's write statements on email_outbox and email_attempts.

@@ -1,6 +1,6 @@
 import { Gauge, Registry } from 'prom-client';
 import type { Queryable } from '../db/pool.js';
-import { IntentState } from '../outbox/states.js';
+import { IntentState } from '../model/intent-states.js';
 import { laneStats, type LaneStats } from './stats.js';
 
 /**

@@ -1,7 +1,7 @@
 import { Gauge, type Registry } from 'prom-client';
 import type { Queryable } from '../db/pool.js';
-import { eventsWindowStats, type EventWindowStats } from '../events/events-table.js';
-import { suppressionsCount } from '../suppressions/suppressions-table.js';
+import { eventsWindowStats, type EventWindowStats } from '../tables/events.js';
+import { suppressionsCount } from '../tables/suppressions.js';
 
 /**
  * Reputation gauges read from the database at scrape time, so every
