@@ -13,7 +13,7 @@ import { loadConfig } from '../src/config.js';
 import { intentsChannel, Listener } from '../src/db/listener.js';
 import { migrate } from '../src/db/migrate.js';
 import { createPool, ident } from '../src/db/pool.js';
-import { rateLimiterSet } from '../src/tables/delivery-control.js';
+import { rateLimiterSet } from '../src/tables/rate-limiter.js';
 import { DeliveryWorker } from '../src/delivery/worker.js';
 import { ExpiryWorker } from '../src/holds/expiry-worker.js';
 import { silentLogger } from '../src/observability/logger.js';

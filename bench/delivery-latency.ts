@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import { intentsChannel, Listener } from '../src/db/listener.js';
 import { ident } from '../src/db/pool.js';
-import { rateLimiterSet } from '../src/tables/delivery-control.js';
+import { rateLimiterSet } from '../src/tables/rate-limiter.js';
 import { DeliveryWorker } from '../src/delivery/worker.js';
 import { ExpiryWorker } from '../src/holds/expiry-worker.js';
 import { silentLogger } from '../src/observability/logger.js';

@@ -1,5 +1,5 @@
 import { ident } from '../src/db/pool.js';
-import { rateLimiterSet } from '../src/tables/delivery-control.js';
+import { rateLimiterSet } from '../src/tables/rate-limiter.js';
 import type { Benchmark, BenchResult, Figure } from './common.js';
 import { round } from './common.js';
 import { startChild } from './children.js';

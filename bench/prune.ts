@@ -6,7 +6,7 @@ import { silentLogger } from '../src/observability/logger.js';
 import { createMetrics } from '../src/observability/metrics.js';
 import { intentsLease } from '../src/tables/outbox.js';
 import { eraseAddress } from '../src/retention/erase.js';
-import { DEFAULT_RETENTION, type RetentionPolicy } from '../src/retention/policy.js';
+import { DEFAULT_RETENTION, type RetentionPolicy } from '../src/model/retention-policy.js';
 import { Pruner } from '../src/retention/prune.js';
 import { PruneWorker } from '../src/retention/prune-worker.js';
 import type { Benchmark, BenchResult, Figure } from './common.js';

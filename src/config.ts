@@ -1,17 +1,9 @@
 import { isIP } from 'node:net';
 import { z } from 'zod';
-import { MAX_BURST, PER_SECOND_RULE, isValidPerSecond } from './tables/delivery-control.js';
-import { isReservedSchemaName } from './db/pool.js';
+import { MAX_BURST, PER_SECOND_RULE, isValidPerSecond } from './model/delivery-policy.js';
 import { ConfigError, ValidationError } from './errors.js';
-import {
-  checkEraseWithinRetention,
-  DEFAULT_RETENTION,
-  MAX_PRUNE_BATCH,
-  parseErasePiiAfterDays,
-  parseRetentionDays,
-  type RetentionPolicy,
-} from './retention/policy.js';
-import { validLocale, validTimeZone } from './templates/locale.js';
+import { checkEraseWithinRetention, DEFAULT_RETENTION, MAX_PRUNE_BATCH, parseErasePiiAfterDays, parseRetentionDays, type RetentionPolicy } from './model/retention-policy.js';
+import { validLocale, validTimeZone } from './model/locale.js';
 
 const int = (min: number, max: number) => {
   const message = `must be a whole number from ${min} to ${max}`;
@@ -21,11 +13,42 @@ const int = (min: number, max: number) => {
 const HOST_NAME = /^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/;
 
 /** An address to listen on: an IP literal (127.0.0.1, ::1, 0.0.0.0) or a host name (localhost). */
+/**
+ * Schema names PostgreSQL keeps for itself: `pg_*` (pg_catalog, pg_toast,
+ * pg_temp_N; CREATE SCHEMA refuses the prefix) and information_schema (which
+ * it would accept, mixing leasehold's tables into the SQL-standard views).
+ */
+export function isReservedSchemaName(name: string): boolean {
+  const lower = name.toLowerCase();
+  return lower.startsWith('pg_') || lower === 'information_schema';
+}
+
 export function isListenHost(value: string): boolean {
   return isIP(value) !== 0 || HOST_NAME.test(value);
 }
 
 export const LISTEN_HOST_MESSAGE = 'must be an IP address or a host name, e.g. 127.0.0.1, 0.0.0.0 or ::1';
+
+/**
+ * The defaults, one set: the environment's (below) and every worker's and
+ * library function's when an option is left out.
+ */
+export const DEFAULTS = {
+  schema: 'leasehold',
+  emailFrom: 'Support <support@example.com>',
+  ratePerSecond: 10,
+  rateBurst: 10,
+  expiryIntervalMs: 1000,
+  expiryBatch: 500,
+  leaseMs: 30_000,
+  deliveryBatch: 50,
+  deliveryConcurrency: 8,
+  /** The provider call's timeout when none is set: half the lease, at most 10 s. */
+  sendTimeoutMs: (leaseMs: number) => Math.min(10_000, Math.floor(leaseMs / 2)),
+  maxAttempts: 10,
+  /** Longest sleep of a delivery worker with nothing to send (a NOTIFY wakes it sooner). */
+  deliveryPollMs: 1000,
+} as const;
 
 /**
  * Every environment variable leasehold reads, with its default. Parsing
@@ -42,7 +65,7 @@ const schema = z.object({
     .string()
     .regex(/^[a-z_][a-z0-9_]{0,62}$/, 'must be a lowercase SQL identifier (letters, digits, underscore)')
     .refine((name) => !isReservedSchemaName(name), 'must not be a PostgreSQL system schema (pg_* or information_schema)')
-    .default('leasehold'),
+    .default(DEFAULTS.schema),
   PORT: int(0, 65535).default(8787),
   // Loopback unless the operator chooses to expose the API (and its open
   // /healthz, /metrics and dashboard) on other interfaces.
@@ -55,16 +78,16 @@ const schema = z.object({
     .regex(/^[\x21-\x7e]+$/, 'must be printable ASCII without whitespace (it is sent in an Authorization: Bearer header)')
     .optional(),
   EMAIL_PROVIDER: z.enum(['sandbox', 'resend', 'postmark', 'ses', 'smtp']).default('sandbox'),
-  EMAIL_FROM: z.string().min(3).default('Support <support@example.com>'),
-  LEASEHOLD_RATE_PER_SECOND: z.coerce.number({ error: PER_SECOND_RULE }).refine(isValidPerSecond, PER_SECOND_RULE).default(10),
-  LEASEHOLD_RATE_BURST: int(1, MAX_BURST).default(10),
-  LEASEHOLD_EXPIRY_INTERVAL_MS: int(10, 3_600_000).default(1000),
-  LEASEHOLD_EXPIRY_BATCH: int(1, 100_000).default(500),
-  LEASEHOLD_LEASE_MS: int(1000, 3_600_000).default(30_000),
-  LEASEHOLD_DELIVERY_BATCH: int(1, 10_000).default(50),
-  LEASEHOLD_DELIVERY_CONCURRENCY: int(1, 1000).default(8),
+  EMAIL_FROM: z.string().min(3).default(DEFAULTS.emailFrom),
+  LEASEHOLD_RATE_PER_SECOND: z.coerce.number({ error: PER_SECOND_RULE }).refine(isValidPerSecond, PER_SECOND_RULE).default(DEFAULTS.ratePerSecond),
+  LEASEHOLD_RATE_BURST: int(1, MAX_BURST).default(DEFAULTS.rateBurst),
+  LEASEHOLD_EXPIRY_INTERVAL_MS: int(10, 3_600_000).default(DEFAULTS.expiryIntervalMs),
+  LEASEHOLD_EXPIRY_BATCH: int(1, 100_000).default(DEFAULTS.expiryBatch),
+  LEASEHOLD_LEASE_MS: int(1000, 3_600_000).default(DEFAULTS.leaseMs),
+  LEASEHOLD_DELIVERY_BATCH: int(1, 10_000).default(DEFAULTS.deliveryBatch),
+  LEASEHOLD_DELIVERY_CONCURRENCY: int(1, 1000).default(DEFAULTS.deliveryConcurrency),
   LEASEHOLD_SEND_TIMEOUT_MS: int(100, 3_600_000).optional(),
-  LEASEHOLD_MAX_ATTEMPTS: int(1, 1000).default(10),
+  LEASEHOLD_MAX_ATTEMPTS: int(1, 1000).default(DEFAULTS.maxAttempts),
   LEASEHOLD_EXPIRY_PROMISE_S: int(1, 31_536_000).default(60),
   LEASEHOLD_EMAIL_PROMISE_S: int(1, 31_536_000).default(900),
   // Whole days or `off`; read by the retention policy's own rule below.
@@ -135,7 +158,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     throw new ConfigError(variable, `${issue.message}${got}`);
   }
   const e = parsed.data;
-  const sendTimeoutMs = e.LEASEHOLD_SEND_TIMEOUT_MS ?? Math.min(10_000, Math.floor(e.LEASEHOLD_LEASE_MS / 2));
+  const sendTimeoutMs = e.LEASEHOLD_SEND_TIMEOUT_MS ?? DEFAULTS.sendTimeoutMs(e.LEASEHOLD_LEASE_MS);
   if (sendTimeoutMs >= e.LEASEHOLD_LEASE_MS) {
     throw new ConfigError(
       'LEASEHOLD_SEND_TIMEOUT_MS',

@@ -1,13 +1,18 @@
 /**
- * Errors a caller can act on. Each carries a stable `code`; validation errors
- * name the field so an API can answer 400 with it and a CLI can print it.
+ * Errors a caller can act on. Each carries a stable `code` and the HTTP
+ * status the API answers with (`status`), so a new kind of error is mapped
+ * where it is defined, not in the server; validation errors name the field
+ * so an API can answer 400 with it and a CLI can print it.
  */
 export class LeaseholdError extends Error {
   constructor(
     readonly code: string,
     message: string,
+    /** HTTP status for the API: 4xx for what the caller can fix, 5xx for what the service must. */
+    readonly httpStatus: number = 500,
+    options?: ErrorOptions,
   ) {
-    super(message);
+    super(message, options);
     this.name = new.target.name;
   }
 }
@@ -18,20 +23,20 @@ export class ValidationError extends LeaseholdError {
     readonly field: string,
     message: string,
   ) {
-    super('validation_error', `${field}: ${message}`);
+    super('validation_error', `${field}: ${message}`, 400);
   }
 }
 
 export class NotFoundError extends LeaseholdError {
   constructor(what: string, id: string) {
-    super('not_found', `${what} ${JSON.stringify(id)} does not exist`);
+    super('not_found', `${what} ${JSON.stringify(id)} does not exist`, 404);
   }
 }
 
 /** Same client-supplied id reused with different content. */
 export class IdempotencyConflictError extends LeaseholdError {
   constructor(id: string) {
-    super('idempotency_conflict', `hold ${JSON.stringify(id)} already exists with different content`);
+    super('idempotency_conflict', `hold ${JSON.stringify(id)} already exists with different content`, 409);
   }
 }
 
@@ -41,7 +46,7 @@ export class HoldNotHeldError extends LeaseholdError {
     readonly holdId: string,
     readonly status: string,
   ) {
-    super('hold_not_held', `hold ${JSON.stringify(holdId)} is ${status}, not held`);
+    super('hold_not_held', `hold ${JSON.stringify(holdId)} is ${status}, not held`, 409);
   }
 }
 
@@ -52,7 +57,7 @@ export class IntentStateError extends LeaseholdError {
     readonly state: string,
     message: string,
   ) {
-    super('intent_state', message);
+    super('intent_state', message, 409);
   }
 }
 
@@ -63,7 +68,7 @@ export class IntentStateError extends LeaseholdError {
  */
 export class SchemaNotMigratedError extends LeaseholdError {
   constructor(message: string) {
-    super('schema_not_migrated', message);
+    super('schema_not_migrated', message, 503);
   }
 }
 
@@ -73,6 +78,33 @@ export class ConfigError extends LeaseholdError {
     readonly variable: string,
     message: string,
   ) {
-    super('config_error', `${variable}: ${message}`);
+    super('config_error', `${variable}: ${message}`, 500);
   }
+}
+
+/** A migration file could not be read or applied; the schema is left as the last good migration made it. */
+export class MigrationError extends LeaseholdError {
+  constructor(message: string, options?: ErrorOptions) {
+    super('migration_failed', message, 500, options);
+  }
+}
+
+/** The shared rate limiter's row is missing: nothing ran rateLimiterEnsure (service start-up does). */
+export class LimiterMissingError extends LeaseholdError {
+  constructor(schema: string) {
+    super('limiter_missing', `the rate limiter row is missing in schema ${schema}; start the service (or call rateLimiterEnsure) first`, 503);
+  }
+}
+
+/** Errors that mean the connection or server went away, not a bad query. */
+export function isConnectionError(error: unknown): boolean {
+  const e = error as { code?: string; message?: string };
+  if (typeof e?.code === 'string') {
+    // 57P01 admin_shutdown, 57P02 crash_shutdown, 57P03 cannot_connect_now,
+    // class 08 connection exceptions.
+    if (e.code.startsWith('08') || e.code === '57P01' || e.code === '57P02' || e.code === '57P03') return true;
+    if (['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'ENOTFOUND'].includes(e.code)) return true;
+  }
+  const message = e?.message ?? '';
+  return /Connection terminated|connection timeout|Client has encountered a connection error|not queryable/i.test(message);
 }

@@ -26,26 +26,15 @@ export { Faults, type FaultPoint, type FaultHook } from './runtime/faults.js';
 export { createLogger, type Logger } from './observability/logger.js';
 export { createMetrics, type Metrics } from './observability/metrics.js';
 export { DeliveryWorker, type DeliveryWorkerOptions, type DeliveryRun } from './delivery/worker.js';
-export {
-  deliveryPause,
-  deliveryResume,
-  deliveryControlGet,
-  rateLimiterGet,
-  rateLimiterSet,
-  type DeliveryControl,
-  type RateLimitPolicy,
-} from './tables/delivery-control.js';
+export { deliveryPause, deliveryResume, deliveryControlGet, type DeliveryControl } from './tables/delivery-control.js';
+export { rateLimiterGet, rateLimiterSet } from './tables/rate-limiter.js';
+export { type RateLimitPolicy } from './model/delivery-policy.js';
 export { IntentState, type Intent, type Attempt } from './model/intent-states.js';
-export { intentsGet, intentsList, attemptsList } from './tables/outbox-read.js';
-export { replayIntent } from './tables/outbox-replay.js';
-export {
-  DEFAULT_RETENTION,
-  RETENTION_TABLES,
-  type RetentionPolicy,
-  type RetentionTables,
-  type StoryChildTable,
-  type StandaloneTable,
-} from './retention/policy.js';
+export { attemptsList } from './tables/attempts.js';
+export { intentsGet, intentsList } from './tables/outbox.js';
+export { replayIntent } from './ops.js';
+export { RETENTION_TABLES, type RetentionTables, type StoryChildTable, type StandaloneTable } from './retention/policy.js';
+export { DEFAULT_RETENTION, type RetentionPolicy } from './model/retention-policy.js';
 export { Pruner, type PrunerOptions, type PruneRound, type PruneRun } from './retention/prune.js';
 export { PruneWorker } from './retention/prune-worker.js';
 export { eraseAddress, type EraseOptions } from './retention/erase.js';
@@ -53,16 +42,8 @@ export { retentionPreview, type RetentionPreview, type AddressErasure } from './
 export type { EmailGateway, EmailMessage, SendContext, SendResult } from './providers/gateway.js';
 export { SandboxGateway, type SandboxOptions } from './providers/sandbox.js';
 export { createGateway } from './providers/registry.js';
-export {
-  loadTemplates,
-  Templates,
-  TemplateRenderError,
-  INTENT_HEADER,
-  MESSAGE_KINDS,
-  type TemplatesOptions,
-  type RenderInput,
-  type RenderedMessage,
-} from './templates/templates.js';
+export { loadTemplates, Templates, TemplateRenderError, INTENT_HEADER, MESSAGE_KINDS, type TemplatesOptions, type RenderInput } from './templates/templates.js';
+export { type RenderedMessage } from './model/message.js';
 export { describeProblem, type TemplateFiles, type TemplateProblem } from './templates/source.js';
 export { messagesSummary, type MessageSummary } from './tables/messages.js';
 export { buildApp, startApiServer, type ApiOptions } from './server/app.js';

@@ -71,13 +71,13 @@ export const STATEMENTS = {
   expiryFullTick: 3,
   /** Expiry tick with a short batch: the same plus holdsDueOutlook to decide how long to sleep. */
   expiryShortTick: 4,
-  /** Delivery round that sends: limiterTake, intentsLease, intentsRecord. */
+  /** Delivery round that sends: rateLimiterTake, intentsLease, intentsRecord. */
   deliverySendingRound: 3,
-  /** limiterRefund, when fewer intents were leased than permits granted. */
+  /** rateLimiterRefund, when fewer intents were leased than permits granted. */
   deliveryRefund: 1,
-  /** Delivery round that finds nothing: limiterTake, intentsLease (0 rows), limiterRefund. */
+  /** Delivery round that finds nothing: rateLimiterTake, intentsLease (0 rows), rateLimiterRefund. */
   deliveryEmptyRound: 3,
-  /** limiterTake refused (bucket empty): the round ends there. */
+  /** rateLimiterTake refused (bucket empty): the round ends there. */
   deliveryRefusedTake: 1,
   /** The application's createHold, and confirmHold/cancelHold for holds that do not expire. */
   holdCreate: 1,

@@ -1,6 +1,6 @@
 import { DAYS_PER_MONTH, HOURS_PER_MONTH, MEASURED, SECONDS_PER_DAY } from './constants.js';
 import type { Workload } from './input.js';
-import type { RowsReport, StatementsReport } from './model.js';
+import type { RowsReport, StatementsReport } from './reports.js';
 import type { PriceKey, PriceTable } from './prices.js';
 
 /**

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { MAX_BURST, MAX_PER_SECOND } from '../tables/delivery-control.js';
+import { MAX_BURST, MAX_PER_SECOND } from '../model/delivery-policy.js';
 import { ValidationError } from '../errors.js';
 
 /**

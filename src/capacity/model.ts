@@ -11,6 +11,9 @@ import {
 import { designCosts, type DesignCost } from './costs.js';
 import type { Workload } from './input.js';
 import type { PriceTable } from './prices.js';
+import type { RowCounts, RowsReport, StatementRates, StatementsReport } from './reports.js';
+
+export type { RowCounts, RowsReport, StatementRates, StatementsReport };
 
 /**
  * The workload and cost model: pure arithmetic over a validated workload
@@ -64,40 +67,6 @@ export interface QuotaReport {
   share: number | null;
   verdict: 'no-quota' | 'within' | 'exceeds';
   note: string;
-}
-
-export interface RowCounts {
-  holds: number;
-  intents: number;
-  attempts: number;
-}
-
-export interface RowsReport {
-  perDay: RowCounts & { bytes: number };
-  atRetention: RowCounts & { days: number; bytes: number };
-  /** Holds in `held` at any moment (holds per second x hold window). */
-  liveHolds: number;
-  /** Measured bytes per row (compact) and the bloat factor applied on top. */
-  bytesPerRow: { hold: number; intent: number; attempt: number };
-  bloatFactor: number;
-  assumption: string;
-}
-
-export interface StatementRates {
-  expiry: number;
-  delivery: number;
-  application: number;
-  total: number;
-}
-
-export interface StatementsReport {
-  average: StatementRates;
-  /**
-   * The worst burst at its peak (null without one): expiry while its holds
-   * fall due (for expirySeconds), delivery while it drains (for seconds).
-   */
-  burst: (StatementRates & { expirySeconds: number; seconds: number | null }) | null;
-  assumptions: string[];
 }
 
 export interface CapacityReport {
@@ -290,7 +259,7 @@ export function statementsReport(w: Workload, burst: BurstReport | null): Statem
     assumptions: [
       `expiry: each of ${workers} worker(s) ticks when the next hold falls due, at least every ${w.deployment.expiryIntervalMs} ms, ` +
         `at most every ${EXPIRY_TICK_MS} ms; a tick is BEGIN, one set-based expire statement, COMMIT, plus a look-ahead query when the batch was short`,
-      `delivery: a round is limiterTake + intentsLease + intentsRecord (one statement each, however many intents) and leases up to ` +
+      `delivery: a round is rateLimiterTake + intentsLease + intentsRecord (one statement each, however many intents) and leases up to ` +
         `min(batch, concurrency) = ${roundSize(w)}; at low rates every NOTIFY wakes all ${workers} process(es) and idle ones poll once a second`,
       'burst: holds all due at once expire in full batches at the measured 38,735 holds/s (a fraction of a second); while it drains, a delivery round carries the permits that refilled during one provider call, and idle workers\' limiter takes are refused when permits are scarcer than workers',
       'application: one INSERT per hold (createHold) and one UPDATE per confirmed or cancelled hold; reads by the API, /metrics and the dashboard are not counted',

@@ -32,6 +32,9 @@ export interface CommandContext {
   out: (line: string) => void;
 }
 
+/** Commands get the context through this, so `--help` works without a valid configuration. */
+export type ContextFactory = () => CommandContext;
+
 export function createContext(env: Record<string, string | undefined>, out: (line: string) => void): CommandContext {
   const config = loadConfig(env);
   // Logs go to stderr so command output on stdout stays clean for scripts.

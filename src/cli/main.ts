@@ -1,5 +1,5 @@
 import { Command, CommanderError } from 'commander';
-import { createContext, describeFailure, EXIT_OK, EXIT_USAGE, type CommandContext } from './context.js';
+import { createContext, describeFailure, EXIT_OK, EXIT_USAGE, type CommandContext, type ContextFactory } from './context.js';
 import { registerMigrate } from './commands/migrate.js';
 import { registerWorkers } from './commands/workers.js';
 import { registerApi } from './commands/api.js';
@@ -11,8 +11,6 @@ import { registerCapacity } from './commands/capacity.js';
 import { registerRetention } from './commands/retention.js';
 import { registerSuppressions } from './commands/suppressions.js';
 import { registerTemplates } from './commands/templates.js';
-
-export type ContextFactory = () => CommandContext;
 
 /**
  * Build the `leasehold` program. Each command file registers its commands;

@@ -2,8 +2,9 @@ import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type pg from 'pg';
 import { packageRoot } from '../runtime/package-root.js';
-import { SchemaNotMigratedError, ValidationError } from '../errors.js';
-import { ident, isReservedSchemaName, withClient, type Queryable } from './pool.js';
+import { MigrationError, SchemaNotMigratedError, ValidationError } from '../errors.js';
+import { ident, withClient, type Queryable } from './pool.js';
+import { isReservedSchemaName } from '../config.js';
 
 export interface Migration {
   id: number;
@@ -59,7 +60,7 @@ export async function migrate(pool: pg.Pool, schema: string): Promise<MigrateRes
       const latestKnown = migrations.at(-1)?.id ?? 0;
       const newer = [...doneIds].filter((id) => id > latestKnown);
       if (newer.length > 0) {
-        throw new Error(
+        throw new MigrationError(
           `schema ${schema} has migration ${Math.max(...newer)} applied, newer than this leasehold knows (${latestKnown}); upgrade leasehold`,
         );
       }
@@ -76,7 +77,7 @@ export async function migrate(pool: pg.Pool, schema: string): Promise<MigrateRes
           applied.push(migration.name);
         } catch (error) {
           await client.query('ROLLBACK').catch(() => {});
-          throw new Error(`migration ${migration.name} failed: ${(error as Error).message}`, { cause: error });
+          throw new MigrationError(`migration ${migration.name} failed: ${(error as Error).message}`, { cause: error });
         }
       }
     } finally {

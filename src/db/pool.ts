@@ -1,4 +1,5 @@
 import pg from 'pg';
+import { isConnectionError } from '../errors.js';
 
 /**
  * Anything that runs a query: a Pool, a PoolClient or a Client. Library
@@ -113,25 +114,3 @@ export function ident(name: string): string {
   return '"' + name.replace(/"/g, '""') + '"';
 }
 
-/**
- * Schema names PostgreSQL keeps for itself: `pg_*` (pg_catalog, pg_toast,
- * pg_temp_N; CREATE SCHEMA refuses the prefix) and information_schema (which
- * it would accept, mixing leasehold's tables into the SQL-standard views).
- */
-export function isReservedSchemaName(name: string): boolean {
-  const lower = name.toLowerCase();
-  return lower.startsWith('pg_') || lower === 'information_schema';
-}
-
-/** Errors that mean the connection or server went away, not a bad query. */
-export function isConnectionError(error: unknown): boolean {
-  const e = error as { code?: string; message?: string };
-  if (typeof e?.code === 'string') {
-    // 57P01 admin_shutdown, 57P02 crash_shutdown, 57P03 cannot_connect_now,
-    // class 08 connection exceptions.
-    if (e.code.startsWith('08') || e.code === '57P01' || e.code === '57P02' || e.code === '57P03') return true;
-    if (['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'ENOTFOUND'].includes(e.code)) return true;
-  }
-  const message = e?.message ?? '';
-  return /Connection terminated|connection timeout|Client has encountered a connection error|not queryable/i.test(message);
-}

@@ -1,9 +1,10 @@
 import type { Queryable } from '../db/pool.js';
 import { messagesGetMany, messagesSources, messagesStore, type StoredMessage } from '../tables/messages.js';
 import type { AttemptResult, LeasedIntent } from '../tables/outbox.js';
-import { idempotencyKeyFor } from '../tables/outbox-replay.js';
+import { idempotencyKeyFor } from '../model/intent-states.js';
 import type { EmailMessage } from '../providers/gateway.js';
-import { TemplateRenderError, type RenderedMessage, type Templates } from '../templates/templates.js';
+import { TemplateRenderError, type Templates } from '../templates/templates.js';
+import { type RenderedMessage } from '../model/message.js';
 
 /**
  * The delivery lane's side of templates. A leased intent is rendered once,

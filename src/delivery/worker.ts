@@ -2,16 +2,20 @@ import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import type { Clock } from '../runtime/clock.js';
 import { databaseClock } from '../runtime/clock.js';
+import { DEFAULTS } from '../config.js';
+import { ValidationError } from '../errors.js';
 import { noFaults, type Faults } from '../runtime/faults.js';
 import { LoopWorker, ServiceLoop, type TickResult } from '../runtime/loop.js';
 import { silentLogger, type Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { EmailGateway, SendResult } from '../providers/gateway.js';
-import { limiterCooldown, limiterRefund, limiterTake } from '../tables/rate-limiter.js';
+import { rateLimiterCooldown, rateLimiterRefund, rateLimiterTake } from '../tables/rate-limiter.js';
 import { intentsLease, intentsRecord, type AttemptResult, type LeasedIntent, type RecordedResult } from '../tables/outbox.js';
 import { suppressedAttempt, suppressedIntents } from './suppression-gate.js';
 import type { AttemptOutcome } from '../model/intent-states.js';
-import { deliveryPause, rateLimiterEnsure, type RateLimitPolicy } from '../tables/delivery-control.js';
+import { deliveryPause } from '../tables/delivery-control.js';
+import { rateLimiterEnsure } from '../tables/rate-limiter.js';
+import { type RateLimitPolicy } from '../model/delivery-policy.js';
 import { failureDelayMs, rateLimitDelayMs, defaultRetryPolicy, type RetryPolicy } from './retry-policy.js';
 import { emailMessageFor, prepareMessages, templateFailure, TEMPLATE_ERROR_CODE, type PreparedMessage } from './messages.js';
 import { shippedTemplates, type Templates } from '../templates/templates.js';
@@ -94,22 +98,22 @@ export class DeliveryWorker extends LoopWorker {
 
   constructor(private readonly options: DeliveryWorkerOptions) {
     super();
-    this.schema = options.schema ?? 'leasehold';
+    this.schema = options.schema ?? DEFAULTS.schema;
     this.gateway = options.gateway;
-    this.from = options.from ?? 'Support <support@example.com>';
+    this.from = options.from ?? DEFAULTS.emailFrom;
     this.templates = options.templates ?? shippedTemplates();
-    this.batchSize = Math.max(1, Math.min(options.batchSize ?? 50, options.concurrency ?? 8));
-    this.leaseMs = options.leaseMs ?? 30_000;
-    this.sendTimeoutMs = options.sendTimeoutMs ?? Math.min(10_000, Math.floor(this.leaseMs / 2));
-    if (this.sendTimeoutMs >= this.leaseMs) throw new Error('sendTimeoutMs must be shorter than leaseMs');
-    this.maxAttempts = options.maxAttempts ?? 10;
+    this.batchSize = Math.max(1, Math.min(options.batchSize ?? DEFAULTS.deliveryBatch, options.concurrency ?? DEFAULTS.deliveryConcurrency));
+    this.leaseMs = options.leaseMs ?? DEFAULTS.leaseMs;
+    this.sendTimeoutMs = options.sendTimeoutMs ?? DEFAULTS.sendTimeoutMs(this.leaseMs);
+    if (this.sendTimeoutMs >= this.leaseMs) throw new ValidationError('sendTimeoutMs', 'must be shorter than leaseMs');
+    this.maxAttempts = options.maxAttempts ?? DEFAULTS.maxAttempts;
     this.clock = options.clock ?? databaseClock;
     this.logger = options.logger ?? silentLogger;
     this.faults = options.faults ?? noFaults;
     this.random = options.random ?? Math.random;
     this.loop = new ServiceLoop({
       name: 'delivery',
-      intervalMs: options.pollIntervalMs ?? 1000,
+      intervalMs: options.pollIntervalMs ?? DEFAULTS.deliveryPollMs,
       logger: this.logger,
       tick: () => this.tick(),
     });
@@ -121,10 +125,10 @@ export class DeliveryWorker extends LoopWorker {
   async runOnce(): Promise<DeliveryRun> {
     const { pool } = this.options;
     if (!this.limiterReady) {
-      await rateLimiterEnsure(pool, this.schema, this.options.initialRate ?? { perSecond: 10, burst: 10 });
+      await rateLimiterEnsure(pool, this.schema, this.options.initialRate ?? { perSecond: DEFAULTS.ratePerSecond, burst: DEFAULTS.rateBurst });
       this.limiterReady = true;
     }
-    const grant = await limiterTake(pool, this.schema, this.batchSize);
+    const grant = await rateLimiterTake(pool, this.schema, this.batchSize);
     if (grant.granted === 0) {
       this.waitingSince ??= Date.now();
       const blocked = grant.paused ? 'paused' : grant.coolingDown ? 'cooling-down' : 'rate-limit';
@@ -145,13 +149,13 @@ export class DeliveryWorker extends LoopWorker {
       provider: this.gateway.name,
       now: this.clock.now(),
     });
-    if (leased.length < grant.granted) await limiterRefund(pool, this.schema, grant.granted - leased.length);
+    if (leased.length < grant.granted) await rateLimiterRefund(pool, this.schema, grant.granted - leased.length);
     if (leased.length === 0) return { permits: grant.granted, leased: 0, outcomes: {}, blocked: 'idle' };
     // Suppressed recipients are rejected without calling the provider (one
     // statement for the batch); their permits go back too.
     const suppressed = await suppressedIntents(pool, this.schema, leased);
     if (suppressed.size > 0) {
-      await limiterRefund(pool, this.schema, suppressed.size);
+      await rateLimiterRefund(pool, this.schema, suppressed.size);
       this.options.metrics?.suppressedSends.inc(suppressed.size);
     }
 
@@ -285,7 +289,7 @@ export class DeliveryWorker extends LoopWorker {
       }
       if (row && row.state !== 'pending') metrics?.attemptsPerIntent.observe({ state: row.state }, row.attempts);
     }
-    if (cooldownMs > 0) await limiterCooldown(pool, this.schema, cooldownMs);
+    if (cooldownMs > 0) await rateLimiterCooldown(pool, this.schema, cooldownMs);
     if (pause) {
       const reason = pause.error ?? 'provider asked to pause';
       // A broken template pauses like a provider does, but says it was the templates.

@@ -1,4 +1,5 @@
 import type pg from 'pg';
+import { DEFAULTS } from '../config.js';
 import { intentsChannel } from '../db/listener.js';
 import { withTransaction } from '../db/pool.js';
 import type { Clock } from '../runtime/clock.js';
@@ -48,12 +49,12 @@ export class ExpiryWorker extends LoopWorker {
 
   constructor(private readonly options: ExpiryWorkerOptions) {
     super();
-    this.schema = options.schema ?? 'leasehold';
-    this.batchSize = options.batchSize ?? 500;
+    this.schema = options.schema ?? DEFAULTS.schema;
+    this.batchSize = options.batchSize ?? DEFAULTS.expiryBatch;
     this.clock = options.clock ?? databaseClock;
     this.logger = options.logger ?? silentLogger;
     this.faults = options.faults ?? noFaults;
-    this.intervalMs = options.intervalMs ?? 1000;
+    this.intervalMs = options.intervalMs ?? DEFAULTS.expiryIntervalMs;
     this.loop = new ServiceLoop({
       name: 'expiry',
       intervalMs: this.intervalMs,

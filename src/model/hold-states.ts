@@ -31,7 +31,11 @@ export interface Hold {
   erasedAt: Date | null;
 }
 
+/** The email an expired hold gets: its template kind, and the prefix of its intent id. */
+export const EXPIRED_TEMPLATE = 'reservation-expired';
+export const EXPIRED_INTENT_PREFIX = `${EXPIRED_TEMPLATE}:`;
+
 /** Intent id derived from the hold id: the unique key that makes expiry idempotent. */
 export function intentIdForHold(holdId: string): string {
-  return `reservation-expired:${holdId}`;
+  return `${EXPIRED_INTENT_PREFIX}${holdId}`;
 }

@@ -63,3 +63,11 @@ export interface Attempt {
   error: string | null;
   durationMs: number | null;
 }
+
+/** What an intent id may look like (ids are derived from hold ids, plus a replay suffix in keys). */
+export const INTENT_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:#-]{0,199}$/;
+
+/** The key providers deduplicate on for the current round of an intent. */
+export function idempotencyKeyFor(intentId: string, replays: number): string {
+  return replays === 0 ? intentId : `${intentId}#replay-${replays}`;
+}

@@ -1,7 +1,8 @@
 import type { Config } from '../config.js';
 import type { Queryable } from '../db/pool.js';
 import { judgeHealth } from './health.js';
-import { laneStats, recentAttemptOutcomes, type LaneStats } from './stats.js';
+import { laneStats, type LaneStats } from './stats.js';
+import { attemptsRecentOutcomes } from '../tables/attempts.js';
 
 /** Both lanes at a glance: what `leasehold status`, `GET /v1/status` and the dashboard show. */
 export interface StatusReport {
@@ -17,7 +18,7 @@ export async function readStatus(
   schema: string,
   config: Pick<Config, 'expiryPromiseS' | 'emailPromiseS'>,
 ): Promise<StatusReport> {
-  const [stats, recent] = await Promise.all([laneStats(db, schema), recentAttemptOutcomes(db, schema)]);
+  const [stats, recent] = await Promise.all([laneStats(db, schema), attemptsRecentOutcomes(db, schema)]);
   const { lastMinute: sendsLastMinute, lastHour: sendsLastHour } = recent;
   const promises = { expiryPromiseS: config.expiryPromiseS, emailPromiseS: config.emailPromiseS };
   return { stats, sendsLastMinute, sendsLastHour, promises, healthy: judgeHealth(stats, promises).status === 'ok' };

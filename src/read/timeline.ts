@@ -4,7 +4,8 @@ import { emailOutcome, type EmailEvent, type EmailOutcome } from '../model/event
 import { getHold } from '../holds/holds.js';
 import type { Hold } from '../model/hold-states.js';
 import { messagesSummary, type MessageSummary } from '../tables/messages.js';
-import { attemptsList, intentsGetByHold } from '../tables/outbox-read.js';
+import { attemptsList } from '../tables/attempts.js';
+import { intentsGetByHold } from '../tables/outbox.js';
 import type { Attempt, Intent } from '../model/intent-states.js';
 
 /**

@@ -1,6 +1,7 @@
 import { Gauge, Registry } from 'prom-client';
 import type { Queryable } from '../db/pool.js';
-import { RETENTION_TABLES, type RetentionPolicy, type RetentionTables } from './policy.js';
+import { RETENTION_TABLES, type RetentionTables } from './policy.js';
+import { type RetentionPolicy } from '../model/retention-policy.js';
 import { retentionOldest, type OldestRetained } from './queries.js';
 
 /**

@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { ValidationError } from '../errors.js';
 
@@ -14,65 +13,6 @@ import { ValidationError } from '../errors.js';
  * is the later of the hold's end and its email's end; a story whose email is
  * still pending is never touched (invariant 12).
  */
-
-export interface RetentionPolicy {
-  /** Delete finished stories this many days after they ended; null keeps them forever. */
-  retentionDays: number | null;
-  /** Erase personal data this many days after a story ended; null never erases by age. */
-  erasePiiAfterDays: number | null;
-  /** Most stories (or standalone rows) per transaction. */
-  batchSize: number;
-  /** Longest sleep of the prune worker when there is nothing to do (ms). */
-  intervalMs: number;
-}
-
-export const MAX_RETENTION_DAYS = 3650;
-export const MAX_PRUNE_BATCH = 10_000;
-
-export const DEFAULT_RETENTION: RetentionPolicy = {
-  retentionDays: 30,
-  erasePiiAfterDays: 7,
-  batchSize: 1000,
-  intervalMs: 60_000,
-};
-
-/**
- * A number of days, or `off` (null). The same rule reads the environment,
- * the CLI flags and the API body, so they can never disagree.
- */
-export function parseDays(value: unknown, field: string, min: number): number | null {
-  if (value === null || value === 'off') return null;
-  const n = typeof value === 'number' ? value : typeof value === 'string' && value.trim() !== '' ? Number(value) : Number.NaN;
-  if (!Number.isInteger(n) || n < min || n > MAX_RETENTION_DAYS) {
-    throw new ValidationError(field, `must be a whole number of days from ${min} to ${MAX_RETENTION_DAYS}, or off`);
-  }
-  return n;
-}
-
-export const parseRetentionDays = (value: unknown, field = 'retentionDays') => parseDays(value, field, 1);
-/** 0 is allowed: erase as soon as a story has ended. */
-export const parseErasePiiAfterDays = (value: unknown, field = 'erasePiiAfterDays') => parseDays(value, field, 0);
-
-/** Personal data must go no later than the rows holding it. */
-export function checkEraseWithinRetention(policy: Pick<RetentionPolicy, 'retentionDays' | 'erasePiiAfterDays'>, field = 'erasePiiAfterDays'): void {
-  const { retentionDays, erasePiiAfterDays } = policy;
-  if (retentionDays !== null && erasePiiAfterDays !== null && erasePiiAfterDays > retentionDays) {
-    throw new ValidationError(
-      field,
-      `must not be more than the retention (${retentionDays} days): rows are deleted before their personal data would be erased`,
-    );
-  }
-}
-
-/** One line describing the policy, for the CLI and logs. */
-export function describePolicy(policy: RetentionPolicy): string {
-  const keep = policy.retentionDays === null ? 'kept forever' : `deleted ${policy.retentionDays} day(s) after they end`;
-  const erase =
-    policy.erasePiiAfterDays === null
-      ? 'personal data kept until then'
-      : `personal data erased ${policy.erasePiiAfterDays} day(s) after they end`;
-  return `finished holds, intents and attempts ${keep}; ${erase}`;
-}
 
 // ---------------------------------------------------------------------------
 // The tables, as data. Adding a table is one entry in one of the two lists.
@@ -232,9 +172,4 @@ export function validateErasureAddress(value: unknown, field = 'email'): string 
   const parsed = addressSchema.safeParse(value);
   if (!parsed.success) throw new ValidationError(field, parsed.error.issues[0]!.message);
   return parsed.data.toLowerCase();
-}
-
-/** The suppressions key: hex sha256 of the trimmed, lowercased address. */
-export function addressHash(address: string): string {
-  return createHash('sha256').update(address.trim().toLowerCase(), 'utf8').digest('hex');
 }

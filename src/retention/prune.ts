@@ -5,7 +5,8 @@ import { silentLogger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { Clock } from '../runtime/clock.js';
 import { databaseClock } from '../runtime/clock.js';
-import { holdsPersonalData, RETENTION_TABLES, validateTables, type RetentionPolicy, type RetentionTables } from './policy.js';
+import { holdsPersonalData, RETENTION_TABLES, validateTables, type RetentionTables } from './policy.js';
+import { type RetentionPolicy } from '../model/retention-policy.js';
 import { standaloneErase, standalonePrune, storiesErase, storiesPrune, type TableCounts } from './queries.js';
 
 export interface PrunerOptions {

@@ -1,5 +1,5 @@
 import type { Logger } from '../observability/logger.js';
-import { isConnectionError } from '../db/pool.js';
+import { isConnectionError } from '../errors.js';
 
 export interface TickResult {
   /** The batch came back full: run again at once. */

@@ -7,6 +7,7 @@ import { registerEventMetrics } from '../read/event-metrics.js';
 import type { WebhookSettings } from '../events/webhook-config.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
+import { Operations } from '../ops.js';
 import { bearerAuth } from './auth.js';
 import type { ApiContext } from './context.js';
 import { ApiError, clientErrorHandler, errorHandler, toErrorResponse } from './errors.js';
@@ -16,7 +17,7 @@ import { intentRoutes } from './routes/intents.js';
 import { opsRoutes } from './routes/ops.js';
 import { retentionRoutes } from './routes/retention.js';
 import { createRetentionMetrics } from '../retention/metrics.js';
-import { DEFAULT_RETENTION } from '../retention/policy.js';
+import { DEFAULT_RETENTION } from '../model/retention-policy.js';
 import { dashboardRoutes } from './routes/dashboard.js';
 import { statusRoutes } from './routes/status.js';
 import { suppressionRoutes } from './routes/suppressions.js';
@@ -92,7 +93,13 @@ export function buildApp(options: ApiOptions): FastifyInstance {
     );
   });
 
-  const ctx: ApiContext = { pool: options.pool, schema: options.schema, config: options.config, logger, metrics: options.metrics };
+  const ops = new Operations({
+    pool: options.pool,
+    schema: options.schema,
+    initialRate: { perSecond: options.config.ratePerSecond, burst: options.config.rateBurst },
+    logger,
+  });
+  const ctx: ApiContext = { pool: options.pool, schema: options.schema, config: options.config, logger, metrics: options.metrics, ops };
   const databaseMetrics = createDatabaseMetrics({ db: options.pool, schema: options.schema, promises: options.config });
   const retentionMetrics = createRetentionMetrics({ db: options.pool, schema: options.schema, policy: options.config.retention ?? DEFAULT_RETENTION });
   registerEventMetrics(databaseMetrics, { db: options.pool, schema: options.schema });

@@ -3,8 +3,10 @@ import { z } from 'zod';
 import type { Config } from '../config.js';
 import { ValidationError } from '../errors.js';
 import { toValidationError } from '../model/hold-input.js';
+import { INTENT_ID_PATTERN } from '../model/intent-states.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
+import type { Operations } from '../ops.js';
 import { storableText } from '../text.js';
 
 /** What every route needs: the database, where the tables are, and where to log. */
@@ -14,6 +16,8 @@ export interface ApiContext {
   config: Pick<Config, 'expiryPromiseS' | 'emailPromiseS' | 'ratePerSecond' | 'rateBurst'> & Partial<Pick<Config, 'retention'>>;
   logger: Logger;
   metrics: Metrics;
+  /** Pause, resume, replay, rate limit: the same operations the CLI runs. */
+  ops: Operations;
 }
 
 /** Parse with zod; the first issue becomes a ValidationError naming the field (400). */
@@ -34,7 +38,6 @@ export function expectNoBody(body: unknown): void {
   if (first !== undefined) throw new ValidationError(first, 'is not a known field');
 }
 
-export const INTENT_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:#-]{0,199}$/;
 
 export const intentIdSchema = storableText()
   .regex(INTENT_ID_PATTERN, 'must be 1-200 characters of letters, digits, ".", "_", ":", "#" or "-"');

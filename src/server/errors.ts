@@ -1,15 +1,7 @@
 import { STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
-import { isConnectionError } from '../db/pool.js';
-import {
-  HoldNotHeldError,
-  IdempotencyConflictError,
-  IntentStateError,
-  LeaseholdError,
-  NotFoundError,
-  ValidationError,
-} from '../errors.js';
+import { HoldNotHeldError, IntentStateError, isConnectionError, LeaseholdError, ValidationError } from '../errors.js';
 import type { Logger } from '../observability/logger.js';
 
 /**
@@ -60,9 +52,8 @@ export function toErrorResponse(error: unknown): { statusCode: number; body: Err
   if (error instanceof IntentStateError) {
     return { statusCode: 409, body: { error: { code: error.code, message: error.message, state: error.state } } };
   }
-  if (error instanceof IdempotencyConflictError) return { statusCode: 409, body: { error: { code: error.code, message: error.message } } };
-  if (error instanceof NotFoundError) return { statusCode: 404, body: { error: { code: error.code, message: error.message } } };
-  if (error instanceof LeaseholdError) return { statusCode: 400, body: { error: { code: error.code, message: error.message } } };
+  // Every other error of ours says its own status where it is defined.
+  if (error instanceof LeaseholdError) return { statusCode: error.httpStatus, body: { error: { code: error.code, message: error.message } } };
   const e = error as Partial<FastifyError> & { status?: number; type?: string };
   const status = e.statusCode ?? e.status;
   if (typeof status === 'number' && status >= 400 && status < 500) {

@@ -1,9 +1,10 @@
 import type { Queryable } from '../db/pool.js';
 import { ident } from '../db/pool.js';
-import type { Hold, HoldStatus } from '../model/hold-states.js';
+import { EXPIRED_INTENT_PREFIX, EXPIRED_TEMPLATE, type Hold, type HoldStatus } from '../model/hold-states.js';
+import { intentsInsertExpired } from './outbox.js';
 
 /**
- * Every statement on support_reservations, as small named functions. Values
+ * Every statement on support_reservations (holds), as small named functions. Values
  * are always parameters; only the schema identifier is spliced in (quoted).
  * `now` parameters are `coalesce($n, now())`: null means the database clock.
  */
@@ -139,11 +140,7 @@ export async function holdsExpireDue(
         WHERE r.ctid = ANY (ARRAY(SELECT due.ctid FROM due)) AND (r.status = 'held') IS TRUE
         RETURNING r.id, r.customer_email, r.expires_at, r.expired_at
      ), intents AS (
-       INSERT INTO ${s}.email_outbox (id, reservation_id, recipient, template, state, available_at, created_at)
-       SELECT 'reservation-expired:' || e.id, e.id, e.customer_email, 'reservation-expired', 'pending', e.expired_at, e.expired_at
-         FROM expired e
-       ON CONFLICT (id) DO NOTHING
-       RETURNING id, reservation_id
+       ${intentsInsertExpired(s, 'expired', '$4::text', '$5::text')}
      ), notified AS (
        -- In the statement rather than a round trip of its own after it (4%
        -- of a 500-hold batch). Referenced below so that it runs.
@@ -153,11 +150,11 @@ export async function holdsExpireDue(
      -- row and nested-loops them (250,000 comparisons a batch, 20 of 33 ms
      -- at 1M rows in the table); an uncorrelated IN is a hashed subplan.
      SELECT e.id,
-            CASE WHEN e.id IN (SELECT i.reservation_id FROM intents i) THEN 'reservation-expired:' || e.id END AS intent_id,
+            CASE WHEN e.id IN (SELECT i.reservation_id FROM intents i) THEN $4::text || e.id END AS intent_id,
             e.expires_at, e.expired_at
        FROM expired e
       WHERE (SELECT count(*) FROM notified) >= 0`,
-    [limit, now, notifyChannel],
+    [limit, now, notifyChannel, EXPIRED_INTENT_PREFIX, EXPIRED_TEMPLATE],
   );
   return rows;
 }

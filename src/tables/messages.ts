@@ -1,6 +1,6 @@
 import type { Queryable } from '../db/pool.js';
 import { ident } from '../db/pool.js';
-import type { RenderedMessage } from '../templates/templates.js';
+import type { RenderedMessage } from '../model/message.js';
 
 /**
  * Every statement on email_messages: the rendered message of an intent,

@@ -1,11 +1,32 @@
 import type { Queryable } from '../db/pool.js';
 import { ident } from '../db/pool.js';
-import type { AttemptOutcome, IntentState } from '../model/intent-states.js';
+import { CURSOR_AT_SQL, decodeCursor, encodeCursor } from '../model/cursor.js';
+import { IntentState, type AttemptOutcome, type Intent } from '../model/intent-states.js';
+import { attemptsCloseExpired, attemptsFinish, attemptsOpen } from './attempts.js';
 
 /**
- * The delivery lane's write statements on email_outbox and email_attempts.
- * Each is one set-based statement per batch.
+ * Every statement on email_outbox: one row per email intent. The expiry
+ * lane creates intents inside its expire statement (intentsInsertExpired, a
+ * CTE fragment tables/holds.ts composes, so the state change and its intent
+ * commit as one statement); the delivery lane leases and records them, each
+ * one set-based statement per batch that also opens or finishes the
+ * intent's email_attempts rows (fragments from tables/attempts.ts).
+ *
+ * `now` parameters are `coalesce($n, now())`: null means the database clock.
  */
+
+/**
+ * Insert one pending intent per row of `expired` (a CTE with id,
+ * customer_email and expired_at of holds just expired), id
+ * `<prefix><hold id>`; the unique key is the final guard against a second
+ * intent for one hold. Returns id and reservation_id of the intents created.
+ */
+export const intentsInsertExpired = (s: string, expired: string, prefix: string, template: string): string =>
+  `INSERT INTO ${s}.email_outbox (id, reservation_id, recipient, template, state, available_at, created_at)
+   SELECT ${prefix} || e.id, e.id, e.customer_email, ${template}, 'pending', e.expired_at, e.expired_at
+     FROM ${expired} e
+   ON CONFLICT (id) DO NOTHING
+   RETURNING id, reservation_id`;
 
 export interface LeasedIntent {
   id: string;
@@ -70,13 +91,9 @@ export async function intentsLease(
                   r.expires_at AS hold_expires_at, o.lease_expires_at,
                   next.old_token IS NOT NULL AS lease_was_expired, o.outcome_unknown_seen AS previous_outcome_unknown
      ), closed AS (
-       UPDATE ${s}.email_attempts a SET outcome = 'lease_expired', outcome_unknown = true, finished_at = clock.now,
-              error = 'lease expired before a result was recorded'
-         FROM clock
-        WHERE a.intent_id = ANY (ARRAY(SELECT next.id FROM next)) AND a.finished_at IS NULL
+       ${attemptsCloseExpired(s, 'ARRAY(SELECT next.id FROM next)', '(SELECT clock.now FROM clock)')}
      ), opened AS (
-       INSERT INTO ${s}.email_attempts (intent_id, attempt, lease_token, provider, started_at)
-       SELECT l.id, l.attempts, $3::uuid, $5, clock.now FROM leased l, clock
+       ${attemptsOpen(s, 'leased', '$3::uuid', '$5', '(SELECT clock.now FROM clock)')}
      )
      SELECT * FROM leased`,
     [lease.limit, lease.leaseMs, lease.token, lease.now, lease.provider],
@@ -140,13 +157,7 @@ export async function intentsRecord(
                             $8::int[], $9::text[], $10::bool[], $11::int[], $12::bool[])
          AS r(id, token, attempt, outcome, receipt, error, delay_ms, status, code, unknown, duration_ms, duplicate_risk)
      ), attempts AS (
-       UPDATE ${s}.email_attempts a SET
-              outcome = r.outcome, finished_at = clock.now, outcome_unknown = r.unknown,
-              provider_status = r.status, provider_code = r.code, receipt = r.receipt,
-              error = r.error, duration_ms = r.duration_ms
-         FROM r, clock
-        WHERE a.intent_id = r.id AND a.attempt = r.attempt AND a.intent_id = ANY ($1::text[])
-          AND (a.finished_at IS NULL OR r.outcome = 'accepted')
+       ${attemptsFinish(s, 'r', '$1::text[]', '(SELECT clock.now FROM clock)')}
      ), updated AS (
        UPDATE ${s}.email_outbox o SET
               state = CASE
@@ -199,4 +210,139 @@ export async function intentsRecord(
     ],
   );
   return rows;
+}
+
+// ---------------------------------------------------------------------------
+// The read side: what operators, the API and `trace` look at.
+
+interface IntentRow {
+  id: string;
+  reservation_id: string;
+  template: string;
+  state: IntentState;
+  attempts: number;
+  failed_attempts: number;
+  available_at: Date;
+  created_at: Date;
+  sent_at: Date | null;
+  finished_at: Date | null;
+  receipt: string | null;
+  last_error: string | null;
+  lease_token: string | null;
+  lease_expires_at: Date | null;
+  lease_expirations: number;
+  replays: number;
+  possible_duplicate: boolean;
+}
+
+// The recipient is deliberately not selected: nothing on the read side needs it.
+const INTENT_COLUMNS = `id, reservation_id, template, state, attempts, failed_attempts, available_at, created_at,
+  sent_at, finished_at, receipt, last_error, lease_token, lease_expires_at, lease_expirations, replays, possible_duplicate`;
+
+export function intentFromRow(row: IntentRow): Intent {
+  return {
+    id: row.id,
+    holdId: row.reservation_id,
+    template: row.template,
+    state: row.state,
+    attempts: row.attempts,
+    failedAttempts: row.failed_attempts,
+    availableAt: row.available_at,
+    createdAt: row.created_at,
+    sentAt: row.sent_at,
+    finishedAt: row.finished_at,
+    receipt: row.receipt,
+    lastError: row.last_error,
+    leased: row.lease_token !== null,
+    leaseExpiresAt: row.lease_expires_at,
+    leaseExpirations: row.lease_expirations,
+    replays: row.replays,
+    possibleDuplicate: row.possible_duplicate,
+  };
+}
+
+export async function intentsGet(db: Queryable, schema: string, id: string): Promise<Intent | undefined> {
+  const { rows } = await db.query<IntentRow>(`SELECT ${INTENT_COLUMNS} FROM ${ident(schema)}.email_outbox WHERE id = $1`, [id]);
+  return rows[0] && intentFromRow(rows[0]);
+}
+
+export async function intentsGetByHold(db: Queryable, schema: string, holdId: string): Promise<Intent | undefined> {
+  const { rows } = await db.query<IntentRow>(
+    `SELECT ${INTENT_COLUMNS} FROM ${ident(schema)}.email_outbox WHERE reservation_id = $1`,
+    [holdId],
+  );
+  return rows[0] && intentFromRow(rows[0]);
+}
+
+export interface IntentPage {
+  intents: Intent[];
+  /** Opaque cursor for the next (older) page, or null at the end. */
+  nextCursor: string | null;
+}
+
+/** Intents newest first, optionally of one state, keyset-paged (stable under inserts). */
+export async function intentsList(
+  db: Queryable,
+  schema: string,
+  options: { state?: IntentState; limit: number; cursor?: string },
+): Promise<IntentPage> {
+  const after = options.cursor ? decodeCursor(options.cursor) : null;
+  const { rows } = await db.query<IntentRow & { cursor_at: string }>(
+    `SELECT ${INTENT_COLUMNS}, ${CURSOR_AT_SQL('created_at')} AS cursor_at
+       FROM ${ident(schema)}.email_outbox
+      WHERE ($1::text IS NULL OR state = $1)
+        AND ($2::timestamptz IS NULL OR (created_at, id) < ($2::timestamptz, $3::text))
+      ORDER BY created_at DESC, id DESC
+      LIMIT $4`,
+    [options.state ?? null, after?.[0] ?? null, after?.[1] ?? null, options.limit + 1],
+  );
+  const page = rows.slice(0, options.limit);
+  const more = rows.length > options.limit;
+  return { intents: page.map(intentFromRow), nextCursor: more && page.length > 0 ? encodeCursor(page.at(-1)!.cursor_at, page.at(-1)!.id) : null };
+}
+
+/**
+ * Send a finished intent (sent, rejected or dead) again: pending with a
+ * fresh attempt budget and its replay count raised, which changes the
+ * provider idempotency key. Applies only to a finished intent that still has
+ * a recipient; returns whether it did.
+ */
+export async function intentsReplay(db: Queryable, schema: string, id: string, now: Date | null = null): Promise<boolean> {
+  const { rowCount } = await db.query(
+    `UPDATE ${ident(schema)}.email_outbox SET
+       state = 'pending', available_at = coalesce($2::timestamptz, now()), failed_attempts = 0, replays = replays + 1,
+       finished_at = NULL, sent_at = NULL, receipt = NULL, last_error = NULL, possible_duplicate = false,
+       -- The new round has its own key: an ambiguous attempt of the old one says
+       -- nothing about whether this deliberate resend is already with the provider.
+       outcome_unknown_seen = false
+     WHERE id = $1 AND state <> 'pending' AND recipient IS NOT NULL`,
+    [id, now],
+  );
+  return rowCount === 1;
+}
+
+export interface OutboxStats {
+  /** Pending intents (including leased and backed-off ones). */
+  backlog: number;
+  /** Seconds since the oldest pending intent became available (created); 0 when none. */
+  oldestPendingAgeSeconds: number;
+}
+
+/** Backlog and oldest pending age, through the partial index on pending intents. */
+export async function intentsPendingStats(db: Queryable, schema: string): Promise<OutboxStats> {
+  const { rows } = await db.query<{ backlog: number; age: number | null }>(
+    `SELECT count(*)::int AS backlog, extract(epoch FROM now() - min(created_at))::float8 AS age
+       FROM ${ident(schema)}.email_outbox WHERE state = 'pending'`,
+  );
+  return { backlog: rows[0]?.backlog ?? 0, oldestPendingAgeSeconds: Math.max(0, rows[0]?.age ?? 0) };
+}
+
+/** Intents by state. Reads the whole outbox (an index-only scan): for status and metrics, not for health. */
+export async function intentsCountByState(db: Queryable, schema: string): Promise<Record<IntentState, number>> {
+  const { rows } = await db.query<{ state: IntentState; n: number }>(
+    `SELECT state, count(*)::int AS n FROM ${ident(schema)}.email_outbox GROUP BY state`,
+  );
+  const counts = Object.fromEntries(Object.values(IntentState).map((state) => [state, 0])) as Record<IntentState, number>;
+  for (const row of rows) counts[row.state] = row.n;
+  return counts;
 }

@@ -1,18 +1,105 @@
 import type { Queryable } from '../db/pool.js';
 import { ident } from '../db/pool.js';
-import { LIMITER_NAME, MIN_PER_SECOND } from './delivery-control.js';
+import { LimiterMissingError } from '../errors.js';
+import { MIN_PER_SECOND, validatePolicy, type RateLimitPolicy } from '../model/delivery-policy.js';
+import { pausedNow } from './delivery-control.js';
 
 /**
- * The one shared rate limiter: a token bucket row in PostgreSQL, refilled
- * from the database clock (the bucket formula of bucket.ts, in SQL), shared
- * by every delivery process on every machine. Taking permits is one
- * statement that also reads the fleet-wide pause and the provider cooldown,
- * so the policy, a pause and a 429 reach every worker on its next request.
+ * Every statement on rate_limiter: the one shared token bucket (policy and
+ * state in a row), refilled from the database clock and shared by every
+ * delivery process on every machine. model/token-bucket.ts is the same
+ * formula in TypeScript, for in-process use and tests.
  *
- * The row lock is held only for that one statement; workers take permits in
- * batches, so the row is touched a few hundred times a second even at
- * thousands of sends per second.
+ * Taking permits is one statement that also reads the fleet-wide pause
+ * (delivery_control) and the provider cooldown, so the policy, a pause and
+ * a 429 reach every worker on its next request. The row lock is held only
+ * for that statement; workers take permits in batches, so the row is
+ * touched a few hundred times a second even at thousands of sends a second.
+ *
+ * `now` parameters are `coalesce($n, now())`: null means the database clock.
  */
+
+/** The row's name: one limiter per schema. */
+export const LIMITER_NAME = 'email';
+
+export interface RateLimitState extends RateLimitPolicy {
+  /** Permits available now (refilled to the database clock). */
+  tokens: number;
+  cooldownUntil: Date | null;
+  updatedAt: Date;
+}
+
+/**
+ * The refill, written once: row `l`'s tokens at time `at` (SQL
+ * expressions). A stored rate under MIN_PER_SECOND (written by hand or by an
+ * older version) is held to it, so no read or take can fail with an
+ * underflow; reads report that effective rate.
+ */
+const rate = (l: string): string => `greatest(${l}.per_second, ${MIN_PER_SECOND}::float8)`;
+const refilled = (l: string, at: string): string =>
+  `least(${l}.burst::float8, ${l}.tokens + ${rate(l)} * greatest(0, extract(epoch FROM ${at} - ${l}.refilled_at)))`;
+
+/** Create the limiter row with the configured initial policy; an existing row (runtime changes) wins. */
+export async function rateLimiterEnsure(db: Queryable, schema: string, initial: RateLimitPolicy): Promise<void> {
+  const policy = validatePolicy(initial);
+  await db.query(
+    `INSERT INTO ${ident(schema)}.rate_limiter (name, per_second, burst, tokens)
+     VALUES ($1, $2::float8, $3::int, $3::int) ON CONFLICT (name) DO NOTHING`,
+    [LIMITER_NAME, policy.perSecond, policy.burst],
+  );
+}
+
+export async function rateLimiterGet(db: Queryable, schema: string, now: Date | null = null): Promise<RateLimitState | undefined> {
+  const { rows } = await db.query<{
+    per_second: number;
+    burst: number;
+    tokens: number;
+    cooldown_until: Date | null;
+    updated_at: Date;
+  }>(
+    `SELECT ${rate('l')} AS per_second, l.burst, l.updated_at, l.cooldown_until,
+            ${refilled('l', 'coalesce($2::timestamptz, now())')}::float8 AS tokens
+       FROM ${ident(schema)}.rate_limiter l
+      WHERE l.name = $1`,
+    [LIMITER_NAME, now],
+  );
+  const row = rows[0];
+  if (!row) return undefined;
+  return {
+    perSecond: row.per_second,
+    burst: row.burst,
+    tokens: row.tokens,
+    cooldownUntil: row.cooldown_until,
+    updatedAt: row.updated_at,
+  };
+}
+
+/**
+ * Change the policy at run time. Tokens are refilled under the old rate up
+ * to now, then clamped to the new burst, so a change never grants a burst
+ * beyond the new policy.
+ */
+export async function rateLimiterSet(
+  db: Queryable,
+  schema: string,
+  policy: RateLimitPolicy,
+  now: Date | null = null,
+): Promise<RateLimitState> {
+  const valid = validatePolicy(policy);
+  await db.query(
+    `INSERT INTO ${ident(schema)}.rate_limiter AS l (name, per_second, burst, tokens)
+     VALUES ($1, $2::float8, $3::int, $3::int)
+     ON CONFLICT (name) DO UPDATE SET
+       tokens = least($3::int::float8, ${refilled('l', 'coalesce($4::timestamptz, now())')}),
+       refilled_at = coalesce($4::timestamptz, now()),
+       per_second = $2::float8,
+       burst = $3::int,
+       updated_at = coalesce($4::timestamptz, now())`,
+    [LIMITER_NAME, valid.perSecond, valid.burst, now],
+  );
+  return (await rateLimiterGet(db, schema, now))!;
+}
+
 export interface PermitGrant {
   granted: number;
   /** Delivery is paused fleet-wide (operator or provider). */
@@ -26,7 +113,12 @@ export interface PermitGrant {
   burst: number;
 }
 
-export async function limiterTake(db: Queryable, schema: string, want: number): Promise<PermitGrant> {
+/**
+ * Take up to `want` permits. With the database clock, the time is read
+ * after the row lock is granted (clock_timestamp()) and never earlier than
+ * the last refill, so waiting on the lock cannot mint permits twice.
+ */
+export async function rateLimiterTake(db: Queryable, schema: string, want: number, now: Date | null = null): Promise<PermitGrant> {
   const s = ident(schema);
   const { rows } = await db.query<{
     granted: number;
@@ -38,24 +130,18 @@ export async function limiterTake(db: Queryable, schema: string, want: number): 
     per_second: number;
     burst: number;
   }>(
-    `WITH ctl AS (
-       SELECT (paused AND (paused_until IS NULL OR paused_until > now())) AS paused, reason
-         FROM ${s}.delivery_control
-     ), cur AS (
-       -- Evaluated after the row lock is granted; never earlier than the
-       -- last refill, so waiting on the lock cannot mint permits twice.
-       -- A stored rate under the minimum is held to it (see rateLimiterGet).
-       SELECT l.name, greatest(l.per_second, $3::float8) AS per_second, l.burst, l.tokens, l.refilled_at, l.cooldown_until,
-              greatest(l.refilled_at, clock_timestamp()) AS t, clock_timestamp() AS wall
+    `WITH cur AS (
+       SELECT l.name, ${rate('l')} AS per_second, l.burst, l.tokens, l.refilled_at, l.cooldown_until,
+              greatest(l.refilled_at, coalesce($3::timestamptz, clock_timestamp())) AS t,
+              coalesce($3::timestamptz, clock_timestamp()) AS wall
          FROM ${s}.rate_limiter l
         WHERE l.name = $1
           FOR UPDATE
      ), bucket AS (
-       SELECT cur.*,
-              least(cur.burst::float8, cur.tokens + cur.per_second * extract(epoch FROM cur.t - cur.refilled_at)) AS avail,
+       SELECT cur.*, ${refilled('cur', 'cur.t')} AS avail,
               coalesce(cur.cooldown_until > cur.wall, false) AS cooling,
-              ctl.paused, ctl.reason
-         FROM cur, ctl
+              ${pausedNow('c', 'cur.wall')} AS paused, c.reason
+         FROM cur, ${s}.delivery_control c
      ), decision AS (
        SELECT bucket.*,
               CASE WHEN paused OR cooling THEN 0 ELSE least($2::int, floor(avail)::int) END AS granted
@@ -71,10 +157,10 @@ export async function limiterTake(db: Queryable, schema: string, want: number): 
             (extract(epoch FROM d.cooldown_until - d.wall) * 1000)::float8 AS cooldown_ms,
             upd.tokens AS left
        FROM decision d, upd`,
-    [LIMITER_NAME, want, MIN_PER_SECOND],
+    [LIMITER_NAME, want, now],
   );
   const row = rows[0];
-  if (!row) throw new Error(`rate limiter row "${LIMITER_NAME}" is missing in schema ${schema}; run rateLimiterEnsure first`);
+  if (!row) throw new LimiterMissingError(schema);
   let retryInMs = 0;
   if (row.paused) retryInMs = 1000;
   else if (row.cooling) retryInMs = Math.max(1, row.cooldown_ms);
@@ -91,12 +177,12 @@ export async function limiterTake(db: Queryable, schema: string, want: number): 
 }
 
 /** Give back permits taken but not used (fewer intents were due than permits). */
-export async function limiterRefund(db: Queryable, schema: string, permits: number): Promise<void> {
+export async function rateLimiterRefund(db: Queryable, schema: string, permits: number): Promise<void> {
   if (permits <= 0) return;
-  await db.query(
-    `UPDATE ${ident(schema)}.rate_limiter SET tokens = least(burst::float8, tokens + $2) WHERE name = $1`,
-    [LIMITER_NAME, permits],
-  );
+  await db.query(`UPDATE ${ident(schema)}.rate_limiter SET tokens = least(burst::float8, tokens + $2) WHERE name = $1`, [
+    LIMITER_NAME,
+    permits,
+  ]);
 }
 
 /**
@@ -104,13 +190,15 @@ export async function limiterRefund(db: Queryable, schema: string, permits: numb
  * reset, and the bucket restarts empty so the first sends after the reset
  * are paced, not a burst.
  */
-export async function limiterCooldown(db: Queryable, schema: string, retryAfterMs: number): Promise<void> {
+export async function rateLimiterCooldown(db: Queryable, schema: string, retryAfterMs: number, now: Date | null = null): Promise<void> {
   await db.query(
-    `UPDATE ${ident(schema)}.rate_limiter SET
-       cooldown_until = greatest(coalesce(cooldown_until, now()), clock_timestamp() + make_interval(secs => $2::float8 / 1000)),
+    `WITH clock AS (SELECT coalesce($3::timestamptz, clock_timestamp()) AS now)
+     UPDATE ${ident(schema)}.rate_limiter SET
+       cooldown_until = greatest(coalesce(cooldown_until, clock.now), clock.now + make_interval(secs => $2::float8 / 1000)),
        tokens = 0,
-       refilled_at = greatest(refilled_at, clock_timestamp() + make_interval(secs => $2::float8 / 1000))
+       refilled_at = greatest(refilled_at, clock.now + make_interval(secs => $2::float8 / 1000))
+      FROM clock
      WHERE name = $1`,
-    [LIMITER_NAME, retryAfterMs],
+    [LIMITER_NAME, retryAfterMs, now],
   );
 }

@@ -4,7 +4,9 @@ import type { Template } from 'liquidjs';
 import { LeaseholdError } from '../errors.js';
 import { packageRoot } from '../runtime/package-root.js';
 import { createEngines, type Engines } from './engine.js';
-import { languageOf, LocalTime, validLocale, validTimeZone } from './locale.js';
+import { languageOf, LocalTime } from './locale.js';
+import { validLocale, validTimeZone } from '../model/locale.js';
+import type { RenderedMessage } from '../model/message.js';
 import {
   kindMetaSchema,
   localeMetaSchema,
@@ -47,24 +49,6 @@ export interface RenderInput {
   from: string;
 }
 
-/** A rendered message: everything a send needs except the recipient and the idempotency key. */
-export interface RenderedMessage {
-  template: string;
-  /** The template directory used, e.g. `de` for a hold in `de-CH`. */
-  templateLocale: string;
-  /** Hash of every file that shaped this message. */
-  templateVersion: string;
-  /** Locale and zone the times were formatted in. */
-  locale: string;
-  timeZone: string;
-  subject: string;
-  text: string;
-  html: string;
-  from: string;
-  replyTo: string | null;
-  /** Includes X-Leasehold-Intent-Id. */
-  headers: Record<string, string>;
-}
 
 /**
  * A template could not be rendered. `broken` means the template itself fails

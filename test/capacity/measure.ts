@@ -1,6 +1,6 @@
 import { Writable } from 'node:stream';
 import type pg from 'pg';
-import { rateLimiterSet } from '../../src/tables/delivery-control.js';
+import { rateLimiterSet } from '../../src/tables/rate-limiter.js';
 import { DeliveryWorker } from '../../src/delivery/worker.js';
 import { ident } from '../../src/db/pool.js';
 import { ExpiryWorker } from '../../src/holds/expiry-worker.js';

@@ -1,9 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { deliveryControlGet, rateLimiterGet } from '../../src/tables/delivery-control.js';
+import { deliveryControlGet } from '../../src/tables/delivery-control.js';
+import { rateLimiterGet } from '../../src/tables/rate-limiter.js';
 import { ident } from '../../src/db/pool.js';
 import { createHold } from '../../src/holds/holds.js';
 import { ExpiryWorker } from '../../src/holds/expiry-worker.js';
-import { intentsGet } from '../../src/tables/outbox-read.js';
+import { intentsGet } from '../../src/tables/outbox.js';
 import { testDatabase, type TestDatabase } from '../helpers/database.js';
 import { insertDueHolds } from '../helpers/holds.js';
 import { runCli } from './run.js';

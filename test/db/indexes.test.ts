@@ -3,7 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { intentsChannel } from '../../src/db/listener.js';
 import { ident, type Queryable } from '../../src/db/pool.js';
 import { holdsExpireDue } from '../../src/tables/holds.js';
-import { outboxStats, recentAttemptOutcomes } from '../../src/read/stats.js';
+import { outboxStats } from '../../src/read/stats.js';
+import { attemptsRecentOutcomes } from '../../src/tables/attempts.js';
 import { intentsLease } from '../../src/tables/outbox.js';
 import { retentionOldest, storiesErase, storiesPrune } from '../../src/retention/queries.js';
 import { testDatabase, type TestDatabase } from '../helpers/database.js';
@@ -66,7 +67,7 @@ describe('hot paths use partial indexes', () => {
   });
 
   it('recent sends by outcome read email_attempts_finished, not the attempts history', async () => {
-    const text = await planOf((q) => recentAttemptOutcomes(q, db.schema));
+    const text = await planOf((q) => attemptsRecentOutcomes(q, db.schema));
     expect(text).toContain('email_attempts_finished');
     expect(text).not.toMatch(/Seq Scan on email_attempts/);
   });

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from '../../src/db/embedded.js';
 import { migrate } from '../../src/db/migrate.js';
 import { createPool, ident } from '../../src/db/pool.js';
-import { rateLimiterSet } from '../../src/tables/delivery-control.js';
+import { rateLimiterSet } from '../../src/tables/rate-limiter.js';
 import { DeliveryWorker } from '../../src/delivery/worker.js';
 import { ExpiryWorker } from '../../src/holds/expiry-worker.js';
 import { SandboxGateway } from '../../src/providers/sandbox.js';

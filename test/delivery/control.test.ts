@@ -2,20 +2,14 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { perSecondArg } from '../../src/cli/commands/args.js';
 import { loadConfig } from '../../src/config.js';
 import { ident } from '../../src/db/pool.js';
-import {
-  MIN_PER_SECOND,
-  deliveryControlGet,
-  deliveryPause,
-  deliveryResume,
-  rateLimiterGet,
-  rateLimiterSet,
-  validatePerSecond,
-} from '../../src/tables/delivery-control.js';
+import { deliveryControlGet, deliveryPause, deliveryResume } from '../../src/tables/delivery-control.js';
+import { rateLimiterGet, rateLimiterSet } from '../../src/tables/rate-limiter.js';
+import { MIN_PER_SECOND, validatePerSecond } from '../../src/model/delivery-policy.js';
 import { DeliveryWorker } from '../../src/delivery/worker.js';
 import { ConfigError, ValidationError } from '../../src/errors.js';
 import { ExpiryWorker } from '../../src/holds/expiry-worker.js';
 import { createLogger } from '../../src/observability/logger.js';
-import { limiterTake } from '../../src/tables/rate-limiter.js';
+import { rateLimiterTake } from '../../src/tables/rate-limiter.js';
 import { testDatabase, type TestDatabase } from '../helpers/database.js';
 import { insertDueHolds } from '../helpers/holds.js';
 import { ScriptedGateway } from '../helpers/scripted-gateway.js';
@@ -74,12 +68,12 @@ describe('a limiter row holding a rate below the minimum', () => {
   });
 
   it('still grants permits (none yet) with a finite wait', async () => {
-    const grant = await limiterTake(db.pool, db.schema, 5);
+    const grant = await rateLimiterTake(db.pool, db.schema, 5);
     expect(grant).toMatchObject({ granted: 0, paused: false, perSecond: MIN_PER_SECOND });
     expect(Number.isFinite(grant.retryInMs)).toBe(true);
     // A second later at 0.001/s it has still refilled only ~0.001 of a permit.
     await db.pool.query(`UPDATE ${ident(db.schema)}.rate_limiter SET refilled_at = refilled_at - interval '1 second'`);
-    expect((await limiterTake(db.pool, db.schema, 5)).granted).toBe(0);
+    expect((await rateLimiterTake(db.pool, db.schema, 5)).granted).toBe(0);
   });
 
   it('can be repaired through rateLimiterSet', async () => {
@@ -103,7 +97,7 @@ describe('pause precedence: an operator outranks providers', () => {
     expect(after.pausedAt).toEqual(mine.pausedAt);
     expect(await deliveryControlGet(db.pool, db.schema)).toEqual(after);
     // Still paused for every worker: the permit query sees the same state.
-    expect(await limiterTake(db.pool, db.schema, 1)).toMatchObject({ granted: 0, paused: true, pauseReason: 'maintenance window' });
+    expect(await rateLimiterTake(db.pool, db.schema, 1)).toMatchObject({ granted: 0, paused: true, pauseReason: 'maintenance window' });
   });
 
   it("an operator's timed pause is neither extended nor relabelled by a provider's", async () => {
@@ -172,6 +166,6 @@ describe('pause precedence: an operator outranks providers', () => {
     await operator('maintenance');
     await provider('quota', 600_000);
     expect(await deliveryResume(db.pool, db.schema)).toMatchObject({ paused: false, reason: null, pausedBy: null, pausedUntil: null });
-    expect((await limiterTake(db.pool, db.schema, 1)).paused).toBe(false);
+    expect((await rateLimiterTake(db.pool, db.schema, 1)).paused).toBe(false);
   });
 });

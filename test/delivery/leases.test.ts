@@ -1,11 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { DeliveryWorker } from '../../src/delivery/worker.js';
-import { rateLimiterSet } from '../../src/tables/delivery-control.js';
+import { rateLimiterSet } from '../../src/tables/rate-limiter.js';
 import { ExpiryWorker } from '../../src/holds/expiry-worker.js';
 import { intentsLease, intentsRecord, type AttemptResult } from '../../src/tables/outbox.js';
-import { attemptsList, intentsGet } from '../../src/tables/outbox-read.js';
-import { replayIntent } from '../../src/tables/outbox-replay.js';
+import { attemptsList } from '../../src/tables/attempts.js';
+import { intentsGet } from '../../src/tables/outbox.js';
+import { replayIntent } from '../../src/ops.js';
 import { ManualClock } from '../../src/runtime/clock.js';
 import { ident } from '../../src/db/pool.js';
 import { IntentStateError } from '../../src/errors.js';

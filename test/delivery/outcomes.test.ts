@@ -1,8 +1,10 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { DeliveryWorker } from '../../src/delivery/worker.js';
-import { deliveryControlGet, deliveryResume, rateLimiterGet, rateLimiterSet } from '../../src/tables/delivery-control.js';
+import { deliveryControlGet, deliveryResume } from '../../src/tables/delivery-control.js';
+import { rateLimiterGet, rateLimiterSet } from '../../src/tables/rate-limiter.js';
 import { ExpiryWorker } from '../../src/holds/expiry-worker.js';
-import { intentsGet, attemptsList } from '../../src/tables/outbox-read.js';
+import { attemptsList } from '../../src/tables/attempts.js';
+import { intentsGet } from '../../src/tables/outbox.js';
 import { ManualClock } from '../../src/runtime/clock.js';
 import { ident } from '../../src/db/pool.js';
 import { testDatabase, type TestDatabase } from '../helpers/database.js';

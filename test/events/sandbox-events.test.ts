@@ -1,13 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { formatTimeline } from '../../src/cli/commands/trace.js';
-import { rateLimiterSet } from '../../src/tables/delivery-control.js';
+import { rateLimiterSet } from '../../src/tables/rate-limiter.js';
 import { DeliveryWorker } from '../../src/delivery/worker.js';
 import { ident } from '../../src/db/pool.js';
 import { ingestEvents } from '../../src/events/ingest.js';
 import { ExpiryWorker } from '../../src/holds/expiry-worker.js';
 import { createHold } from '../../src/holds/holds.js';
 import { createMetrics } from '../../src/observability/metrics.js';
-import { intentsGet } from '../../src/tables/outbox-read.js';
+import { intentsGet } from '../../src/tables/outbox.js';
 import { SandboxGateway } from '../../src/providers/sandbox.js';
 import { sandboxOptionsFromEnv } from '../../src/providers/registry.js';
 import { holdTimeline } from '../../src/read/timeline.js';

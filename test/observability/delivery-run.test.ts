@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { rateLimiterSet } from '../../src/tables/delivery-control.js';
+import { rateLimiterSet } from '../../src/tables/rate-limiter.js';
 import { DeliveryWorker } from '../../src/delivery/worker.js';
 import { ident } from '../../src/db/pool.js';
 import { ExpiryWorker } from '../../src/holds/expiry-worker.js';

@@ -1,7 +1,9 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ident } from '../../src/db/pool.js';
 import { eraseAddress } from '../../src/retention/erase.js';
-import { addressHash, DEFAULT_RETENTION, RETENTION_TABLES, type RetentionTables } from '../../src/retention/policy.js';
+import { RETENTION_TABLES, type RetentionTables } from '../../src/retention/policy.js';
+import { addressHash } from '../../src/model/address.js';
+import { DEFAULT_RETENTION } from '../../src/model/retention-policy.js';
 import { Pruner } from '../../src/retention/prune.js';
 import { retentionOldest, retentionPreview } from '../../src/retention/queries.js';
 import { testDatabase, type TestDatabase } from '../helpers/database.js';

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { rateLimiterSet } from '../../src/tables/delivery-control.js';
+import { rateLimiterSet } from '../../src/tables/rate-limiter.js';
 import { ident } from '../../src/db/pool.js';
 import { testDatabase, type TestDatabase } from '../helpers/database.js';
 import { insertDueHolds } from '../helpers/holds.js';

@@ -2,11 +2,12 @@
 import { existsSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chromium, type Browser, type Page } from 'playwright-core';
-import { deliveryControlGet, rateLimiterGet, rateLimiterSet } from '../../src/tables/delivery-control.js';
+import { deliveryControlGet } from '../../src/tables/delivery-control.js';
+import { rateLimiterGet, rateLimiterSet } from '../../src/tables/rate-limiter.js';
 import { ExpiryWorker } from '../../src/holds/expiry-worker.js';
 import { createMetrics } from '../../src/observability/metrics.js';
 import { silentLogger } from '../../src/observability/logger.js';
-import { intentsGet } from '../../src/tables/outbox-read.js';
+import { intentsGet } from '../../src/tables/outbox.js';
 import { startApiServer, type ApiServer } from '../../src/server/app.js';
 import { ident } from '../../src/db/pool.js';
 import { testDatabase, type TestDatabase } from '../helpers/database.js';

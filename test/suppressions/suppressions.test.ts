@@ -1,12 +1,13 @@
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { rateLimiterGet, rateLimiterSet } from '../../src/tables/delivery-control.js';
+import { rateLimiterGet, rateLimiterSet } from '../../src/tables/rate-limiter.js';
 import { DeliveryWorker } from '../../src/delivery/worker.js';
 import { ident } from '../../src/db/pool.js';
 import { ingestEvents } from '../../src/events/ingest.js';
 import { createHold } from '../../src/holds/holds.js';
 import { ExpiryWorker } from '../../src/holds/expiry-worker.js';
-import { attemptsList, intentsGet } from '../../src/tables/outbox-read.js';
+import { attemptsList } from '../../src/tables/attempts.js';
+import { intentsGet } from '../../src/tables/outbox.js';
 import { addressHash } from '../../src/model/address.js';
 import { suppressionsAdd } from '../../src/tables/suppressions.js';
 import { ScriptedGateway } from '../helpers/scripted-gateway.js';

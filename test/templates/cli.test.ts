@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DeliveryWorker } from '../../src/delivery/worker.js';
-import { rateLimiterSet } from '../../src/tables/delivery-control.js';
+import { rateLimiterSet } from '../../src/tables/rate-limiter.js';
 import { ident } from '../../src/db/pool.js';
 import { createHold } from '../../src/holds/holds.js';
 import { ExpiryWorker } from '../../src/holds/expiry-worker.js';

@@ -1,13 +1,15 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { formatTimeline } from '../../src/cli/commands/trace.js';
-import { deliveryControlGet, deliveryResume, rateLimiterSet } from '../../src/tables/delivery-control.js';
+import { deliveryControlGet, deliveryResume } from '../../src/tables/delivery-control.js';
+import { rateLimiterSet } from '../../src/tables/rate-limiter.js';
 import { DeliveryWorker, type DeliveryWorkerOptions } from '../../src/delivery/worker.js';
 import { ident } from '../../src/db/pool.js';
 import { createHold } from '../../src/holds/holds.js';
 import { ExpiryWorker } from '../../src/holds/expiry-worker.js';
 import { messagesStore, messagesSummary } from '../../src/tables/messages.js';
-import { attemptsList, intentsGet } from '../../src/tables/outbox-read.js';
-import { replayIntent } from '../../src/tables/outbox-replay.js';
+import { attemptsList } from '../../src/tables/attempts.js';
+import { intentsGet } from '../../src/tables/outbox.js';
+import { replayIntent } from '../../src/ops.js';
 import { ManualClock } from '../../src/runtime/clock.js';
 import { holdTimeline } from '../../src/read/timeline.js';
 import { prepareMessages } from '../../src/delivery/messages.js';

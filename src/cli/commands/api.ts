@@ -1,11 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import type { Command } from 'commander';
-import { rateLimiterEnsure } from '../../tables/delivery-control.js';
+import { rateLimiterEnsure } from '../../tables/rate-limiter.js';
 import { webhookSettingsFromEnv } from '../../events/webhook-config.js';
 import { createMetrics } from '../../observability/metrics.js';
 import { onShutdownSignals } from '../../runtime/shutdown.js';
 import { startApiServer } from '../../server/app.js';
-import type { ContextFactory } from '../main.js';
+import type { ContextFactory } from '../context.js';
 import { hostArg } from './args.js';
 
 /** LEASEHOLD_API_TOKEN, or a fresh random one (the caller prints it once). */

@@ -1,9 +1,9 @@
 import { InvalidArgumentError } from 'commander';
 import { isListenHost, LISTEN_HOST_MESSAGE } from '../../config.js';
 import { ValidationError } from '../../errors.js';
-import { validateBurst, validatePerSecond } from '../../tables/delivery-control.js';
+import { PAUSE_REASON_RULE, validateBurst, validatePauseReason, validatePerSecond } from '../../model/delivery-policy.js';
 import { validateHoldId } from '../../model/hold-input.js';
-import { INTENT_ID_PATTERN } from '../../server/context.js';
+import { INTENT_ID_PATTERN } from '../../model/intent-states.js';
 
 /**
  * Argument parsers for commander: a bad value is a usage error (exit 2, one
@@ -46,9 +46,11 @@ export function secondsArg(value: string): number {
 }
 
 export function reasonArg(value: string): string {
-  const reason = value.trim();
-  if (reason.length === 0 || reason.length > 500) throw new InvalidArgumentError('must be 1-500 characters');
-  return reason;
+  try {
+    return validatePauseReason(value);
+  } catch {
+    throw new InvalidArgumentError(PAUSE_REASON_RULE);
+  }
 }
 
 /** --host: the same rule as LEASEHOLD_HOST. */

@@ -8,7 +8,7 @@ import { renderReport } from '../../capacity/render.js';
 import { ValidationError } from '../../errors.js';
 import { packageRoot } from '../../runtime/package-root.js';
 import { CliExit, EXIT_USAGE } from '../context.js';
-import type { ContextFactory } from '../main.js';
+import type { ContextFactory } from '../context.js';
 
 /**
  * `leasehold capacity`: parse the workload (YAML file, then flags over it,

@@ -1,14 +1,15 @@
 import type { Command } from 'commander';
 import { intentsChannel, Listener } from '../../db/listener.js';
 import { migrate } from '../../db/migrate.js';
-import { ident, isReservedSchemaName } from '../../db/pool.js';
-import { rateLimiterSet } from '../../tables/delivery-control.js';
+import { ident } from '../../db/pool.js';
+import { isReservedSchemaName } from '../../config.js';
+import { rateLimiterSet } from '../../tables/rate-limiter.js';
 import { DeliveryWorker } from '../../delivery/worker.js';
 import { ExpiryWorker } from '../../holds/expiry-worker.js';
 import { silentLogger } from '../../observability/logger.js';
 import { laneStats } from '../../read/stats.js';
 import { SandboxGateway } from '../../providers/sandbox.js';
-import type { ContextFactory } from '../main.js';
+import type { ContextFactory } from '../context.js';
 import { CliExit, EXIT_USAGE } from '../context.js';
 
 interface DemoOptions {

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import type { ContextFactory } from '../main.js';
+import type { ContextFactory } from '../context.js';
 
 export function registerMigrate(program: Command, context: ContextFactory): void {
   program

@@ -1,20 +1,20 @@
 import type { Command } from 'commander';
-import { deliveryControlGet, deliveryPause, deliveryResume, rateLimiterEnsure, rateLimiterGet, rateLimiterSet } from '../../tables/delivery-control.js';
-import { replayIntent } from '../../tables/outbox-replay.js';
-import type { ContextFactory } from '../main.js';
-import type { CommandContext } from '../context.js';
-import type { Database } from '../../db/database.js';
-import { burstArg, intentIdArg, perSecondArg, reasonArg, secondsArg } from './args.js';
 import { iso } from '../../format.js';
+import { Operations } from '../../ops.js';
+import type { CommandContext, ContextFactory } from '../context.js';
+import { burstArg, intentIdArg, perSecondArg, reasonArg, secondsArg } from './args.js';
 
-/** Operator controls: pause, resume, replay, rate-limit. Each logs the one event of its transition. */
+/** Operator controls: pause, resume, replay, rate-limit, through the same Operations the API uses. */
 
-async function withDatabase(ctx: CommandContext, work: (db: Database) => Promise<void>): Promise<void> {
+async function withOperations(ctx: CommandContext, work: (ops: Operations) => Promise<void>): Promise<void> {
   // These act on a running fleet's rows: a mistyped schema must fail, not
   // get migrated into an empty one that a pause or rate change then lands in.
   const db = await ctx.database({ poolSize: 2, migrations: 'require' });
   try {
-    await work(db);
+    const { config, logger } = ctx;
+    await work(
+      new Operations({ pool: db.pool, schema: db.schema, logger, initialRate: { perSecond: config.ratePerSecond, burst: config.rateBurst } }),
+    );
   } finally {
     await db.close();
   }
@@ -28,14 +28,11 @@ export function registerOps(program: Command, context: ContextFactory): void {
     .option('--for <seconds>', 'lift the pause by itself after this long', secondsArg)
     .action(async (options: { reason?: string; for?: number }) => {
       const ctx = context();
-      await withDatabase(ctx, async (db) => {
-        const reason = options.reason ?? 'paused by an operator';
-        const control = await deliveryPause(db.pool, db.schema, {
-          reason,
-          by: 'operator',
-          ...(options.for !== undefined ? { untilMs: options.for * 1000 } : {}),
+      await withOperations(ctx, async (ops) => {
+        const control = await ops.pause({
+          ...(options.reason !== undefined ? { reason: options.reason } : {}),
+          ...(options.for !== undefined ? { forSeconds: options.for } : {}),
         });
-        ctx.logger.info({ event: 'delivery.paused', reason, by: 'operator' }, 'delivery paused');
         ctx.out(`delivery paused: ${control.reason}${control.pausedUntil ? ` (until ${iso(control.pausedUntil)})` : ''}`);
       });
     });
@@ -45,10 +42,8 @@ export function registerOps(program: Command, context: ContextFactory): void {
     .description('resume delivery; the backlog drains at the configured rate, without a burst beyond it')
     .action(async () => {
       const ctx = context();
-      await withDatabase(ctx, async (db) => {
-        const before = await deliveryControlGet(db.pool, db.schema);
-        await deliveryResume(db.pool, db.schema);
-        ctx.logger.info({ event: 'delivery.resumed', by: 'operator' }, 'delivery resumed');
+      await withOperations(ctx, async (ops) => {
+        const { before } = await ops.resume();
         ctx.out(before.paused ? `delivery resumed (was paused: ${before.reason ?? 'no reason'})` : 'delivery was not paused; it is running');
       });
     });
@@ -59,9 +54,8 @@ export function registerOps(program: Command, context: ContextFactory): void {
     .argument('<intentId>', 'e.g. reservation-expired:<holdId>', intentIdArg)
     .action(async (intentId: string) => {
       const ctx = context();
-      await withDatabase(ctx, async (db) => {
-        const intent = await replayIntent(db.pool, intentId, { schema: db.schema });
-        ctx.logger.info({ event: 'intent.replayed', intentId: intent.id, holdId: intent.holdId, replays: intent.replays }, 'intent replayed');
+      await withOperations(ctx, async (ops) => {
+        const intent = await ops.replay(intentId);
         ctx.out(`intent ${intent.id} is pending again (replay ${intent.replays}); its message will be rendered again from the current templates`);
       });
     });
@@ -73,17 +67,15 @@ export function registerOps(program: Command, context: ContextFactory): void {
     .option('--burst <n>', 'most permits at once', burstArg)
     .action(async (options: { perSecond?: number; burst?: number }) => {
       const ctx = context();
-      await withDatabase(ctx, async (db) => {
-        const { config } = ctx;
-        await rateLimiterEnsure(db.pool, db.schema, { perSecond: config.ratePerSecond, burst: config.rateBurst });
-        let limiter = (await rateLimiterGet(db.pool, db.schema))!;
+      await withOperations(ctx, async (ops) => {
         if (options.perSecond !== undefined || options.burst !== undefined) {
-          // Either flag alone keeps the other half of the current policy.
-          const policy = { perSecond: options.perSecond ?? limiter.perSecond, burst: options.burst ?? limiter.burst };
-          limiter = await rateLimiterSet(db.pool, db.schema, policy);
-          ctx.logger.info({ event: 'rate_limit.changed', ...policy }, 'rate limit changed');
+          const limiter = await ops.setRateLimit({
+            ...(options.perSecond !== undefined ? { perSecond: options.perSecond } : {}),
+            ...(options.burst !== undefined ? { burst: options.burst } : {}),
+          });
           ctx.out(`rate limit set: ${limiter.perSecond}/s, burst ${limiter.burst}`);
         } else {
+          const limiter = await ops.rateLimit();
           ctx.out(`rate limit: ${limiter.perSecond}/s, burst ${limiter.burst} (${limiter.tokens.toFixed(1)} permits available now)`);
         }
       });

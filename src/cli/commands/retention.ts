@@ -1,19 +1,11 @@
 import { InvalidArgumentError, type Command } from 'commander';
 import type { ValidationError } from '../../errors.js';
 import { eraseAddress } from '../../retention/erase.js';
-import {
-  checkEraseWithinRetention,
-  describePolicy,
-  MAX_PRUNE_BATCH,
-  parseErasePiiAfterDays,
-  parseRetentionDays,
-  storyTables,
-  validateErasureAddress,
-  type RetentionPolicy,
-} from '../../retention/policy.js';
+import { storyTables, validateErasureAddress } from '../../retention/policy.js';
+import { checkEraseWithinRetention, describePolicy, MAX_PRUNE_BATCH, parseErasePiiAfterDays, parseRetentionDays, type RetentionPolicy } from '../../model/retention-policy.js';
 import { Pruner } from '../../retention/prune.js';
 import { retentionPreview, type TableCounts } from '../../retention/queries.js';
-import type { ContextFactory } from '../main.js';
+import type { ContextFactory } from '../context.js';
 import { CliExit, EXIT_USAGE } from '../context.js';
 import { table } from '../../format.js';
 

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { readStatus, type StatusReport } from '../../read/status.js';
-import type { ContextFactory } from '../main.js';
+import type { ContextFactory } from '../context.js';
 import { counts, iso, seconds, table } from '../../format.js';
 
 const against = (age: number, promise: number) =>

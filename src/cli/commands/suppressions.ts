@@ -3,7 +3,7 @@ import type { ValidationError } from '../../errors.js';
 import { addressHash, suppressionKey, validateAddress } from '../../model/address.js';
 import { SuppressionReason, type Suppression } from '../../model/suppression-reasons.js';
 import { suppressionsAdd, suppressionsGet, suppressionsList, suppressionsRemove } from '../../tables/suppressions.js';
-import type { ContextFactory } from '../main.js';
+import type { ContextFactory } from '../context.js';
 import { CliExit, EXIT_FAILURE, type CommandContext } from '../context.js';
 import { iso } from '../../format.js';
 

@@ -6,11 +6,11 @@ import type { Config } from '../../config.js';
 import { getHold } from '../../holds/holds.js';
 import { intentIdForHold } from '../../model/hold-states.js';
 import { messagesSummary } from '../../tables/messages.js';
-import { validLocale, validTimeZone } from '../../templates/locale.js';
+import { validLocale, validTimeZone } from '../../model/locale.js';
 import { describeProblem } from '../../templates/source.js';
 import { loadTemplates, TemplateRenderError, type RenderInput, type Templates } from '../../templates/templates.js';
 import { CliExit, EXIT_FAILURE, EXIT_USAGE } from '../context.js';
-import type { ContextFactory } from '../main.js';
+import type { ContextFactory } from '../context.js';
 import { holdIdArg } from './args.js';
 import { iso } from '../../format.js';
 

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { holdTimeline, type HoldTimeline } from '../../read/timeline.js';
-import type { ContextFactory } from '../main.js';
+import type { ContextFactory } from '../context.js';
 import { holdIdArg } from './args.js';
 import { iso, seconds, table } from '../../format.js';
 

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { intentsChannel, Listener } from '../../db/listener.js';
-import { rateLimiterEnsure } from '../../tables/delivery-control.js';
+import { rateLimiterEnsure } from '../../tables/rate-limiter.js';
 import { DeliveryWorker } from '../../delivery/worker.js';
 import { ingestEvents } from '../../events/ingest.js';
 import { webhookSettingsFromEnv } from '../../events/webhook-config.js';
@@ -11,7 +11,7 @@ import { PruneWorker } from '../../retention/prune-worker.js';
 import { SandboxGateway } from '../../providers/sandbox.js';
 import { onShutdownSignals } from '../../runtime/shutdown.js';
 import { startApiServer } from '../../server/app.js';
-import type { ContextFactory } from '../main.js';
+import type { ContextFactory } from '../context.js';
 import type { CommandContext } from '../context.js';
 import { resolveApiToken } from './api.js';
 import { hostArg } from './args.js';

@@ -2,8 +2,8 @@ import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { NotFoundError } from '../../errors.js';
 import { messagesSummary } from '../../tables/messages.js';
-import { attemptsList, intentsGet, intentsList } from '../../tables/outbox-read.js';
-import { replayIntent } from '../../tables/outbox-replay.js';
+import { attemptsList } from '../../tables/attempts.js';
+import { intentsGet, intentsList } from '../../tables/outbox.js';
 import { IntentState } from '../../model/intent-states.js';
 import { expectNoBody, intentIdSchema, parse, type ApiContext } from '../context.js';
 
@@ -18,7 +18,7 @@ const listQuery = z
   .strict();
 
 export function intentRoutes(app: FastifyInstance, ctx: ApiContext): void {
-  const { pool, schema, logger } = ctx;
+  const { pool, schema } = ctx;
 
   app.get('/intents', async (request) => {
     const query = parse(listQuery, request.query);
@@ -39,8 +39,6 @@ export function intentRoutes(app: FastifyInstance, ctx: ApiContext): void {
   app.post<IdParams>('/intents/:id/replay', async (request) => {
     const id = parse(intentIdSchema, request.params.id, 'id');
     expectNoBody(request.body);
-    const intent = await replayIntent(pool, id, { schema });
-    logger.info({ event: 'intent.replayed', intentId: intent.id, holdId: intent.holdId, replays: intent.replays }, 'intent replayed');
-    return intent;
+    return ctx.ops.replay(id);
   });
 }

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { eraseAddress } from '../../retention/erase.js';
-import { DEFAULT_RETENTION } from '../../retention/policy.js';
+import { DEFAULT_RETENTION } from '../../model/retention-policy.js';
 import { Pruner } from '../../retention/prune.js';
 import { retentionOldest, retentionPreview } from '../../retention/queries.js';
 import { ApiError } from '../errors.js';

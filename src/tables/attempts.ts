@@ -1,0 +1,103 @@
+import type { Queryable } from '../db/pool.js';
+import { ident } from '../db/pool.js';
+import type { Attempt } from '../model/intent-states.js';
+
+/**
+ * Every statement on email_attempts: one row per send attempt of an intent,
+ * the intent's full history. The delivery lane opens, closes and finishes
+ * attempts inside the outbox's lease and record statements (one statement
+ * each, so an attempt can never disagree with its intent); those parts are
+ * written here as CTE fragments that tables/outbox.ts composes.
+ */
+
+interface AttemptRow {
+  attempt: number;
+  provider: string | null;
+  started_at: Date;
+  finished_at: Date | null;
+  outcome: Attempt['outcome'];
+  outcome_unknown: boolean;
+  provider_status: number | null;
+  provider_code: string | null;
+  receipt: string | null;
+  error: string | null;
+  duration_ms: number | null;
+}
+
+export function attemptFromRow(row: AttemptRow): Attempt {
+  return {
+    attempt: row.attempt,
+    provider: row.provider,
+    startedAt: row.started_at,
+    finishedAt: row.finished_at,
+    outcome: row.outcome,
+    outcomeUnknown: row.outcome_unknown,
+    providerStatus: row.provider_status,
+    providerCode: row.provider_code,
+    receipt: row.receipt,
+    error: row.error,
+    durationMs: row.duration_ms,
+  };
+}
+
+export async function attemptsList(db: Queryable, schema: string, intentId: string): Promise<Attempt[]> {
+  const { rows } = await db.query<AttemptRow>(
+    `SELECT attempt, provider, started_at, finished_at, outcome, outcome_unknown, provider_status, provider_code,
+            receipt, error, duration_ms
+       FROM ${ident(schema)}.email_attempts WHERE intent_id = $1 ORDER BY attempt`,
+    [intentId],
+  );
+  return rows.map(attemptFromRow);
+}
+
+/**
+ * Finished send attempts by outcome over the last minute and the last hour,
+ * in one pass over the recent attempts (email_attempts_finished index).
+ */
+export async function attemptsRecentOutcomes(
+  db: Queryable,
+  schema: string,
+): Promise<{ lastMinute: Record<string, number>; lastHour: Record<string, number> }> {
+  const { rows } = await db.query<{ outcome: string; minute: number; hour: number }>(
+    `SELECT outcome,
+            (count(*) FILTER (WHERE finished_at >= now() - interval '1 minute'))::int AS minute,
+            count(*)::int AS hour
+       FROM ${ident(schema)}.email_attempts
+      WHERE finished_at >= now() - interval '1 hour'
+      GROUP BY outcome ORDER BY outcome`,
+  );
+  return {
+    lastMinute: Object.fromEntries(rows.filter((r) => r.minute > 0).map((r) => [r.outcome, r.minute])),
+    lastHour: Object.fromEntries(rows.map((r) => [r.outcome, r.hour])),
+  };
+}
+
+// ---------------------------------------------------------------------------
+// Fragments of the outbox's lease and record statements (tables/outbox.ts).
+// Each is one CTE body; the caller names the CTE and supplies the SQL
+// expressions it refers to (its own parameters and CTE names).
+
+/** Close the unfinished attempt of each intent in `ids` (a previous lease that expired): ambiguous. */
+export const attemptsCloseExpired = (s: string, ids: string, now: string): string =>
+  `UPDATE ${s}.email_attempts a SET outcome = 'lease_expired', outcome_unknown = true, finished_at = ${now},
+          error = 'lease expired before a result was recorded'
+    WHERE a.intent_id = ANY (${ids}) AND a.finished_at IS NULL`;
+
+/** Open one attempt per leased intent (`leased` has id and attempts). */
+export const attemptsOpen = (s: string, leased: string, token: string, provider: string, now: string): string =>
+  `INSERT INTO ${s}.email_attempts (intent_id, attempt, lease_token, provider, started_at)
+   SELECT l.id, l.attempts, ${token}, ${provider}, ${now} FROM ${leased} l`;
+
+/**
+ * Write each result (`results` has the unnested result columns) onto its
+ * attempt. An acceptance is a fact and lands even on an attempt already
+ * closed as lease_expired; anything else only on an unfinished attempt.
+ */
+export const attemptsFinish = (s: string, results: string, ids: string, now: string): string =>
+  `UPDATE ${s}.email_attempts a SET
+          outcome = r.outcome, finished_at = ${now}, outcome_unknown = r.unknown,
+          provider_status = r.status, provider_code = r.code, receipt = r.receipt,
+          error = r.error, duration_ms = r.duration_ms
+     FROM ${results} r
+    WHERE a.intent_id = r.id AND a.attempt = r.attempt AND a.intent_id = ANY (${ids})
+      AND (a.finished_at IS NULL OR r.outcome = 'accepted')`;
