@@ -108,3 +108,10 @@ export function isConnectionError(error: unknown): boolean {
   const message = e?.message ?? '';
   return /Connection terminated|connection timeout|Client has encountered a connection error|not queryable/i.test(message);
 }
+
+/** The configured templates do not render: the service refuses to start (`leasehold templates check` tells more). */
+export class TemplatesBrokenError extends LeaseholdError {
+  constructor(message: string) {
+    super('templates_broken', message, 500);
+  }
+}

@@ -1,6 +1,6 @@
 import { loadConfig, type Config } from '../config.js';
 import { openDatabase, type Database } from '../db/database.js';
-import { ConfigError, LeaseholdError, SchemaNotMigratedError } from '../errors.js';
+import { ConfigError, LeaseholdError, SchemaNotMigratedError, TemplatesBrokenError } from '../errors.js';
 import { createLogger, type Logger } from '../observability/logger.js';
 
 /** Exit codes: 0 ok, 1 failure, 2 usage or configuration. */
@@ -52,7 +52,7 @@ export function createContext(env: Record<string, string | undefined>, out: (lin
 export function describeFailure(error: unknown): { code: number; line: string } {
   if (error instanceof CliExit) return { code: error.code, line: error.message };
   if (error instanceof ConfigError) return { code: EXIT_USAGE, line: `leasehold: invalid configuration: ${error.message}` };
-  if (error instanceof SchemaNotMigratedError) return { code: EXIT_USAGE, line: `leasehold: ${error.message}` };
+  if (error instanceof SchemaNotMigratedError || error instanceof TemplatesBrokenError) return { code: EXIT_USAGE, line: `leasehold: ${error.message}` };
   if (error instanceof LeaseholdError) return { code: EXIT_FAILURE, line: `leasehold: ${error.message}` };
   return { code: EXIT_FAILURE, line: `leasehold: ${(error as Error)?.message ?? String(error)}` };
 }

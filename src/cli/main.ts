@@ -2,7 +2,6 @@ import { Command, CommanderError } from 'commander';
 import { createContext, describeFailure, EXIT_OK, EXIT_USAGE, type CommandContext, type ContextFactory } from './context.js';
 import { registerMigrate } from './commands/migrate.js';
 import { registerWorkers } from './commands/workers.js';
-import { registerApi } from './commands/api.js';
 import { registerOps } from './commands/ops.js';
 import { registerStatus } from './commands/status.js';
 import { registerTrace } from './commands/trace.js';
@@ -24,7 +23,6 @@ export function buildProgram(context: ContextFactory): Command {
     .exitOverride();
   registerMigrate(program, context);
   registerWorkers(program, context);
-  registerApi(program, context);
   registerTrace(program, context);
   registerOps(program, context);
   registerStatus(program, context);

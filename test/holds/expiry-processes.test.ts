@@ -46,6 +46,13 @@ describe('expiry worker processes', () => {
     await kill9(child);
     expect(await countBy(db.pool, db.schema, 'support_reservations', 'status')).toEqual({ held: 20 });
     expect(await countBy(db.pool, db.schema, 'email_outbox', 'state')).toEqual({});
+    // The server rolls the dead client's transaction back when it notices the
+    // closed socket, a moment after the process is gone: wait for its locks.
+    await expect
+      .poll(async () => (await db.pool.query(`SELECT id FROM ${ident(db.schema)}.support_reservations FOR UPDATE SKIP LOCKED`)).rowCount, {
+        timeout: 10_000,
+      })
+      .toBe(20);
     // Nothing was lost: the next worker expires all of them.
     const after = await new ExpiryWorker({ pool: db.pool, schema: db.schema }).runOnce();
     expect(after.expired).toHaveLength(20);

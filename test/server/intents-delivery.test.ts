@@ -120,13 +120,33 @@ describe('delivery controls', () => {
     expect(h.logs.events().find((e) => e.event === 'rate_limit.changed')).toMatchObject({ perSecond: 2.5, burst: 4 });
   });
 
+  it('PUT /v1/rate-limit with one half keeps the other, as the CLI flags do', async () => {
+    await h.call('PUT', '/v1/rate-limit', { perSecond: 3, burst: 7 });
+    expect((await h.call('PUT', '/v1/rate-limit', { perSecond: 5 })).json()).toMatchObject({ perSecond: 5, burst: 7 });
+    expect((await h.call('PUT', '/v1/rate-limit', { burst: 2 })).json()).toMatchObject({ perSecond: 5, burst: 2 });
+  });
+
+  it('a pause for a number of seconds lifts itself, like the CLI\'s --for', async () => {
+    const res = await h.call('POST', '/v1/delivery/pause', { reason: 'short', forSeconds: 60 });
+    expect(res.statusCode).toBe(200);
+    const until = new Date(res.json().pausedUntil).getTime();
+    expect(until - Date.now()).toBeGreaterThan(50_000);
+    expect(until - Date.now()).toBeLessThanOrEqual(61_000);
+    for (const forSeconds of [0, -1, 'soon', 4e7]) {
+      const bad = await h.call('POST', '/v1/delivery/pause', { forSeconds });
+      expect(bad.statusCode).toBe(400);
+      expect(bad.json().error.field).toBe('forSeconds');
+    }
+    await h.call('POST', '/v1/delivery/resume');
+  });
+
   it.each([
     [{ perSecond: 0, burst: 1 }, 'perSecond'],
     [{ perSecond: -1, burst: 1 }, 'perSecond'],
     [{ perSecond: 1, burst: 1.5 }, 'burst'],
     [{ perSecond: 1, burst: 0 }, 'burst'],
     [{ perSecond: '5', burst: 5 }, 'perSecond'],
-    [{ perSecond: 5 }, 'burst'],
+    [{}, 'perSecond'],
     [{ perSecond: 5, burst: 5, extra: 1 }, 'extra'],
     [{ perSecond: 1e9, burst: 5 }, 'perSecond'],
   ])('PUT /v1/rate-limit %j -> 400 naming %s', async (body, field) => {

@@ -4,11 +4,10 @@ import { migrate } from '../../db/migrate.js';
 import { ident } from '../../db/pool.js';
 import { isReservedSchemaName } from '../../config.js';
 import { rateLimiterSet } from '../../tables/rate-limiter.js';
-import { DeliveryWorker } from '../../delivery/worker.js';
-import { ExpiryWorker } from '../../holds/expiry-worker.js';
 import { silentLogger } from '../../observability/logger.js';
 import { laneStats } from '../../read/stats.js';
 import { SandboxGateway } from '../../providers/sandbox.js';
+import { deliveryWorkerFor, expiryWorkerFor } from '../../service.js';
 import type { ContextFactory } from '../context.js';
 import { CliExit, EXIT_USAGE } from '../context.js';
 
@@ -70,8 +69,10 @@ export function registerDemo(program: Command, context: ContextFactory): void {
         out('   t  held  expired  backlog  sent  sent/s  oldest pending');
 
         const gateway = new SandboxGateway({ latencyMs: [20, 80] });
-        const expiry = new ExpiryWorker({ pool: db.pool, schema, logger: silentLogger });
-        const delivery = new DeliveryWorker({ pool: db.pool, schema, gateway, concurrency: 8, logger: silentLogger });
+        // Built like the service's lanes (src/service.ts), on the demo's schema and its own limiter.
+        const base = { pool: db.pool, schema, logger: silentLogger };
+        const expiry = expiryWorkerFor(ctx.config, base);
+        const delivery = deliveryWorkerFor(ctx.config, base, gateway);
         const listener = new Listener(db.url, intentsChannel(schema), () => delivery.wake(), silentLogger);
         listener.start();
         expiry.start();

@@ -2,44 +2,17 @@ import { writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { InvalidArgumentError, Option, type Command } from 'commander';
-import type { Config } from '../../config.js';
 import { getHold } from '../../holds/holds.js';
 import { intentIdForHold } from '../../model/hold-states.js';
 import { messagesSummary } from '../../tables/messages.js';
 import { validLocale, validTimeZone } from '../../model/locale.js';
 import { describeProblem } from '../../templates/source.js';
 import { loadTemplates, TemplateRenderError, type RenderInput, type Templates } from '../../templates/templates.js';
+import { templatesFromConfig } from '../../service.js';
 import { CliExit, EXIT_FAILURE, EXIT_USAGE } from '../context.js';
 import type { ContextFactory } from '../context.js';
 import { holdIdArg } from './args.js';
 import { iso } from '../../format.js';
-
-/** The templates this configuration sends with: LEASEHOLD_TEMPLATES_DIR, or the shipped ones. */
-export function templatesFromConfig(config: Config): Templates {
-  return loadTemplates({
-    ...(config.templatesDir ? { dir: config.templatesDir } : {}),
-    defaultLocale: config.defaultLocale,
-    defaultTimeZone: config.defaultTimeZone,
-  });
-}
-
-/**
- * For `start` and `delivery-worker`: the checked templates, or a refusal to
- * start with one line (exit 2), so a broken template is found before any
- * message is.
- */
-export function checkedTemplates(config: Config): Templates {
-  const templates = templatesFromConfig(config);
-  const problems = templates.check();
-  if (problems.length > 0) {
-    const more = problems.length > 1 ? ` (and ${problems.length - 1} more)` : '';
-    throw new CliExit(
-      EXIT_USAGE,
-      `leasehold: templates in ${templates.source} are broken: ${describeProblem(problems[0]!)}${more}; run \`leasehold templates check\``,
-    );
-  }
-  return templates;
-}
 
 const localeArg = (value: string): string => {
   const locale = validLocale(value);

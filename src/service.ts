@@ -1,0 +1,252 @@
+import { randomBytes } from 'node:crypto';
+import type pg from 'pg';
+import { DEFAULTS, type Config } from './config.js';
+import { intentsChannel, Listener } from './db/listener.js';
+import { DeliveryWorker, type DeliveryWorkerOptions } from './delivery/worker.js';
+import { TemplatesBrokenError } from './errors.js';
+import { ingestEvents } from './events/ingest.js';
+import { webhookSettingsFromEnv, type WebhookSettings } from './events/webhook-config.js';
+import { ExpiryWorker, type ExpiryWorkerOptions } from './holds/expiry-worker.js';
+import type { Logger } from './observability/logger.js';
+import { createMetrics, type Metrics } from './observability/metrics.js';
+import { Operations } from './ops.js';
+import type { EmailGateway } from './providers/gateway.js';
+import { createGateway } from './providers/registry.js';
+import { SandboxGateway } from './providers/sandbox.js';
+import { PruneWorker } from './retention/prune-worker.js';
+import { startApiServer, type ApiServer } from './server/app.js';
+import { rateLimiterEnsure } from './tables/rate-limiter.js';
+import { describeProblem } from './templates/source.js';
+import { loadTemplates, type Templates } from './templates/templates.js';
+
+/**
+ * The composition root: the one place that builds leasehold's parts from a
+ * Config. `leasehold start`, the single-lane commands, `api`, `demo`, the
+ * benchmarks and the test fixtures all build through here, so a lane is
+ * wired the same way everywhere and the defaults live in one place (config.ts).
+ *
+ * Two steps, because some mistakes must stop a start before any connection
+ * is opened: `prepareService` checks everything Config alone decides (the
+ * provider's variables, the templates, the webhook secrets) and throws a
+ * ConfigError or TemplatesBrokenError (the CLI exits 2); `startService`
+ * then starts the chosen parts on an open database.
+ */
+
+export interface ServiceParts {
+  expiry?: boolean;
+  delivery?: boolean;
+  api?: boolean;
+  /** The retention policy's prune worker (safe to run in every process). */
+  retention?: boolean;
+}
+
+export interface PreparedService {
+  config: Config;
+  parts: ServiceParts;
+  gateway: EmailGateway | undefined;
+  templates: Templates | undefined;
+  webhooks: WebhookSettings | undefined;
+}
+
+/** The templates this configuration sends with: LEASEHOLD_TEMPLATES_DIR, or the shipped ones. */
+export function templatesFromConfig(config: Config): Templates {
+  return loadTemplates({
+    ...(config.templatesDir ? { dir: config.templatesDir } : {}),
+    defaultLocale: config.defaultLocale,
+    defaultTimeZone: config.defaultTimeZone,
+  });
+}
+
+/** The configured templates, or TemplatesBrokenError naming the first problem: found before any message is. */
+export function checkedTemplates(config: Config): Templates {
+  const templates = templatesFromConfig(config);
+  const problems = templates.check();
+  if (problems.length > 0) {
+    const more = problems.length > 1 ? ` (and ${problems.length - 1} more)` : '';
+    throw new TemplatesBrokenError(
+      `templates in ${templates.source} are broken: ${describeProblem(problems[0]!)}${more}; run \`leasehold templates check\``,
+    );
+  }
+  return templates;
+}
+
+/** Check what Config alone decides for these parts; `gateway` replaces the configured provider (demo, tests). */
+export function prepareService(config: Config, parts: ServiceParts, overrides: { gateway?: EmailGateway } = {}): PreparedService {
+  return {
+    config,
+    parts,
+    gateway: parts.delivery ? (overrides.gateway ?? createGateway(config)) : undefined,
+    templates: parts.delivery ? checkedTemplates(config) : undefined,
+    webhooks: parts.api ? webhookSettingsFromEnv(config.env) : undefined,
+  };
+}
+
+/** What every part is built on. */
+export interface ServiceBase {
+  pool: pg.Pool;
+  schema: string;
+  logger: Logger;
+  metrics?: Metrics;
+}
+
+/** The expiry lane as Config says, with `extra` for what only tests and benchmarks set (clock, faults). */
+export function expiryWorkerFor(config: Config, base: ServiceBase, extra: Partial<ExpiryWorkerOptions> = {}): ExpiryWorker {
+  return new ExpiryWorker({
+    pool: base.pool,
+    schema: base.schema,
+    intervalMs: config.expiryIntervalMs,
+    batchSize: config.expiryBatch,
+    logger: base.logger,
+    ...(base.metrics ? { metrics: base.metrics } : {}),
+    ...extra,
+  });
+}
+
+/** The delivery lane as Config says, sending through `gateway`. */
+export function deliveryWorkerFor(
+  config: Config,
+  base: ServiceBase,
+  gateway: EmailGateway,
+  extra: Partial<DeliveryWorkerOptions> = {},
+): DeliveryWorker {
+  return new DeliveryWorker({
+    pool: base.pool,
+    schema: base.schema,
+    gateway,
+    from: config.emailFrom,
+    batchSize: config.deliveryBatch,
+    concurrency: config.deliveryConcurrency,
+    leaseMs: config.leaseMs,
+    sendTimeoutMs: config.sendTimeoutMs,
+    maxAttempts: config.maxAttempts,
+    initialRate: { perSecond: config.ratePerSecond, burst: config.rateBurst },
+    logger: base.logger,
+    ...(base.metrics ? { metrics: base.metrics } : {}),
+    ...extra,
+  });
+}
+
+/** The operator actions with this configuration's initial rate policy. */
+export function operationsFor(config: Config, base: ServiceBase): Operations {
+  return new Operations({
+    pool: base.pool,
+    schema: base.schema,
+    logger: base.logger,
+    initialRate: { perSecond: config.ratePerSecond, burst: config.rateBurst },
+  });
+}
+
+/** LEASEHOLD_API_TOKEN, or a fresh random one (the caller prints it once). */
+export function resolveApiToken(configured: string | undefined): { token: string; generated: boolean } {
+  if (configured) return { token: configured, generated: false };
+  return { token: randomBytes(24).toString('base64url'), generated: true };
+}
+
+export interface RunningService {
+  api?: ApiServer;
+  expiry?: ExpiryWorker;
+  delivery?: DeliveryWorker;
+  prune?: PruneWorker;
+  metrics: Metrics;
+  /** Lines for the operator (address, generated token, lanes running), printed once signals are handled. */
+  announcements: string[];
+  /**
+   * Drain in order: the API stops accepting, the expiry worker finishes its
+   * transaction, the delivery worker finishes its sends and records them.
+   * The caller closes the database afterwards. Idempotent.
+   */
+  stop(): Promise<void>;
+}
+
+export interface StartOptions {
+  /** The database URL, for the delivery lane's LISTEN connection (a session of its own). */
+  databaseUrl: string;
+  /** --host, overriding LEASEHOLD_HOST. */
+  host?: string;
+  metrics?: Metrics;
+}
+
+/** Start the prepared parts on an open database. On failure, whatever started is stopped again. */
+export async function startService(prepared: PreparedService, base: Omit<ServiceBase, 'metrics'>, options: StartOptions): Promise<RunningService> {
+  const { config, parts } = prepared;
+  const metrics = options.metrics ?? createMetrics();
+  const full: ServiceBase = { ...base, metrics };
+  const { logger } = base;
+  const stops: Array<() => Promise<void>> = [];
+  const service: RunningService = {
+    metrics,
+    announcements: [],
+    stop: (() => {
+      let stopped: Promise<void> | undefined;
+      return () =>
+        (stopped ??= (async () => {
+          for (const stop of stops) await stop();
+        })());
+    })(),
+  };
+  try {
+    await rateLimiterEnsure(base.pool, base.schema, { perSecond: config.ratePerSecond, burst: config.rateBurst });
+    if (parts.api) {
+      const { token, generated } = resolveApiToken(config.apiToken);
+      const api = await startApiServer({
+        pool: base.pool,
+        schema: base.schema,
+        config,
+        logger,
+        metrics,
+        apiToken: token,
+        port: config.port,
+        host: options.host ?? config.host,
+        ...(prepared.webhooks ? { webhooks: prepared.webhooks } : {}),
+      });
+      service.api = api;
+      stops.push(() => api.close());
+      if (generated) service.announcements.push(`API token (generated for this run; set LEASEHOLD_API_TOKEN to keep one): ${token}`);
+      service.announcements.push(`leasehold API listening on ${api.url} (dashboard: ${api.url}/)`);
+      logger.info({ event: 'api.started', url: api.url }, 'API listening');
+    }
+    const gateway = prepared.gateway;
+    if (parts.delivery && gateway) {
+      const worker = deliveryWorkerFor(config, full, gateway, prepared.templates ? { templates: prepared.templates } : {});
+      service.delivery = worker;
+      if (gateway instanceof SandboxGateway) {
+        // The sandbox reports delivered/bounced/complained into the same ingestion path as the webhooks.
+        gateway.connectEvents((events) =>
+          ingestEvents(base.pool, base.schema, events, { logger, metrics }).catch((error: unknown) =>
+            logger.warn({ event: 'sandbox.events_failed', error: (error as Error)?.message }, 'sandbox events not stored'),
+          ),
+        );
+      }
+      const listener = new Listener(options.databaseUrl, intentsChannel(base.schema), () => worker.wake(), logger);
+      listener.start();
+      worker.start();
+      stops.push(async () => {
+        await listener.stop();
+        await worker.stop();
+        await gateway.close?.();
+      });
+      logger.info({ event: 'delivery_worker.started', provider: gateway.name }, 'delivery worker started');
+      service.announcements.push(`delivery lane running (provider ${gateway.name})`);
+    }
+    if (parts.expiry) {
+      const worker = expiryWorkerFor(config, full);
+      service.expiry = worker;
+      worker.start();
+      stops.unshift(() => worker.stop());
+      logger.info({ event: 'expiry_worker.started', intervalMs: config.expiryIntervalMs }, 'expiry worker started');
+      service.announcements.push('expiry lane running');
+    }
+    if (parts.retention) {
+      const worker = new PruneWorker({ pool: base.pool, schema: base.schema, policy: config.retention, logger, metrics });
+      service.prune = worker;
+      worker.start();
+      stops.unshift(() => worker.stop());
+      logger.info({ event: 'retention_worker.started', ...config.retention }, 'retention worker started');
+    }
+  } catch (error) {
+    await service.stop().catch(() => {});
+    throw error;
+  }
+  return service;
+}
+
