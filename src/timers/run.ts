@@ -25,6 +25,8 @@ export interface CompareTimersOptions {
   /** SIGKILL each contender process this many ms after it is up, while holds fall due (0: never). */
   killEveryMs: number;
   confirmShare?: number;
+  /** First deadline, ms after the holds are written (default 2000): time for the processes to start. */
+  leadMs?: number;
   /** Longest wait, after the last deadline, for durable contenders to finish their work. */
   settleTimeoutMs?: number;
   /** Schemas are `<prefix>_<random>_<contender>`, dropped at the end. */
@@ -84,6 +86,7 @@ export async function compareTimers(options: CompareTimersOptions): Promise<Comp
     seconds: options.seconds,
     seed: options.seed,
     ...(options.confirmShare !== undefined ? { confirmShare: options.confirmShare } : {}),
+    ...(options.leadMs !== undefined ? { leadMs: options.leadMs } : {}),
   });
   const base = `${options.schemaPrefix ?? 'compare_timers'}_${randomBytes(3).toString('hex')}`;
   const schemaOf = (name: ContenderName) => `${base}_${name}`;
