@@ -63,6 +63,9 @@ export interface CompareTimersResult {
   contenders: ContenderResult[];
 }
 
+/** Crashes go on this long after the last deadline: contenders that fell behind are still working then. */
+const KILL_GRACE_MS = 1500;
+
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** The compiled child script (the command runs from dist/; tests compile first). */
@@ -152,8 +155,8 @@ export async function compareTimers(options: CompareTimersOptions): Promise<Comp
       );
     }
 
-    // Crashes happen while holds fall due and confirmations race them.
-    const windowEnd = t0 + workload.lastDueMs + 500;
+    // Crashes happen while holds fall due and confirmations race them, and a little after.
+    const windowEnd = t0 + workload.lastDueMs + KILL_GRACE_MS;
     while (Date.now() < windowEnd && !options.signal?.aborted) await sleep(Math.min(100, windowEnd - Date.now()));
     killing = false;
     for (const timer of timers) clearTimeout(timer);
@@ -171,6 +174,8 @@ export async function compareTimers(options: CompareTimersOptions): Promise<Comp
       await sleep(200);
     }
     await Promise.all([...supervisors.values()].map((s) => s.stop()));
+    // Half a run would read as losses: report nothing rather than that.
+    if (options.signal?.aborted) throw new Error('compare-timers: interrupted; nothing measured');
 
     const contenders: ContenderResult[] = [];
     for (const name of CONTENDERS) {
