@@ -10,6 +10,7 @@ import { registerCapacity } from './commands/capacity.js';
 import { registerRetention } from './commands/retention.js';
 import { registerSuppressions } from './commands/suppressions.js';
 import { registerTemplates } from './commands/templates.js';
+import { registerCompareTimers } from './commands/compare-timers.js';
 
 /**
  * Build the `leasehold` program. Each command file registers its commands;
@@ -31,6 +32,7 @@ export function buildProgram(context: ContextFactory): Command {
   registerRetention(program, context);
   registerSuppressions(program, context);
   registerTemplates(program, context);
+  registerCompareTimers(program, context);
   for (const command of program.commands) command.exitOverride();
   return program;
 }
