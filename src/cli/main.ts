@@ -11,6 +11,7 @@ import { registerCapacity } from './commands/capacity.js';
 import { registerRetention } from './commands/retention.js';
 import { registerSuppressions } from './commands/suppressions.js';
 import { registerTemplates } from './commands/templates.js';
+import { registerDrill } from './commands/drill.js';
 
 export type ContextFactory = () => CommandContext;
 
@@ -35,6 +36,7 @@ export function buildProgram(context: ContextFactory): Command {
   registerRetention(program, context);
   registerSuppressions(program, context);
   registerTemplates(program, context);
+  registerDrill(program, context);
   for (const command of program.commands) command.exitOverride();
   return program;
 }
