@@ -11,6 +11,7 @@ import { registerRetention } from './commands/retention.js';
 import { registerSuppressions } from './commands/suppressions.js';
 import { registerTemplates } from './commands/templates.js';
 import { registerCompareTimers } from './commands/compare-timers.js';
+import { registerDrill } from './commands/drill.js';
 
 /**
  * Build the `leasehold` program. Each command file registers its commands;
@@ -33,6 +34,7 @@ export function buildProgram(context: ContextFactory): Command {
   registerSuppressions(program, context);
   registerTemplates(program, context);
   registerCompareTimers(program, context);
+  registerDrill(program, context);
   for (const command of program.commands) command.exitOverride();
   return program;
 }

@@ -20,6 +20,7 @@ import { createRetentionMetrics } from '../retention/metrics.js';
 import { DEFAULT_RETENTION } from '../model/retention-policy.js';
 import { dashboardRoutes } from './routes/dashboard.js';
 import { statusRoutes } from './routes/status.js';
+import { sendRateRoutes } from './routes/send-rate.js';
 import { suppressionRoutes } from './routes/suppressions.js';
 import { webhookRoutes } from './routes/webhooks.js';
 
@@ -113,6 +114,7 @@ export function buildApp(options: ApiOptions): FastifyInstance {
       intentRoutes(v1, ctx);
       deliveryRoutes(v1, ctx);
       statusRoutes(v1, ctx);
+      sendRateRoutes(v1, ctx);
       retentionRoutes(v1, ctx);
       suppressionRoutes(v1, ctx);
     },

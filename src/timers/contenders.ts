@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import { migrate } from '../db/migrate.js';
 import { ident } from '../db/pool.js';
-import { rateLimiterSet } from '../delivery/control.js';
+import { rateLimiterSet } from '../tables/rate-limiter.js';
 import type { Workload } from './workload.js';
 
 /**

@@ -1,5 +1,6 @@
 /// <reference lib="dom" />
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { deliveryControlGet } from '../../src/tables/delivery-control.js';
@@ -139,5 +140,106 @@ describe.skipIf(!existsSync(CHROMIUM))('operator dashboard in a real browser', (
     await page.waitForFunction((text) => document.querySelector('#intents')?.textContent?.includes(text), hostile);
     expect(await page.locator('#injected').count()).toBe(0);
     expect(await page.content()).not.toContain('@example.com');
+  });
+
+  it('serves the chart library from the installed package, and nothing else under its path', async () => {
+    const js = await fetch(`${server.url}/assets/uplot/uPlot.iife.min.js`);
+    expect(js.status).toBe(200);
+    expect(js.headers.get('content-type')).toContain('text/javascript');
+    const installed = readFileSync(createRequire(import.meta.url).resolve('uplot/dist/uPlot.iife.min.js'), 'utf8');
+    expect(await js.text()).toBe(installed);
+    const css = await fetch(`${server.url}/assets/uplot/uPlot.min.css`);
+    expect([css.status, css.headers.get('content-type')]).toEqual([200, 'text/css; charset=utf-8']);
+    for (const name of ['uPlot.cjs.js', '..%2F..%2Fpackage.json', 'constructor', '__proto__']) {
+      expect((await fetch(`${server.url}/assets/uplot/${name}`)).status, name).toBe(404);
+    }
+  });
+
+  it("draws live charts: backlog, each lane's oldest age against its promise, sends/s by outcome against the limit", async () => {
+    const errors: string[] = [];
+    page.on('pageerror', (error) => errors.push(error.message));
+    // Attempts of the last seconds, by outcome: what the send chart counts.
+    const s = ident(db.schema);
+    for (const [outcome, ago] of [['accepted', 3], ['rate_limited', 3], ['lease_expired', 2]] as const) {
+      await db.pool.query(
+        `INSERT INTO ${s}.email_attempts (intent_id, attempt, lease_token, provider, started_at, finished_at, outcome, receipt, duration_ms)
+         SELECT 'reservation-expired:dash-2', coalesce(max(attempt), 0) + 1, gen_random_uuid(), 'sandbox',
+                now() - make_interval(secs => $2), now() - make_interval(secs => $2), $1::text,
+                CASE WHEN $1::text = 'accepted' THEN 'chart-receipt' END, 5
+           FROM ${s}.email_attempts WHERE intent_id = 'reservation-expired:dash-2'`,
+        [outcome, ago],
+      );
+    }
+    await page.reload();
+    await page.waitForFunction(() => document.querySelectorAll('#charts canvas').length === 3);
+    // Two polls at least, so the lines have points.
+    await page.waitForFunction(
+      () => ((window as unknown as { leaseholdCharts?: Record<string, { data: number[][] }> }).leaseholdCharts?.backlog?.data[0]?.length ?? 0) >= 2,
+      undefined,
+      { timeout: 10_000 },
+    );
+    const charts = await page.evaluate(() => {
+      const all = (window as unknown as { leaseholdCharts: Record<string, { series: Array<{ label?: string }>; data: Array<Array<number | null>> }> }).leaseholdCharts;
+      return Object.fromEntries(
+        Object.entries(all).map(([kind, chart]) => [kind, { labels: chart.series.slice(1).map((x) => x.label), data: chart.data }]),
+      );
+    });
+    expect(charts.backlog!.labels).toEqual(['email backlog (pending)', 'due holds']);
+    expect(charts.age!.labels).toEqual(['oldest pending email', 'email promise', 'oldest due hold', 'expiry promise']);
+    expect(charts.sends!.labels).toEqual(['accepted', 'rate_limited', 'failed', 'rejected', 'paused', 'other', 'limit (rate)', 'burst + rate']);
+    // The promises and the limit are drawn at their values (rate 3, burst 6 from the test above).
+    expect(new Set(charts.age!.data[2])).toEqual(new Set([900]));
+    expect(new Set(charts.age!.data[4])).toEqual(new Set([60]));
+    expect(new Set(charts.sends!.data[7])).toEqual(new Set([3]));
+    expect(new Set(charts.sends!.data[8])).toEqual(new Set([9]));
+    const total = (i: number) => (charts.sends!.data[i] as number[]).reduce((a, b) => a + b, 0);
+    expect(total(1)).toBeGreaterThanOrEqual(2); // accepted: these and dash-1's acceptance
+    expect(total(2)).toBe(1); // rate_limited
+    expect(total(6)).toBe(1); // other: the lease that expired
+    // One x per second of the ten-minute window.
+    expect(charts.sends!.data[0]!.length).toBeGreaterThanOrEqual(600);
+    expect(await page.locator('#charts .u-title').allTextContents()).toEqual([
+      'Backlog',
+      'Oldest age against the promise (s)',
+      'Sends per second by outcome, against the limit',
+    ]);
+    await page.screenshot({ path: 'dist/dashboard-charts.png', fullPage: true });
+    expect(errors).toEqual([]);
+  });
+
+  it('keeps the charts text-only: API text never becomes markup', async () => {
+    const hostile = '<img src=x id=injected-chart onerror="document.title=2">';
+    await page.fill('#pause-reason', hostile);
+    await page.click('#pause');
+    await page.waitForFunction(() => document.querySelector('[data-field="deliveryState"]')?.textContent?.startsWith('PAUSED'));
+    await page.waitForTimeout(2500);
+    expect(await page.locator('#injected-chart').count()).toBe(0);
+    expect(await page.locator('#charts img').count()).toBe(0);
+    expect(await page.textContent('[data-field="deliveryState"]')).toContain(hostile);
+    await page.click('#resume');
+    await page.waitForFunction(() => document.querySelector('[data-field="deliveryState"]')?.textContent === 'running');
+  });
+
+  it('stays usable, without script errors, when the API is unreachable or the chart library is missing', async () => {
+    const errors: string[] = [];
+    page.on('pageerror', (error) => errors.push(error.message));
+    await page.route('**/v1/**', (route) => route.abort('connectionrefused'));
+    await page.waitForFunction(() => document.querySelector('#refresh-error')?.textContent?.startsWith('Could not refresh'), undefined, { timeout: 10_000 });
+    expect(await page.locator('#charts canvas').count()).toBe(3);
+    await page.unroute('**/v1/**');
+    await page.waitForFunction(() => document.querySelector('#refresh-error')?.textContent === '', undefined, { timeout: 10_000 });
+
+    const bare = await browser.newPage();
+    const bareErrors: string[] = [];
+    bare.on('pageerror', (error) => bareErrors.push(error.message));
+    await bare.route('**/assets/uplot/**', (route) => route.abort());
+    await bare.goto(`${server.url}/`);
+    await bare.fill('#token', token);
+    await bare.click('#login-form button[type=submit]');
+    await bare.waitForFunction(() => document.querySelector('[data-field="limiter"]')?.textContent?.startsWith('3/s'));
+    await bare.waitForFunction(() => document.querySelector('#chart-note')?.textContent?.includes('unavailable'));
+    expect(await bare.locator('#charts canvas').count()).toBe(0);
+    await bare.close();
+    expect([...errors, ...bareErrors]).toEqual([]);
   });
 });

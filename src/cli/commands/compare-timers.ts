@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import { InvalidArgumentError } from 'commander';
 import { compareTimers } from '../../timers/run.js';
 import { formatComparison } from '../../timers/table.js';
-import type { ContextFactory } from '../main.js';
+import type { ContextFactory } from '../context.js';
 
 interface CompareTimersFlags {
   holds: number;
