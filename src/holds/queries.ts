@@ -44,20 +44,47 @@ export interface HoldInsert {
   expiresAt: Date | null;
   ttlSeconds: number | null;
   metadata: Record<string, unknown>;
-  requestHash: string;
 }
 
-/** Insert unless the id exists; returns the row only when this call created it. */
+/**
+ * Insert unless the id exists; returns the row only when this call created it.
+ * request_hash is the database's fingerprint of the request
+ * (hold_request_hash, migrations/0011_create_hold.sql), the one the SQL entry
+ * point create_hold computes too, so a retry through either path is recognised.
+ */
 export async function holdsInsert(db: Queryable, schema: string, hold: HoldInsert, now: Date | null): Promise<HoldRow | undefined> {
+  const s = ident(schema);
   const { rows } = await db.query<HoldRow>(
-    `INSERT INTO ${ident(schema)}.support_reservations
+    `INSERT INTO ${s}.support_reservations
        (id, customer_email, status, expires_at, created_at, metadata, request_hash)
      VALUES ($1, $2, 'held',
              coalesce($3::timestamptz, coalesce($4::timestamptz, now()) + make_interval(secs => $5::int)),
-             coalesce($4::timestamptz, now()), $6::jsonb, $7)
+             coalesce($4::timestamptz, now()), $6::jsonb,
+             ${s}.hold_request_hash($2, $3::timestamptz, $5::int, $6::jsonb))
      ON CONFLICT (id) DO NOTHING
      RETURNING *`,
-    [hold.id, hold.customerEmail, hold.expiresAt, now, hold.ttlSeconds, JSON.stringify(hold.metadata), hold.requestHash],
+    [hold.id, hold.customerEmail, hold.expiresAt, now, hold.ttlSeconds, JSON.stringify(hold.metadata)],
+  );
+  return rows[0];
+}
+
+/**
+ * The hold under `hold.id` and whether this same request created it: its
+ * request_hash is this request's fingerprint, or `legacyHash` (the hash
+ * createHold stored before migration 0011, computed in TypeScript).
+ */
+export async function holdsGetForRetry(
+  db: Queryable,
+  schema: string,
+  hold: HoldInsert,
+  legacyHash: string,
+): Promise<(HoldRow & { same_request: boolean }) | undefined> {
+  const s = ident(schema);
+  const { rows } = await db.query<HoldRow & { same_request: boolean }>(
+    `SELECT r.*, r.request_hash IN ($2, ${s}.hold_request_hash($3, $4::timestamptz, $5::int, $6::jsonb)) AS same_request
+       FROM ${s}.support_reservations r
+      WHERE r.id = $1`,
+    [hold.id, legacyHash, hold.customerEmail, hold.expiresAt, hold.ttlSeconds, JSON.stringify(hold.metadata)],
   );
   return rows[0];
 }
