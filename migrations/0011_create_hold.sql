@@ -144,3 +144,9 @@ $$;
 
 COMMENT ON FUNCTION create_hold(text, text, timestamptz, jsonb) IS
   'Create a hold (leasehold). Validation errors: SQLSTATE 22023, message "<field>: ..."; same id with other content: 23505. See README "From any language".';
+
+-- GET /v1/holds lists newest first, keyset-paged on (created_at, id)
+-- (holdsList in src/holds/queries.ts); read backwards, this index serves
+-- every page without sorting the table. IF NOT EXISTS: on a large table,
+-- build it beforehand with CREATE INDEX CONCURRENTLY under this name.
+CREATE INDEX IF NOT EXISTS support_reservations_created ON support_reservations (created_at, id);

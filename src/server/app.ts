@@ -12,6 +12,7 @@ import type { ApiContext } from './context.js';
 import { ApiError, clientErrorHandler, errorHandler, toErrorResponse } from './errors.js';
 import { deliveryRoutes } from './routes/delivery.js';
 import { holdRoutes } from './routes/holds.js';
+import { openApiRoutes } from './openapi.js';
 import { intentRoutes } from './routes/intents.js';
 import { opsRoutes } from './routes/ops.js';
 import { retentionRoutes } from './routes/retention.js';
@@ -108,6 +109,7 @@ export function buildApp(options: ApiOptions): FastifyInstance {
       statusRoutes(v1, ctx);
       retentionRoutes(v1, ctx);
       suppressionRoutes(v1, ctx);
+      openApiRoutes(v1);
     },
     { prefix: '/v1' },
   );
