@@ -11,6 +11,8 @@ import { registerCapacity } from './commands/capacity.js';
 import { registerRetention } from './commands/retention.js';
 import { registerSuppressions } from './commands/suppressions.js';
 import { registerTemplates } from './commands/templates.js';
+import { registerDbAccess } from './commands/db-access.js';
+import { packageVersion } from '../runtime/version.js';
 
 export type ContextFactory = () => CommandContext;
 
@@ -22,6 +24,7 @@ export type ContextFactory = () => CommandContext;
 export function buildProgram(context: ContextFactory): Command {
   const program = new Command('leasehold')
     .description('Durable hold expiry and rate-limited email notification on PostgreSQL')
+    .version(packageVersion(), '-V, --version', 'print the version')
     .showHelpAfterError('(run with --help for usage)')
     .exitOverride();
   registerMigrate(program, context);
@@ -35,6 +38,7 @@ export function buildProgram(context: ContextFactory): Command {
   registerRetention(program, context);
   registerSuppressions(program, context);
   registerTemplates(program, context);
+  registerDbAccess(program, context);
   for (const command of program.commands) command.exitOverride();
   return program;
 }
