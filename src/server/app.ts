@@ -3,6 +3,7 @@ import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
 import type pg from 'pg';
 import type { Config } from '../config.js';
 import { createDatabaseMetrics } from '../observability/db-metrics.js';
+import { processMetricsRegistry } from '../observability/process-metrics.js';
 import { registerEventMetrics } from '../observability/event-metrics.js';
 import type { WebhookSettings } from '../events/webhook-config.js';
 import type { Logger } from '../observability/logger.js';
@@ -97,7 +98,7 @@ export function buildApp(options: ApiOptions): FastifyInstance {
   const databaseMetrics = createDatabaseMetrics({ db: options.pool, schema: options.schema, promises: options.config });
   const retentionMetrics = createRetentionMetrics({ db: options.pool, schema: options.schema, policy: options.config.retention ?? DEFAULT_RETENTION });
   registerEventMetrics(databaseMetrics, { db: options.pool, schema: options.schema });
-  opsRoutes(app, ctx, [options.metrics.registry, databaseMetrics, retentionMetrics]);
+  opsRoutes(app, ctx, [options.metrics.registry, databaseMetrics, retentionMetrics, processMetricsRegistry()]);
   dashboardRoutes(app);
 
   void app.register(
