@@ -1,7 +1,7 @@
 import { loadConfig, type Config } from '../config.js';
 import { openDatabase, type Database } from '../db/database.js';
 import { ConfigError, LeaseholdError, SchemaNotMigratedError, TemplatesBrokenError } from '../errors.js';
-import { createLogger, type Logger } from '../observability/logger.js';
+import { createLogger, wantsPrettyLogs, type Logger } from '../observability/logger.js';
 
 /** Exit codes: 0 ok, 1 failure, 2 usage or configuration. */
 export const EXIT_OK = 0;
@@ -37,8 +37,9 @@ export type ContextFactory = () => CommandContext;
 
 export function createContext(env: Record<string, string | undefined>, out: (line: string) => void): CommandContext {
   const config = loadConfig(env);
-  // Logs go to stderr so command output on stdout stays clean for scripts.
-  const logger = createLogger({ level: config.logLevel, destination: process.stderr });
+  // Logs go to stderr so command output on stdout stays clean for scripts:
+  // JSON lines, or readable lines when stderr is a terminal.
+  const logger = createLogger({ level: config.logLevel, destination: process.stderr, pretty: wantsPrettyLogs(process.stderr) });
   return {
     config,
     logger,
@@ -53,6 +54,14 @@ export function describeFailure(error: unknown): { code: number; line: string } 
   if (error instanceof CliExit) return { code: error.code, line: error.message };
   if (error instanceof ConfigError) return { code: EXIT_USAGE, line: `leasehold: invalid configuration: ${error.message}` };
   if (error instanceof SchemaNotMigratedError || error instanceof TemplatesBrokenError) return { code: EXIT_USAGE, line: `leasehold: ${error.message}` };
+  if ((error as NodeJS.ErrnoException)?.code === 'EADDRINUSE') {
+    // Node's message ("listen EADDRINUSE: address already in use ...") names neither variable.
+    const { address, port } = error as { address?: string; port?: number };
+    return {
+      code: EXIT_FAILURE,
+      line: `leasehold: cannot listen on ${address ?? 'the address'}:${port ?? '?'}: the port is already in use; set PORT to a free port (0 picks one), or stop what is using it`,
+    };
+  }
   if (error instanceof LeaseholdError) return { code: EXIT_FAILURE, line: `leasehold: ${error.message}` };
   return { code: EXIT_FAILURE, line: `leasehold: ${(error as Error)?.message ?? String(error)}` };
 }

@@ -12,6 +12,8 @@ import { registerSuppressions } from './commands/suppressions.js';
 import { registerTemplates } from './commands/templates.js';
 import { registerCompareTimers } from './commands/compare-timers.js';
 import { registerDrill } from './commands/drill.js';
+import { registerDbAccess } from './commands/db-access.js';
+import { packageVersion } from '../runtime/version.js';
 
 /**
  * Build the `leasehold` program. Each command file registers its commands;
@@ -21,6 +23,7 @@ import { registerDrill } from './commands/drill.js';
 export function buildProgram(context: ContextFactory): Command {
   const program = new Command('leasehold')
     .description('Durable hold expiry and rate-limited email notification on PostgreSQL')
+    .version(packageVersion(), '-V, --version', 'print the version')
     .showHelpAfterError('(run with --help for usage)')
     .exitOverride();
   registerMigrate(program, context);
@@ -35,6 +38,7 @@ export function buildProgram(context: ContextFactory): Command {
   registerTemplates(program, context);
   registerCompareTimers(program, context);
   registerDrill(program, context);
+  registerDbAccess(program, context);
   for (const command of program.commands) command.exitOverride();
   return program;
 }

@@ -128,6 +128,20 @@ export async function embeddedClusterExists(dataDir: string): Promise<boolean> {
   return exists(path.join(path.resolve(dataDir), 'pg', 'PG_VERSION'));
 }
 
+/**
+ * The URL of the embedded server running on `dataDir` (started by another
+ * leasehold process), or undefined when none is: for `leasehold db-url`,
+ * which must neither start a server nor create a cluster.
+ */
+export async function embeddedRunningUrl(dataDir: string): Promise<string | undefined> {
+  const dir = path.resolve(dataDir);
+  const port = await runningPort(path.join(dir, 'pg'));
+  if (port === undefined) return undefined;
+  const password = (await readFile(path.join(dir, 'password'), 'utf8').catch(() => '')).trim();
+  if (!password) return undefined;
+  return `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/postgres`;
+}
+
 export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<EmbeddedPostgres> {
   const dataDir = path.resolve(options.dataDir);
   const pgdata = path.join(dataDir, 'pg');

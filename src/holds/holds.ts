@@ -1,7 +1,7 @@
 import type { Queryable } from '../db/pool.js';
 import { HoldNotHeldError, IdempotencyConflictError, NotFoundError } from '../errors.js';
 import type { Clock } from '../runtime/clock.js';
-import { holdFromRow, holdsGet, holdsInsert, holdsSettle, type HoldRow } from '../tables/holds.js';
+import { holdFromRow, holdsGet, holdsGetForRetry, holdsInsert, holdsSettle, type HoldInsert, type HoldRow } from '../tables/holds.js';
 import type { Hold } from '../model/hold-states.js';
 import { checkExpiresAt, validateCreateHold, validateHoldId, type CreateHoldInput, type ValidHold } from '../model/hold-input.js';
 
@@ -35,6 +35,13 @@ export async function createHold(db: Queryable, input: CreateHoldInput, options:
   const now = options.clock?.now() ?? null;
   const valid = validateCreateHold(input);
   const schema = schemaOf(options);
+  const request: HoldInsert = {
+    id: valid.id,
+    customerEmail: valid.customerEmail,
+    expiresAt: valid.expiresAt ?? null,
+    ttlSeconds: valid.ttlSeconds ?? null,
+    metadata: valid.metadata,
+  };
   try {
     checkExpiresAt(valid, now ?? new Date());
   } catch (error) {
@@ -42,32 +49,21 @@ export async function createHold(db: Queryable, input: CreateHoldInput, options:
     // lost retries the same body, perhaps after its expiresAt passed, and
     // must get the hold it created rather than "must be in the future". Only
     // a request that would create something is held to the deadline.
-    const existing = valid.clientId ? await holdsGet(db, schema, valid.id) : undefined;
+    if (!valid.clientId) throw error;
+    const existing = await holdsGetForRetry(db, schema, request, valid.requestHash);
     if (!existing) throw error;
     return existingHold(existing, valid);
   }
-  const inserted = await holdsInsert(
-    db,
-    schema,
-    {
-      id: valid.id,
-      customerEmail: valid.customerEmail,
-      expiresAt: valid.expiresAt ?? null,
-      ttlSeconds: valid.ttlSeconds ?? null,
-      metadata: valid.metadata,
-      requestHash: valid.requestHash,
-    },
-    now,
-  );
+  const inserted = await holdsInsert(db, schema, request, now);
   if (inserted) return { hold: holdFromRow(inserted), created: true };
-  const existing = await holdsGet(db, schema, valid.id);
+  const existing = await holdsGetForRetry(db, schema, request, valid.requestHash);
   if (!existing) throw new IdempotencyConflictError(valid.id);
   return existingHold(existing, valid);
 }
 
 /** The same id again: the same request gets the hold it created, another request a conflict. */
-function existingHold(existing: HoldRow, valid: ValidHold): CreateHoldResult {
-  if (existing.request_hash !== valid.requestHash) throw new IdempotencyConflictError(valid.id);
+function existingHold(existing: HoldRow & { same_request: boolean }, valid: ValidHold): CreateHoldResult {
+  if (!existing.same_request) throw new IdempotencyConflictError(valid.id);
   return { hold: holdFromRow(existing), created: false };
 }
 

@@ -42,6 +42,11 @@ export interface ValidHold {
   expiresAt?: Date;
   ttlSeconds?: number;
   metadata: Record<string, unknown>;
+  /**
+   * The request hash createHold stored before migration 0011; still matched
+   * so a retry of a hold created then is recognised. New holds store the
+   * database's fingerprint (hold_request_hash), shared with create_hold.
+   */
   requestHash: string;
 }
 

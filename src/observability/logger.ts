@@ -1,4 +1,5 @@
 import { pino, type Logger } from 'pino';
+import { PinoPretty } from 'pino-pretty';
 
 export type { Logger };
 
@@ -8,7 +9,8 @@ export type { Logger };
  * Recipient addresses and message bodies are never logged: the redact list
  * is a second line of defence behind not passing them in the first place.
  */
-export function createLogger(options: { level?: string; destination?: NodeJS.WritableStream } = {}): Logger {
+export function createLogger(options: { level?: string; destination?: NodeJS.WritableStream; pretty?: boolean } = {}): Logger {
+  const destination = options.destination ?? process.stdout;
   return pino(
     {
       name: 'leasehold',
@@ -20,8 +22,28 @@ export function createLogger(options: { level?: string; destination?: NodeJS.Wri
         censor: '[redacted]',
       },
     },
-    (options.destination ?? process.stdout) as pino.DestinationStream,
+    (options.pretty ? prettyStream(destination) : destination) as pino.DestinationStream,
   );
+}
+
+/**
+ * The same events for a person at a terminal: one coloured line each, local
+ * time, the event's fields after it. Redaction has happened before this.
+ */
+function prettyStream(destination: NodeJS.WritableStream) {
+  return PinoPretty({
+    destination,
+    colorize: true,
+    translateTime: 'SYS:HH:MM:ss.l',
+    ignore: 'pid,hostname,name',
+    messageKey: 'msg',
+    singleLine: true,
+  });
+}
+
+/** JSON for machines (a pipe, a file, a log collector); human-readable when a person watches the stream. */
+export function wantsPrettyLogs(stream: { isTTY?: boolean }): boolean {
+  return stream.isTTY === true;
 }
 
 /** A logger that drops everything, for library callers that pass none. */

@@ -4,6 +4,7 @@ import type pg from 'pg';
 import type { Config } from '../config.js';
 import { createDatabaseMetrics } from '../read/db-metrics.js';
 import { registerEventMetrics } from '../read/event-metrics.js';
+import { processMetricsRegistry } from '../observability/process-metrics.js';
 import type { WebhookSettings } from '../events/webhook-config.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
@@ -13,6 +14,7 @@ import type { ApiContext } from './context.js';
 import { ApiError, clientErrorHandler, errorHandler, toErrorResponse } from './errors.js';
 import { deliveryRoutes } from './routes/delivery.js';
 import { holdRoutes } from './routes/holds.js';
+import { openApiRoutes } from './openapi.js';
 import { intentRoutes } from './routes/intents.js';
 import { opsRoutes } from './routes/ops.js';
 import { retentionRoutes } from './routes/retention.js';
@@ -104,7 +106,7 @@ export function buildApp(options: ApiOptions): FastifyInstance {
   const databaseMetrics = createDatabaseMetrics({ db: options.pool, schema: options.schema, promises: options.config });
   const retentionMetrics = createRetentionMetrics({ db: options.pool, schema: options.schema, policy: options.config.retention ?? DEFAULT_RETENTION });
   registerEventMetrics(databaseMetrics, { db: options.pool, schema: options.schema });
-  opsRoutes(app, ctx, [options.metrics.registry, databaseMetrics, retentionMetrics]);
+  opsRoutes(app, ctx, [options.metrics.registry, databaseMetrics, retentionMetrics, processMetricsRegistry()]);
   dashboardRoutes(app);
 
   void app.register(
@@ -117,6 +119,7 @@ export function buildApp(options: ApiOptions): FastifyInstance {
       sendRateRoutes(v1, ctx);
       retentionRoutes(v1, ctx);
       suppressionRoutes(v1, ctx);
+      openApiRoutes(v1);
     },
     { prefix: '/v1' },
   );

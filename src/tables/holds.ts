@@ -1,7 +1,9 @@
 import type { Queryable } from '../db/pool.js';
 import { ident } from '../db/pool.js';
+import { ValidationError } from '../errors.js';
 import { EXPIRED_INTENT_PREFIX, EXPIRED_TEMPLATE, type Hold, type HoldStatus } from '../model/hold-states.js';
 import { intentsInsertExpired } from './outbox.js';
+import { HOLD_ID_PATTERN } from '../model/hold-input.js';
 
 /**
  * Every statement on support_reservations (holds), as small named functions. Values
@@ -45,20 +47,47 @@ export interface HoldInsert {
   expiresAt: Date | null;
   ttlSeconds: number | null;
   metadata: Record<string, unknown>;
-  requestHash: string;
 }
 
-/** Insert unless the id exists; returns the row only when this call created it. */
+/**
+ * Insert unless the id exists; returns the row only when this call created it.
+ * request_hash is the database's fingerprint of the request
+ * (hold_request_hash, migrations/0011_create_hold.sql), the one the SQL entry
+ * point create_hold computes too, so a retry through either path is recognised.
+ */
 export async function holdsInsert(db: Queryable, schema: string, hold: HoldInsert, now: Date | null): Promise<HoldRow | undefined> {
+  const s = ident(schema);
   const { rows } = await db.query<HoldRow>(
-    `INSERT INTO ${ident(schema)}.support_reservations
+    `INSERT INTO ${s}.support_reservations
        (id, customer_email, status, expires_at, created_at, metadata, request_hash)
      VALUES ($1, $2, 'held',
              coalesce($3::timestamptz, coalesce($4::timestamptz, now()) + make_interval(secs => $5::int)),
-             coalesce($4::timestamptz, now()), $6::jsonb, $7)
+             coalesce($4::timestamptz, now()), $6::jsonb,
+             ${s}.hold_request_hash($2, $3::timestamptz, $5::int, $6::jsonb))
      ON CONFLICT (id) DO NOTHING
      RETURNING *`,
-    [hold.id, hold.customerEmail, hold.expiresAt, now, hold.ttlSeconds, JSON.stringify(hold.metadata), hold.requestHash],
+    [hold.id, hold.customerEmail, hold.expiresAt, now, hold.ttlSeconds, JSON.stringify(hold.metadata)],
+  );
+  return rows[0];
+}
+
+/**
+ * The hold under `hold.id` and whether this same request created it: its
+ * request_hash is this request's fingerprint, or `legacyHash` (the hash
+ * createHold stored before migration 0011, computed in TypeScript).
+ */
+export async function holdsGetForRetry(
+  db: Queryable,
+  schema: string,
+  hold: HoldInsert,
+  legacyHash: string,
+): Promise<(HoldRow & { same_request: boolean }) | undefined> {
+  const s = ident(schema);
+  const { rows } = await db.query<HoldRow & { same_request: boolean }>(
+    `SELECT r.*, r.request_hash IN ($2, ${s}.hold_request_hash($3, $4::timestamptz, $5::int, $6::jsonb)) AS same_request
+       FROM ${s}.support_reservations r
+      WHERE r.id = $1`,
+    [hold.id, legacyHash, hold.customerEmail, hold.expiresAt, hold.ttlSeconds, JSON.stringify(hold.metadata)],
   );
   return rows[0];
 }
@@ -66,6 +95,60 @@ export async function holdsInsert(db: Queryable, schema: string, hold: HoldInser
 export async function holdsGet(db: Queryable, schema: string, id: string): Promise<HoldRow | undefined> {
   const { rows } = await db.query<HoldRow>(`SELECT * FROM ${ident(schema)}.support_reservations WHERE id = $1`, [id]);
   return rows[0];
+}
+
+export interface HoldPage {
+  holds: Hold[];
+  /** Opaque cursor for the next (older) page, or null at the end. */
+  nextCursor: string | null;
+}
+
+// The cursor carries created_at in whole microseconds since the epoch (the
+// database's precision: holds created in one millisecond are neither skipped
+// nor repeated) and the id, both checked on the way back in, so a forged
+// cursor is a 400, never text the database must parse.
+function encodeHoldCursor(row: { cursor_us: string; id: string }): string {
+  return Buffer.from(JSON.stringify([row.cursor_us, row.id])).toString('base64url');
+}
+
+function decodeHoldCursor(cursor: string): [string, string] {
+  try {
+    const value = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown;
+    if (
+      Array.isArray(value) &&
+      value.length === 2 &&
+      typeof value[0] === 'string' &&
+      /^-?\d{1,16}$/.test(value[0]) &&
+      typeof value[1] === 'string' &&
+      HOLD_ID_PATTERN.test(value[1])
+    ) {
+      return [value[0], value[1]];
+    }
+  } catch {
+    // fall through
+  }
+  throw new ValidationError('cursor', 'is not a cursor returned by this API');
+}
+
+/** Holds newest first, optionally of one status, keyset-paged (stable under inserts). */
+export async function holdsList(
+  db: Queryable,
+  schema: string,
+  options: { status?: HoldStatus; limit: number; cursor?: string },
+): Promise<HoldPage> {
+  const after = options.cursor ? decodeHoldCursor(options.cursor) : null;
+  const { rows } = await db.query<HoldRow & { cursor_us: string }>(
+    `SELECT r.*, ((extract(epoch FROM r.created_at) * 1000000)::bigint)::text AS cursor_us
+       FROM ${ident(schema)}.support_reservations r
+      WHERE ($1::text IS NULL OR r.status = $1)
+        AND ($2::bigint IS NULL OR (r.created_at, r.id) < (timestamptz 'epoch' + $2::bigint * interval '1 microsecond', $3::text))
+      ORDER BY r.created_at DESC, r.id DESC
+      LIMIT $4`,
+    [options.status ?? null, after?.[0] ?? null, after?.[1] ?? null, options.limit + 1],
+  );
+  const page = rows.slice(0, options.limit);
+  const more = rows.length > options.limit;
+  return { holds: page.map(holdFromRow), nextCursor: more && page.length > 0 ? encodeHoldCursor(page.at(-1)!) : null };
 }
 
 /**

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { intentsChannel } from '../../src/db/listener.js';
 import { ident, type Queryable } from '../../src/db/pool.js';
-import { holdsExpireDue } from '../../src/tables/holds.js';
+import { holdsExpireDue, holdsList } from '../../src/tables/holds.js';
 import { outboxStats } from '../../src/read/stats.js';
 import { attemptsRecentOutcomes } from '../../src/tables/attempts.js';
 import { intentsLease } from '../../src/tables/outbox.js';
@@ -56,6 +56,17 @@ describe('hot paths use partial indexes', () => {
     const text = await planOf((q) => holdsExpireDue(q, db.schema, 500, null, intentsChannel(db.schema)));
     expect(text).toContain('support_reservations_due');
     expect(text).not.toMatch(/Seq Scan on support_reservations/);
+  });
+
+  it('GET /v1/holds pages newest first through support_reservations_created, without sorting the table', async () => {
+    for (const status of [undefined, 'expired'] as const) {
+      const text = await planOf((q) => holdsList(q, db.schema, { limit: 50, ...(status ? { status } : {}) }));
+      expect(text, text).toContain('support_reservations_created');
+      expect(text, text).not.toMatch(/Sort|Seq Scan on support_reservations/);
+    }
+    // The few live holds may come through the due index and be sorted: bounded by live holds, not history.
+    const held = await planOf((q) => holdsList(q, db.schema, { limit: 50, status: 'held' }));
+    expect(held, held).not.toMatch(/Seq Scan on support_reservations/);
   });
 
   it('the lease statement reaches due intents through email_outbox_available', async () => {

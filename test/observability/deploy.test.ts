@@ -74,6 +74,14 @@ describe('the service exports what operators need', () => {
   });
 });
 
+describe('Node process metrics', () => {
+  it('are exported next to leasehold’s own (prom-client defaults, unprefixed)', () => {
+    for (const name of ['process_cpu_seconds_total', 'process_resident_memory_bytes', 'nodejs_eventloop_lag_seconds', 'nodejs_heap_size_used_bytes']) {
+      expect(exported, name).toContain(name);
+    }
+  });
+});
+
 describe('deploy/prometheus/alerts.yml', () => {
   let rules: Rule[];
   beforeAll(async () => {

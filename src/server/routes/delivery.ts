@@ -5,7 +5,7 @@ import { storableText } from '../../text.js';
 import { expectNoBody, parse, type ApiContext } from '../context.js';
 
 /** The reason's length rule is the pause's own (validatePauseReason): one rule for API, CLI and library. */
-const pauseBody = z
+export const pauseBody = z
   .object({
     reason: storableText().optional(),
     forSeconds: z
@@ -19,7 +19,7 @@ const pauseBody = z
   .nullable();
 
 /** Either half alone keeps the other half of the current policy, as the CLI's flags do. */
-const policyBody = z.object({ perSecond: z.number('must be a number').optional(), burst: z.number('must be a number').optional() }).strict();
+export const policyBody = z.object({ perSecond: z.number('must be a number').optional(), burst: z.number('must be a number').optional() }).strict();
 
 export function deliveryRoutes(app: FastifyInstance, { ops }: ApiContext): void {
   app.get('/delivery', async () => ops.delivery());

@@ -1,11 +1,24 @@
 import type { FastifyInstance } from 'fastify';
+import { z } from 'zod';
 import { cancelHold, confirmHold, createHold } from '../../holds/holds.js';
+import { holdsList } from '../../tables/holds.js';
+import { HoldStatus } from '../../model/hold-states.js';
 import type { CreateHoldInput } from '../../model/hold-input.js';
 import { validateHoldId } from '../../model/hold-input.js';
-import { expectNoBody, type ApiContext } from '../context.js';
+import { expectNoBody, parse, type ApiContext } from '../context.js';
 import { holdTimeline } from '../../read/timeline.js';
 
 type IdParams = { Params: { id: string } };
+
+const STATUSES = Object.values(HoldStatus) as [HoldStatus, ...HoldStatus[]];
+
+export const holdsListQuery = z
+  .object({
+    status: z.enum(STATUSES, `must be one of ${STATUSES.join(', ')}`).optional(),
+    limit: z.coerce.number('must be a number').int('must be a whole number').min(1, 'must be at least 1').max(500, 'must be at most 500').default(50),
+    cursor: z.string('must be a single value').min(1).max(1000, 'is too long').optional(),
+  })
+  .strict();
 
 export function holdRoutes(app: FastifyInstance, ctx: ApiContext): void {
   const { pool, schema, logger } = ctx;
@@ -15,6 +28,15 @@ export function holdRoutes(app: FastifyInstance, ctx: ApiContext): void {
     if (created) logger.info({ event: 'hold.created', holdId: hold.id, expiresAt: hold.expiresAt }, 'hold created');
     reply.header('location', `/v1/holds/${encodeURIComponent(hold.id)}`);
     return reply.code(created ? 201 : 200).send(hold);
+  });
+
+  app.get('/holds', async (request) => {
+    const query = parse(holdsListQuery, request.query);
+    return holdsList(pool, schema, {
+      limit: query.limit,
+      ...(query.status ? { status: query.status } : {}),
+      ...(query.cursor ? { cursor: query.cursor } : {}),
+    });
   });
 
   app.get<IdParams>('/holds/:id', async (request) => {

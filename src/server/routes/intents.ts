@@ -9,7 +9,7 @@ import { expectNoBody, intentIdSchema, parse, type ApiContext } from '../context
 
 type IdParams = { Params: { id: string } };
 
-const listQuery = z
+export const intentsListQuery = z
   .object({
     state: z.enum(Object.values(IntentState) as [IntentState, ...IntentState[]], 'must be one of pending, sent, rejected, dead').optional(),
     limit: z.coerce.number('must be a number').int('must be a whole number').min(1, 'must be at least 1').max(500, 'must be at most 500').default(50),
@@ -21,7 +21,7 @@ export function intentRoutes(app: FastifyInstance, ctx: ApiContext): void {
   const { pool, schema } = ctx;
 
   app.get('/intents', async (request) => {
-    const query = parse(listQuery, request.query);
+    const query = parse(intentsListQuery, request.query);
     return intentsList(pool, schema, {
       limit: query.limit,
       ...(query.state ? { state: query.state } : {}),

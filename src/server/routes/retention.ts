@@ -7,8 +7,8 @@ import { retentionOldest, retentionPreview } from '../../retention/queries.js';
 import { ApiError } from '../errors.js';
 import { parse, type ApiContext } from '../context.js';
 
-const pruneBody = z.object({ dryRun: z.boolean('must be true or false').optional() }).strict().optional().nullable();
-const erasureBody = z.object({ email: z.unknown() }).strict();
+export const pruneBody = z.object({ dryRun: z.boolean('must be true or false').optional() }).strict().optional().nullable();
+export const erasureBody = z.object({ email: z.unknown() }).strict();
 
 /** A prune started through the API returns after this long even with work left (the prune worker carries on). */
 export const API_PRUNE_BUDGET_MS = 10_000;

@@ -8,7 +8,7 @@ import { parse, type ApiContext } from '../context.js';
 
 const REASONS = Object.values(SuppressionReason) as [SuppressionReason, ...SuppressionReason[]];
 
-const listQuery = z
+export const suppressionsListQuery = z
   .object({
     reason: z.enum(REASONS, `must be one of ${REASONS.join(', ')}`).optional(),
     limit: z.coerce.number('must be a number').int('must be a whole number').min(1, 'must be at least 1').max(500, 'must be at most 500').default(50),
@@ -16,7 +16,7 @@ const listQuery = z
   })
   .strict();
 
-const addBody = z
+export const suppressionAddBody = z
   .object({
     address: z.string('must be a string'),
     detail: z
@@ -42,7 +42,7 @@ export function suppressionRoutes(app: FastifyInstance, ctx: ApiContext): void {
   const { pool, schema, logger, metrics } = ctx;
 
   app.get('/suppressions', async (request) => {
-    const query = parse(listQuery, request.query);
+    const query = parse(suppressionsListQuery, request.query);
     return suppressionsList(pool, schema, {
       limit: query.limit,
       ...(query.reason ? { reason: query.reason } : {}),
@@ -51,7 +51,7 @@ export function suppressionRoutes(app: FastifyInstance, ctx: ApiContext): void {
   });
 
   app.post('/suppressions', async (request, reply) => {
-    const body = parse(addBody, request.body ?? {});
+    const body = parse(suppressionAddBody, request.body ?? {});
     const address = validateAddress(body.address);
     const [created] = await suppressionsAdd(pool, schema, [{ address, reason: 'manual', detail: body.detail ?? null, provider: null }]);
     if (created) {

@@ -1,0 +1,338 @@
+import type { FastifyInstance } from 'fastify';
+import { z } from 'zod';
+import { HoldStatus } from '../model/hold-states.js';
+import { createHoldSchema } from '../model/hold-input.js';
+import { IntentState } from '../model/intent-states.js';
+import { packageVersion } from '../runtime/version.js';
+import { holdsListQuery } from './routes/holds.js';
+import { intentsListQuery } from './routes/intents.js';
+import { pauseBody, policyBody } from './routes/delivery.js';
+import { erasureBody, pruneBody } from './routes/retention.js';
+import { suppressionAddBody, suppressionsListQuery } from './routes/suppressions.js';
+
+/**
+ * The HTTP contract as an OpenAPI 3.1 document, served at
+ * `GET /v1/openapi.json`. Request bodies and query parameters come from the
+ * very zod schemas the routes parse with (z.toJSONSchema), so the document
+ * cannot drift from what the API accepts; test/server/openapi.test.ts checks
+ * that every registered /v1 route is in it and that it is valid OpenAPI.
+ * Responses are described by the shapes below, kept deliberately open
+ * (additional properties allowed: adding fields is not a breaking change).
+ */
+
+type JsonSchema = Record<string, unknown>;
+
+function jsonSchema(schema: z.ZodType, io: 'input' | 'output' = 'input'): JsonSchema {
+  // `unrepresentable: 'any'`: a library-only alternative (a JS Date) becomes {}.
+  const { $schema: _ignored, ...rest } = z.toJSONSchema(schema, { io, unrepresentable: 'any' }) as JsonSchema;
+  return rest;
+}
+
+/** A zod object of query parameters as OpenAPI parameters. */
+function queryParameters(schema: z.ZodObject): JsonSchema[] {
+  const object = jsonSchema(schema) as { properties: Record<string, JsonSchema>; required?: string[] };
+  return Object.entries(object.properties).map(([name, property]) => ({
+    name,
+    in: 'query',
+    required: object.required?.includes(name) ?? false,
+    schema: property,
+  }));
+}
+
+const timestamp = z.iso.datetime({ offset: true });
+const nullableTimestamp = timestamp.nullable();
+
+const HoldShape = z.looseObject({
+  id: z.string(),
+  customerEmail: z.string().nullable().describe('null once erased'),
+  status: z.enum(Object.values(HoldStatus) as [HoldStatus, ...HoldStatus[]]),
+  expiresAt: timestamp,
+  createdAt: timestamp,
+  confirmedAt: nullableTimestamp,
+  cancelledAt: nullableTimestamp,
+  expiredAt: nullableTimestamp,
+  metadata: z.record(z.string(), z.unknown()),
+  erasedAt: nullableTimestamp,
+});
+
+const IntentShape = z.looseObject({
+  id: z.string(),
+  holdId: z.string(),
+  template: z.string(),
+  state: z.enum(Object.values(IntentState) as [IntentState, ...IntentState[]]),
+  attempts: z.number().int(),
+  availableAt: timestamp,
+  createdAt: timestamp,
+  sentAt: nullableTimestamp,
+  receipt: z.string().nullable(),
+  possibleDuplicate: z.boolean(),
+});
+
+const ErrorShape = z.object({
+  error: z.looseObject({
+    code: z.string(),
+    message: z.string(),
+    field: z.string().optional().describe('the field a 400 is about'),
+    status: z.string().optional().describe("hold_not_held: the hold's current status"),
+  }),
+});
+
+const RateLimitShape = z.looseObject({ perSecond: z.number(), burst: z.number().int(), tokens: z.number() });
+const DeliveryShape = z.looseObject({ paused: z.boolean(), reason: z.string().nullable(), pausedUntil: nullableTimestamp });
+const AnyObject = z.looseObject({});
+
+// The /v1 create-hold body over HTTP: expiresAt is a string (the library also takes a Date).
+const createHoldBody = createHoldSchema.extend({
+  expiresAt: timestamp.optional().describe('ISO 8601 with a zone, in the future and within 30 days; exactly one of expiresAt and ttlSeconds'),
+  ttlSeconds: createHoldSchema.shape.ttlSeconds.describe('1..2592000; exactly one of expiresAt and ttlSeconds'),
+});
+
+const json = (schema: z.ZodType, description: string) => ({
+  description,
+  content: { 'application/json': { schema: jsonSchema(schema, 'output') } },
+});
+const errorRef = (description: string) => ({ description, content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } });
+const body = (schema: z.ZodType, required = true) => ({ required, content: { 'application/json': { schema: jsonSchema(schema) } } });
+const pathParameter = (name: string, description: string) => ({ name, in: 'path', required: true, description, schema: { type: 'string' } });
+
+const holdId = pathParameter('id', 'the hold id');
+const intentId = pathParameter('id', 'the intent id (reservation-expired:<holdId>)');
+const bad = { '400': errorRef('invalid input; error.field names the field') };
+const notFound = { '404': errorRef('no such resource') };
+const notHeld = { '409': errorRef('hold_not_held: the hold already left held (error.status says where it went)') };
+
+interface Operation {
+  summary: string;
+  parameters?: JsonSchema[];
+  requestBody?: JsonSchema;
+  responses: Record<string, JsonSchema>;
+  security?: JsonSchema[];
+  tags?: string[];
+}
+
+function v1Operations(): Record<string, Record<string, Operation>> {
+  const webhook = (provider: string, proof: string): Operation => ({
+    summary: `${provider} delivery events (not behind the bearer token: ${proof})`,
+    security: [],
+    tags: ['webhooks'],
+    requestBody: { required: true, content: { 'application/json': { schema: { type: 'object' } } } },
+    responses: {
+      '200': json(AnyObject, 'stored, duplicate or ignored events counted'),
+      '400': errorRef('a proven but malformed body'),
+      '401': errorRef('not proven: webhook_not_configured, missing_signature, invalid_signature, stale_message, invalid_credentials, topic_not_allowed'),
+    },
+  });
+  return {
+    '/v1/holds': {
+      post: {
+        summary: 'create a hold; the same id and body again answers 200 with the same hold, another body 409',
+        tags: ['holds'],
+        requestBody: body(createHoldBody),
+        responses: {
+          '201': json(HoldShape, 'created'),
+          '200': json(HoldShape, 'an idempotent retry: the hold this request created before'),
+          ...bad,
+          '409': errorRef('idempotency_conflict: the id exists with a different request'),
+        },
+      },
+      get: {
+        summary: 'holds newest first, optionally of one status, keyset-paged (pass nextCursor back as cursor)',
+        tags: ['holds'],
+        parameters: queryParameters(holdsListQuery),
+        responses: { '200': json(z.object({ holds: z.array(HoldShape), nextCursor: z.string().nullable() }), 'a page of holds'), ...bad },
+      },
+    },
+    '/v1/holds/{id}': {
+      get: {
+        summary: 'the hold and its notification timeline',
+        tags: ['holds'],
+        parameters: [holdId],
+        responses: { '200': json(z.looseObject({ hold: HoldShape }), 'the hold, its intent, attempts and timeline'), ...bad, ...notFound },
+      },
+    },
+    '/v1/holds/{id}/confirm': {
+      post: {
+        summary: 'held -> confirmed',
+        tags: ['holds'],
+        parameters: [holdId],
+        responses: { '200': json(HoldShape, 'confirmed'), ...bad, ...notFound, ...notHeld },
+      },
+    },
+    '/v1/holds/{id}/cancel': {
+      post: {
+        summary: 'held -> cancelled (no email is sent)',
+        tags: ['holds'],
+        parameters: [holdId],
+        responses: { '200': json(HoldShape, 'cancelled'), ...bad, ...notFound, ...notHeld },
+      },
+    },
+    '/v1/intents': {
+      get: {
+        summary: 'email intents newest first, optionally of one state, keyset-paged',
+        tags: ['intents'],
+        parameters: queryParameters(intentsListQuery),
+        responses: { '200': json(z.object({ intents: z.array(IntentShape), nextCursor: z.string().nullable() }), 'a page of intents'), ...bad },
+      },
+    },
+    '/v1/intents/{id}': {
+      get: {
+        summary: 'an intent with its stored message summary and every attempt',
+        tags: ['intents'],
+        parameters: [intentId],
+        responses: { '200': json(IntentShape, 'the intent'), ...bad, ...notFound },
+      },
+    },
+    '/v1/intents/{id}/replay': {
+      post: {
+        summary: 'send again with a new idempotency key, without touching the hold',
+        tags: ['intents'],
+        parameters: [intentId],
+        responses: { '200': json(IntentShape, 'pending again'), ...bad, ...notFound, '409': errorRef('intent_state: cannot be replayed') },
+      },
+    },
+    '/v1/delivery': {
+      get: { summary: 'the fleet-wide delivery control (paused or not, why, until when)', tags: ['delivery'], responses: { '200': json(DeliveryShape, 'delivery control') } },
+    },
+    '/v1/delivery/pause': {
+      post: {
+        summary: 'pause delivery fleet-wide within a second; forSeconds lifts it by itself (the CLI\'s pause --for)',
+        tags: ['delivery'],
+        requestBody: body(pauseBody.unwrap().unwrap(), false),
+        responses: { '200': json(DeliveryShape, 'paused'), ...bad },
+      },
+    },
+    '/v1/delivery/resume': {
+      post: { summary: 'resume delivery', tags: ['delivery'], responses: { '200': json(DeliveryShape, 'running'), ...bad } },
+    },
+    '/v1/rate-limit': {
+      get: { summary: 'the shared limiter policy and its permits now', tags: ['delivery'], responses: { '200': json(RateLimitShape, 'the limiter') } },
+      put: {
+        summary: 'change the shared limiter; either field alone keeps the other (all workers obey within a second)',
+        tags: ['delivery'],
+        requestBody: body(policyBody),
+        responses: { '200': json(RateLimitShape, 'the new policy'), ...bad },
+      },
+    },
+    '/v1/status': {
+      get: { summary: 'both lanes at a glance (what `leasehold status --json` prints)', tags: ['operations'], responses: { '200': json(AnyObject, 'status') } },
+    },
+    '/v1/retention': {
+      get: { summary: 'the retention policy and the oldest rows it is waiting for', tags: ['retention'], responses: { '200': json(AnyObject, 'retention') } },
+    },
+    '/v1/retention/prune': {
+      post: {
+        summary: 'run retention now (at most 10 s), or preview it with dryRun',
+        tags: ['retention'],
+        requestBody: body(pruneBody.unwrap().unwrap(), false),
+        responses: { '200': json(AnyObject, 'what was (or would be) deleted and erased'), ...bad, '409': errorRef('locked: rows are busy, try again') },
+      },
+    },
+    '/v1/erasures': {
+      post: {
+        summary: "erase one address's personal data everywhere retention reaches",
+        tags: ['retention'],
+        requestBody: body(erasureBody),
+        responses: { '200': json(AnyObject, 'what was erased, per table'), ...bad, '409': errorRef('locked: rows are busy, try again') },
+      },
+    },
+    '/v1/suppressions': {
+      get: {
+        summary: 'suppressed addresses newest first, keyset-paged',
+        tags: ['suppressions'],
+        parameters: queryParameters(suppressionsListQuery),
+        responses: { '200': json(z.looseObject({ suppressions: z.array(AnyObject), nextCursor: z.string().nullable() }), 'a page'), ...bad },
+      },
+      post: {
+        summary: 'suppress an address (manual); an address already suppressed answers 200 with its entry',
+        tags: ['suppressions'],
+        requestBody: body(suppressionAddBody),
+        responses: { '201': json(AnyObject, 'suppressed'), '200': json(AnyObject, 'already suppressed'), ...bad },
+      },
+    },
+    '/v1/suppressions/{address}': {
+      delete: {
+        summary: 'lift a suppression, named by the address or its sha256 hash',
+        tags: ['suppressions'],
+        parameters: [pathParameter('address', 'the address, or sha256 hex of it trimmed and lower-cased')],
+        responses: { '200': json(z.object({ removed: AnyObject }), 'lifted'), ...bad, ...notFound },
+      },
+    },
+    '/v1/webhooks/resend': { post: webhook('Resend', 'a Svix signature with RESEND_WEBHOOK_SECRET') },
+    '/v1/webhooks/postmark': { post: webhook('Postmark', 'basic-auth credentials POSTMARK_WEBHOOK_USER/PASSWORD') },
+    '/v1/webhooks/ses': { post: webhook('Amazon SES via SNS', 'an SNS signature from a topic in SES_WEBHOOK_TOPIC_ARN') },
+    '/v1/openapi.json': {
+      get: { summary: 'this document', tags: ['operations'], responses: { '200': json(AnyObject, 'OpenAPI 3.1') } },
+    },
+  };
+}
+
+let cached: JsonSchema | undefined;
+
+/** The OpenAPI 3.1 document for the HTTP API (built once). */
+export function openApiDocument(): JsonSchema {
+  if (cached) return cached;
+  const paths: Record<string, Record<string, JsonSchema>> = {};
+  for (const [path, operations] of Object.entries(v1Operations())) {
+    paths[path] = {};
+    for (const [method, operation] of Object.entries(operations)) {
+      const responses = { ...operation.responses };
+      // Every bearer-authenticated route can answer 401; every route with a body 413/415.
+      if (!operation.security) responses['401'] = errorRef('missing or wrong bearer token');
+      if (operation.requestBody) {
+        responses['413'] ??= errorRef('body larger than the limit');
+        responses['415'] ??= errorRef('not application/json');
+      }
+      paths[path]![method] = { operationId: operationId(method, path), ...operation, responses };
+    }
+  }
+  paths['/healthz'] = {
+    get: {
+      operationId: 'getHealthz',
+      summary: 'health: 200 ok, 503 with reasons (database down, an oldest age past its promise, delivery paused)',
+      security: [],
+      tags: ['operations'],
+      responses: { '200': json(AnyObject, 'healthy'), '503': json(AnyObject, 'unhealthy, with reasons') },
+    },
+  };
+  paths['/metrics'] = {
+    get: {
+      operationId: 'getMetrics',
+      summary: 'Prometheus text format',
+      security: [],
+      tags: ['operations'],
+      responses: { '200': { description: 'metrics', content: { 'text/plain': { schema: { type: 'string' } } } } },
+    },
+  };
+  cached = {
+    openapi: '3.1.0',
+    info: {
+      title: 'leasehold',
+      version: packageVersion(),
+      description: 'Durable hold expiry and rate-limited email notification. Errors are {"error":{"code","message"}}.',
+    },
+    servers: [{ url: '/' }],
+    security: [{ bearer: [] }],
+    components: {
+      securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'LEASEHOLD_API_TOKEN' } },
+      schemas: { Error: jsonSchema(ErrorShape, 'output') },
+    },
+    paths,
+  };
+  return cached;
+}
+
+function operationId(method: string, path: string): string {
+  const words = path
+    .replace(/^\/v1\//, '')
+    .split(/[/.-]/)
+    .filter(Boolean)
+    .map((part) => (part.startsWith('{') ? `by ${part.slice(1, -1)}` : part))
+    .join(' ')
+    .split(' ');
+  return method + words.map((word) => word[0]!.toUpperCase() + word.slice(1)).join('');
+}
+
+/** `GET /v1/openapi.json` (behind the bearer token like the rest of /v1). */
+export function openApiRoutes(app: FastifyInstance): void {
+  app.get('/openapi.json', async () => openApiDocument());
+}

@@ -1,0 +1,141 @@
+import { validate } from '@readme/openapi-parser';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config.js';
+import { ident } from '../../src/db/pool.js';
+import { createHold } from '../../src/holds/holds.js';
+import { silentLogger } from '../../src/observability/logger.js';
+import { createMetrics } from '../../src/observability/metrics.js';
+import { buildApp } from '../../src/server/app.js';
+import { packageVersion } from '../../src/runtime/version.js';
+import { apiHarness, TOKEN, type ApiHarness } from './harness.js';
+
+let h: ApiHarness;
+beforeAll(async () => {
+  h = await apiHarness('openapi');
+});
+afterAll(() => h.close());
+
+type Document = { openapi: string; info: { version: string }; paths: Record<string, Record<string, { parameters?: Array<{ name: string }> }>> };
+
+async function fetchDocument(): Promise<Document> {
+  const response = await h.call('GET', '/v1/openapi.json');
+  expect(response.statusCode).toBe(200);
+  return response.json() as Document;
+}
+
+describe('GET /v1/openapi.json', () => {
+  it('is a valid OpenAPI 3.1 document', async () => {
+    const document = await fetchDocument();
+    expect(document.openapi).toBe('3.1.0');
+    expect(document.info.version).toBe(packageVersion());
+    const result = await validate(structuredClone(document) as never);
+    expect(result.valid ? [] : result.errors).toEqual([]);
+  });
+
+  it('covers every route registered under /v1, and names no route that is not', async () => {
+    const routes: string[] = [];
+    const app = buildApp({ pool: h.db.pool, schema: h.db.schema, config: loadConfig({}), logger: silentLogger, metrics: createMetrics(), apiToken: TOKEN });
+    // The /v1 plugins load at ready(), after this hook, so each of their routes passes through it.
+    app.addHook('onRoute', (route) => {
+      for (const method of [route.method].flat()) {
+        if (method !== 'HEAD' && route.url.startsWith('/v1')) routes.push(`${method.toLowerCase()} ${route.url.replace(/:([A-Za-z]+)/g, '{$1}')}`);
+      }
+    });
+    await app.ready();
+    await app.close();
+    const document = await fetchDocument();
+    const documented = Object.entries(document.paths)
+      .filter(([path]) => path.startsWith('/v1'))
+      .flatMap(([path, operations]) => Object.keys(operations).map((method) => `${method} ${path}`));
+    expect(routes.length).toBeGreaterThan(20);
+    expect([...routes].sort()).toEqual([...documented].sort());
+  });
+
+  it("describes query parameters and bodies from the routes' own schemas", async () => {
+    const document = await fetchDocument();
+    expect(document.paths['/v1/holds']!.get!.parameters!.map((p) => p.name)).toEqual(['status', 'limit', 'cursor']);
+    const createBody = JSON.stringify(document.paths['/v1/holds']!.post);
+    expect(createBody).toContain('ttlSeconds');
+    expect(createBody).toContain('2592000');
+    expect(JSON.stringify(document.paths['/v1/delivery/pause']!.post)).toContain('forSeconds');
+  });
+
+  it('is behind the bearer token like the rest of /v1', async () => {
+    expect((await h.call('GET', '/v1/openapi.json', undefined, { authorization: '' })).statusCode).toBe(401);
+  });
+});
+
+describe('GET /v1/holds', () => {
+  it('lists newest first, filters by status and pages with the cursor without skipping a hold', async () => {
+    const s = ident(h.db.schema);
+    // Twelve holds created at one instant (as a batch of INSERTs in one transaction would be), and three later.
+    await h.db.pool.query(
+      `INSERT INTO ${s}.support_reservations (id, customer_email, expires_at, created_at)
+       SELECT 'same-' || lpad(i::text, 2, '0'), 'a@example.com', now() + interval '1 hour', timestamptz '2020-01-01T00:00:00.123456Z'
+         FROM generate_series(1, 12) i`,
+    );
+    for (const id of ['later-1', 'later-2', 'later-3']) {
+      await createHold(h.db.pool, { id, customerEmail: 'b@example.com', ttlSeconds: 600 }, { schema: h.db.schema });
+    }
+    await h.db.pool.query(`UPDATE ${s}.support_reservations SET status = 'cancelled', cancelled_at = now() WHERE id IN ('same-03', 'later-2')`);
+
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    let pages = 0;
+    do {
+      const url: string = `/v1/holds?limit=4${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`;
+      const page = (await h.call('GET', url)).json() as { holds: Array<{ id: string }>; nextCursor: string | null };
+      seen.push(...page.holds.map((hold) => hold.id));
+      cursor = page.nextCursor;
+      pages += 1;
+    } while (cursor && pages < 10);
+    const same = Array.from({ length: 12 }, (_, i) => `same-${String(12 - i).padStart(2, '0')}`);
+    expect(seen).toEqual(['later-3', 'later-2', 'later-1', ...same]);
+
+    const cancelled = (await h.call('GET', '/v1/holds?status=cancelled')).json() as { holds: Array<{ id: string; status: string }>; nextCursor: null };
+    expect(cancelled.holds.map((hold) => hold.id)).toEqual(['later-2', 'same-03']);
+    expect(cancelled.nextCursor).toBeNull();
+  });
+
+  it('400 naming the field for a bad status, limit or cursor', async () => {
+    for (const [query, field] of [
+      ['status=gone', 'status'],
+      ['limit=0', 'limit'],
+      ['limit=501', 'limit'],
+      ['cursor=bm9wZQ', 'cursor'],
+      [`cursor=${Buffer.from(JSON.stringify(['1', 'bad id!'])).toString('base64url')}`, 'cursor'],
+      ['other=1', 'other'],
+    ] as const) {
+      const response = await h.call('GET', `/v1/holds?${query}`);
+      expect(response.statusCode, query).toBe(400);
+      expect(response.json().error.field, query).toBe(field);
+    }
+  });
+});
+
+describe('PUT /v1/rate-limit and POST /v1/delivery/pause, as the CLI does them', () => {
+  it('a partial update keeps the other half of the policy', async () => {
+    await h.call('PUT', '/v1/rate-limit', { perSecond: 7, burst: 9 });
+    expect((await h.call('PUT', '/v1/rate-limit', { perSecond: 3 })).json()).toMatchObject({ perSecond: 3, burst: 9 });
+    expect((await h.call('PUT', '/v1/rate-limit', { burst: 4 })).json()).toMatchObject({ perSecond: 3, burst: 4 });
+    const empty = await h.call('PUT', '/v1/rate-limit', {});
+    expect(empty.statusCode).toBe(400);
+    expect(empty.json().error.message).toContain('give perSecond, burst or both');
+    expect((await h.call('PUT', '/v1/rate-limit', { burst: 0 })).json().error.field).toBe('burst');
+  });
+
+  it('pause takes forSeconds and lifts by itself', async () => {
+    const before = Date.now();
+    const paused = await h.call('POST', '/v1/delivery/pause', { reason: 'maintenance', forSeconds: 90 });
+    expect(paused.statusCode).toBe(200);
+    const until = new Date(paused.json().pausedUntil as string).getTime();
+    expect(until).toBeGreaterThanOrEqual(before + 85_000);
+    expect(until).toBeLessThanOrEqual(Date.now() + 95_000);
+    for (const forSeconds of [0, -1, 'soon', 31_536_001]) {
+      const bad = await h.call('POST', '/v1/delivery/pause', { forSeconds });
+      expect(bad.statusCode).toBe(400);
+      expect(bad.json().error.field).toBe('forSeconds');
+    }
+    await h.call('POST', '/v1/delivery/resume');
+  });
+});
