@@ -202,7 +202,7 @@ export async function startService(prepared: PreparedService, base: Omit<Service
       service.api = api;
       stops.push(() => api.close());
       if (generated) service.announcements.push(`API token (generated for this run; set LEASEHOLD_API_TOKEN to keep one): ${token}`);
-      service.announcements.push(`leasehold API listening on ${api.url} (dashboard: ${api.url}/)`);
+      service.announcements.push(`leasehold API listening on ${api.url}`, `dashboard: ${api.url}/`);
       logger.info({ event: 'api.started', url: api.url }, 'API listening');
     }
     const gateway = prepared.gateway;

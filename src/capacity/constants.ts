@@ -6,7 +6,8 @@
 
 /**
  * Measured 2026-11-30 on PostgreSQL 17.10 (the embedded server, default
- * settings) against the schema of migrations 0001-0004, by the procedure in
+ * settings) against the schema of migrations 0001-0004 (the hold row again
+ * after 0011 added the holds listing index), by the procedure in
  * test/capacity/measure.ts: 3,000 holds created with createHold (generated
  * UUID id, a 26-character address, metadata `{"ticket":"T-100000"}`),
  * expired by ExpiryWorker and sent by DeliveryWorker through the sandbox,
@@ -24,8 +25,8 @@
  */
 export const MEASURED = {
   bytesPerRow: {
-    /** support_reservations row in a terminal state: heap + pkey (the due index holds only live holds). */
-    hold: 287,
+    /** support_reservations row in a terminal state: heap + pkey + the (created_at, id) listing index (the due index holds only live holds). */
+    hold: 422,
     /** email_outbox row once finished: heap + pkey, reservation_id unique, two listing indexes. */
     intent: 672,
     /** email_attempts row: heap + pkey + finished_at index. */

@@ -8,6 +8,7 @@ import { holdsListQuery } from './routes/holds.js';
 import { intentsListQuery } from './routes/intents.js';
 import { pauseBody, policyBody } from './routes/delivery.js';
 import { erasureBody, pruneBody } from './routes/retention.js';
+import { sendRateQuery } from './routes/send-rate.js';
 import { suppressionAddBody, suppressionsListQuery } from './routes/suppressions.js';
 
 /**
@@ -215,6 +216,14 @@ function v1Operations(): Record<string, Record<string, Operation>> {
     },
     '/v1/status': {
       get: { summary: 'both lanes at a glance (what `leasehold status --json` prints)', tags: ['operations'], responses: { '200': json(AnyObject, 'status') } },
+    },
+    '/v1/status/sends': {
+      get: {
+        summary: 'send attempts per second by outcome over the last `seconds`, counted at each attempt\'s start (where the limiter counts)',
+        tags: ['operations'],
+        parameters: queryParameters(sendRateQuery),
+        responses: { '200': json(AnyObject, '{ now, bins: [{ t, outcomes }] }'), ...bad },
+      },
     },
     '/v1/retention': {
       get: { summary: 'the retention policy and the oldest rows it is waiting for', tags: ['retention'], responses: { '200': json(AnyObject, 'retention') } },

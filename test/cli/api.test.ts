@@ -71,7 +71,7 @@ describe('leasehold api', () => {
       const second = startNode(cliPath, ['api', '--host', '127.0.0.1'], { ...db.env, PORT: port, LEASEHOLD_API_TOKEN: 'operator-chosen-token-123456' });
       const { code } = await second.exited;
       expect(code).toBe(1);
-      expect(second.stderr()).toMatch(/EADDRINUSE/);
+      expect(second.stderr().trim()).toMatch(/^leasehold: cannot listen on 127\.0\.0\.1:\d+: the port is already in use; set PORT/);
     } finally {
       child.process.kill('SIGTERM');
       await child.exited;

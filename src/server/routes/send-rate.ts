@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { attemptsPerSecond, SEND_RATE_MAX_SECONDS } from '../../tables/attempts.js';
 import { parse, type ApiContext } from '../context.js';
 
-const query = z
+export const sendRateQuery = z
   .object({
     seconds: z.coerce
       .number('must be a number')
@@ -19,5 +19,5 @@ const query = z
  * limiter counts them: what the dashboard's send chart draws against the limit.
  */
 export function sendRateRoutes(app: FastifyInstance, ctx: ApiContext): void {
-  app.get('/status/sends', async (request) => attemptsPerSecond(ctx.pool, ctx.schema, parse(query, request.query).seconds));
+  app.get('/status/sends', async (request) => attemptsPerSecond(ctx.pool, ctx.schema, parse(sendRateQuery, request.query).seconds));
 }
