@@ -1,5 +1,5 @@
 import type { Queryable } from '../db/pool.js';
-import { messagesGetMany, messagesSources, messagesStore, type StoredMessage } from '../tables/messages.js';
+import { messagesGetMany, messagesStore, type StoredMessage } from '../tables/messages.js';
 import type { AttemptResult, LeasedIntent } from '../tables/outbox.js';
 import { idempotencyKeyFor } from '../model/intent-states.js';
 import type { EmailMessage } from '../providers/gateway.js';
@@ -11,9 +11,9 @@ import { type RenderedMessage } from '../model/message.js';
  * at its first lease, and the result is stored (email_messages); every
  * later attempt (after a failure, a rate limit, a crashed worker) sends the
  * stored message, so all attempts carry the same bytes even if the
- * templates changed in between. Per round: one statement reads snapshots
- * (or the hold facts to render from), and, when anything was rendered, one
- * statement stores the new ones and reads back the stored message of each.
+ * templates changed in between. The lease brings each intent's snapshot (or
+ * the hold facts to render from); when anything was rendered, one statement
+ * per round stores the new ones and reads back the stored message of each.
  */
 export type PreparedMessage = { ok: true; message: StoredMessage } | { ok: false; error: TemplateRenderError };
 
@@ -21,29 +21,29 @@ export async function prepareMessages(
   db: Queryable,
   schema: string,
   templates: Templates,
-  intentIds: string[],
+  intents: LeasedIntent[],
   options: { from: string },
 ): Promise<Map<string, PreparedMessage>> {
   const prepared = new Map<string, PreparedMessage>();
   const rendered: Array<RenderedMessage & { intentId: string }> = [];
-  for (const source of await messagesSources(db, schema, intentIds)) {
-    if (source.stored) {
-      prepared.set(source.intentId, { ok: true, message: source.stored });
+  for (const intent of intents) {
+    if (intent.message) {
+      prepared.set(intent.id, { ok: true, message: intent.message });
       continue;
     }
     try {
-      const message = templates.render(source.kind, {
-        intentId: source.intentId,
-        holdId: source.holdId,
-        metadata: source.metadata ?? {},
-        expiresAt: source.expiresAt,
-        expiredAt: source.expiredAt,
+      const message = templates.render(intent.template, {
+        intentId: intent.id,
+        holdId: intent.holdId,
+        metadata: intent.metadata ?? {},
+        expiresAt: intent.holdExpiresAt,
+        expiredAt: intent.holdExpiredAt,
         from: options.from,
       });
-      rendered.push({ ...message, intentId: source.intentId });
+      rendered.push({ ...message, intentId: intent.id });
     } catch (error) {
       if (!(error instanceof TemplateRenderError)) throw error;
-      prepared.set(source.intentId, { ok: false, error });
+      prepared.set(intent.id, { ok: false, error });
     }
   }
   if (rendered.length > 0) {
@@ -56,17 +56,17 @@ export async function prepareMessages(
     }
     for (const message of stored) prepared.set(message.intentId, { ok: true, message });
   }
-  for (const id of intentIds) {
-    if (!prepared.has(id)) throw new Error(`no message could be prepared for intent ${JSON.stringify(id)}`);
+  for (const intent of intents) {
+    if (!prepared.has(intent.id)) throw new Error(`no message could be prepared for intent ${JSON.stringify(intent.id)}`);
   }
   return prepared;
 }
 
 /** The stored message as the gateway sends it: only the recipient and the idempotency key come from the intent. */
-export function emailMessageFor(intent: Pick<LeasedIntent, 'id' | 'reservation_id' | 'recipient' | 'replays'>, stored: StoredMessage): EmailMessage {
+export function emailMessageFor(intent: Pick<LeasedIntent, 'id' | 'holdId' | 'recipient' | 'replays'>, stored: StoredMessage): EmailMessage {
   return {
     intentId: intent.id,
-    holdId: intent.reservation_id,
+    holdId: intent.holdId,
     idempotencyKey: idempotencyKeyFor(intent.id, intent.replays),
     to: intent.recipient,
     from: stored.from,

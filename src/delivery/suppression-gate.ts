@@ -1,27 +1,32 @@
 import type { Queryable } from '../db/pool.js';
-import type { AttemptResult } from '../tables/outbox.js';
+import type { AttemptResult, LeasedIntent } from '../tables/outbox.js';
 import { addressHash } from '../model/address.js';
 import { reasonWords, type Suppression } from '../model/suppression-reasons.js';
 import { suppressionsFind } from '../tables/suppressions.js';
 
 /**
  * The delivery lane's check before it sends (invariant 12: a suppressed
- * recipient is never sent to). One statement for the whole leased batch:
- * the recipients' hashes compared with `= ANY`.
+ * recipient is never sent to). The lease already looked up every printable
+ * ASCII address (tables/suppressions.ts); the rest, if any, are looked up
+ * here in one statement, their hashes compared with `= ANY`.
  */
 export async function suppressedIntents(
   db: Queryable,
   schema: string,
-  intents: Array<{ id: string; recipient: string }>,
+  intents: Array<Pick<LeasedIntent, 'id' | 'recipient' | 'suppression'>>,
 ): Promise<Map<string, Suppression>> {
-  if (intents.length === 0) return new Map();
-  const hashes = intents.map((i) => addressHash(i.recipient));
-  const found = await suppressionsFind(db, schema, hashes);
   const out = new Map<string, Suppression>();
-  intents.forEach((intent, n) => {
-    const suppression = found.get(hashes[n]!);
-    if (suppression) out.set(intent.id, suppression);
-  });
+  const unchecked: Array<{ id: string; hash: string }> = [];
+  for (const intent of intents) {
+    if (intent.suppression) out.set(intent.id, intent.suppression);
+    else if (intent.suppression === undefined) unchecked.push({ id: intent.id, hash: addressHash(intent.recipient) });
+  }
+  if (unchecked.length === 0) return out;
+  const found = await suppressionsFind(db, schema, unchecked.map((u) => u.hash));
+  for (const { id, hash } of unchecked) {
+    const suppression = found.get(hash);
+    if (suppression) out.set(id, suppression);
+  }
   return out;
 }
 

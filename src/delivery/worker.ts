@@ -151,8 +151,8 @@ export class DeliveryWorker extends LoopWorker {
     });
     if (leased.length < grant.granted) await rateLimiterRefund(pool, this.schema, grant.granted - leased.length);
     if (leased.length === 0) return { permits: grant.granted, leased: 0, outcomes: {}, blocked: 'idle' };
-    // Suppressed recipients are rejected without calling the provider (one
-    // statement for the batch); their permits go back too.
+    // Suppressed recipients are rejected without calling the provider (the
+    // lease looked them up); their permits go back too.
     const suppressed = await suppressedIntents(pool, this.schema, leased);
     if (suppressed.size > 0) {
       await rateLimiterRefund(pool, this.schema, suppressed.size);
@@ -160,12 +160,12 @@ export class DeliveryWorker extends LoopWorker {
     }
 
     for (const intent of leased) {
-      if (intent.lease_was_expired) {
+      if (intent.leaseWasExpired) {
         this.options.metrics?.leaseExpirations.inc();
-        this.logger.warn({ event: 'lease.expired', intentId: intent.id, holdId: intent.reservation_id }, 'previous lease expired');
+        this.logger.warn({ event: 'lease.expired', intentId: intent.id, holdId: intent.holdId }, 'previous lease expired');
       }
       this.logger.info(
-        { event: 'intent.leased', intentId: intent.id, holdId: intent.reservation_id, attempt: intent.attempts },
+        { event: 'intent.leased', intentId: intent.id, holdId: intent.holdId, attempt: intent.attempts },
         'intent leased',
       );
     }
@@ -174,7 +174,7 @@ export class DeliveryWorker extends LoopWorker {
     // Rendered once, at the first lease, and stored: every attempt sends the
     // same bytes. Suppressed intents need no message: they are never sent.
     const toSend = leased.filter((intent) => !suppressed.has(intent.id));
-    const messages = await prepareMessages(pool, this.schema, this.templates, toSend.map((i) => i.id), { from: this.from });
+    const messages = await prepareMessages(pool, this.schema, this.templates, toSend, { from: this.from });
     const results = await Promise.all(
       leased.map((intent) => {
         const suppression = suppressed.get(intent.id);
@@ -182,7 +182,7 @@ export class DeliveryWorker extends LoopWorker {
       }),
     );
     const recorded = await intentsRecord(pool, this.schema, results, { maxAttempts: this.maxAttempts, now: this.clock.now() });
-    await this.afterRecord(results, recorded, new Map(leased.map((i) => [i.id, i.reservation_id])));
+    await this.afterRecord(results, recorded, new Map(leased.map((i) => [i.id, i.holdId])));
 
     const outcomes: DeliveryRun['outcomes'] = {};
     for (const r of results) outcomes[r.outcome] = (outcomes[r.outcome] ?? 0) + 1;
@@ -206,7 +206,7 @@ export class DeliveryWorker extends LoopWorker {
     try {
       result = await this.gateway.send(message, {
         attempt: intent.attempts,
-        previousOutcomeUnknown: intent.previous_outcome_unknown,
+        previousOutcomeUnknown: intent.previousOutcomeUnknown,
         signal: AbortSignal.timeout(this.sendTimeoutMs),
       });
     } catch (error) {
@@ -218,7 +218,7 @@ export class DeliveryWorker extends LoopWorker {
     const outcome = outcomeOf[result.kind];
     let delayMs = 0;
     if (result.kind === 'rate-limited') delayMs = rateLimitDelayMs(result.retryAfterMs, this.random);
-    if (result.kind === 'failed') delayMs = failureDelayMs(intent.failed_attempts, this.options.retryPolicy ?? defaultRetryPolicy, this.random);
+    if (result.kind === 'failed') delayMs = failureDelayMs(intent.failedAttempts, this.options.retryPolicy ?? defaultRetryPolicy, this.random);
     return {
       id: intent.id,
       token,
@@ -232,7 +232,7 @@ export class DeliveryWorker extends LoopWorker {
       outcomeUnknown: result.kind === 'failed' && result.outcomeUnknown,
       durationMs: Date.now() - started,
       duplicateRisk:
-        result.kind === 'accepted' && !result.reconciled && !this.gateway.idempotent && intent.previous_outcome_unknown,
+        result.kind === 'accepted' && !result.reconciled && !this.gateway.idempotent && intent.previousOutcomeUnknown,
       ...(result.kind === 'rate-limited' ? { providerWaitMs: result.retryAfterMs } : {}),
       ...(result.kind === 'paused' && result.resumeAfterMs !== undefined ? { providerWaitMs: result.resumeAfterMs } : {}),
     };
@@ -263,7 +263,7 @@ export class DeliveryWorker extends LoopWorker {
       switch (result.outcome) {
         case 'accepted':
           this.logger.info(
-            { event: 'intent.accepted', ...ids, receipt: result.receipt, possibleDuplicate: row?.possible_duplicate ?? false },
+            { event: 'intent.accepted', ...ids, receipt: result.receipt, possibleDuplicate: row?.possibleDuplicate ?? false },
             'intent accepted',
           );
           break;

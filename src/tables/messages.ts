@@ -13,19 +13,6 @@ export interface StoredMessage extends RenderedMessage {
   renderedAt: Date;
 }
 
-/** What an intent's first lease renders from, or its snapshot if it has one. */
-export interface MessageSource {
-  intentId: string;
-  holdId: string;
-  /** The message kind (email_outbox.template). */
-  kind: string;
-  stored: StoredMessage | null;
-  /** The hold's facts; only read when there is no snapshot yet. */
-  metadata: Record<string, unknown> | null;
-  expiresAt: Date;
-  expiredAt: Date | null;
-}
-
 interface MessageRow {
   intent_id: string;
   subject: string;
@@ -64,32 +51,21 @@ function fromRow(row: MessageRow): StoredMessage {
 }
 
 /**
- * For a leased batch: each intent's snapshot, or (when it has none yet) the
- * hold facts to render it from. One statement.
+ * For the outbox's lease statement (tables/outbox.ts): the stored message of
+ * the intent joined as `m`, its columns prefixed `m_`, read back with
+ * `messageFromLeaseRow`. A lease thus brings each intent's snapshot along
+ * instead of a statement of its own.
  */
-export async function messagesSources(db: Queryable, schema: string, intentIds: string[]): Promise<MessageSource[]> {
-  if (intentIds.length === 0) return [];
-  const s = ident(schema);
-  const { rows } = await db.query<MessageRow & { id: string; reservation_id: string; kind: string; stored: boolean; metadata: Record<string, unknown> | null; expires_at: Date; expired_at: Date | null }>(
-    `SELECT o.id, o.reservation_id, o.template AS kind, m.intent_id IS NOT NULL AS stored,
-            m.subject, m.text_body, m.html_body, m.from_address, m.reply_to, m.headers, m.template, m.template_locale,
-            m.locale, m.time_zone, m.template_version, m.rendered_at,
-            CASE WHEN m.intent_id IS NULL THEN r.metadata END AS metadata, r.expires_at, r.expired_at
-       FROM ${s}.email_outbox o
-       JOIN ${s}.support_reservations r ON r.id = o.reservation_id
-       LEFT JOIN ${s}.email_messages m ON m.intent_id = o.id
-      WHERE o.id = ANY ($1::text[])`,
-    [intentIds],
-  );
-  return rows.map((row) => ({
-    intentId: row.id,
-    holdId: row.reservation_id,
-    kind: row.kind,
-    stored: row.stored ? fromRow({ ...row, intent_id: row.id }) : null,
-    metadata: row.metadata,
-    expiresAt: row.expires_at,
-    expiredAt: row.expired_at,
-  }));
+export const messagesJoinForLease = (s: string, intentId: string, intentIds: string): string =>
+  `LEFT JOIN ${s}.email_messages m ON m.intent_id = ${intentId} AND m.intent_id = ANY (${intentIds})`;
+export const MESSAGE_LEASE_COLUMNS = COLUMNS.split(',')
+  .map((c) => `m.${c.trim()} AS m_${c.trim()}`)
+  .join(', ');
+
+export function messageFromLeaseRow(row: Record<string, unknown>): StoredMessage | null {
+  if (row['m_intent_id'] === null || row['m_intent_id'] === undefined) return null;
+  const unprefixed = Object.fromEntries(COLUMNS.split(',').map((c) => [c.trim(), row[`m_${c.trim()}`]])) as unknown as MessageRow;
+  return fromRow(unprefixed);
 }
 
 /**

@@ -2,7 +2,10 @@ import type { Queryable } from '../db/pool.js';
 import { ident } from '../db/pool.js';
 import { CURSOR_AT_SQL, decodeCursor, encodeCursor } from '../model/cursor.js';
 import { IntentState, type AttemptOutcome, type Intent } from '../model/intent-states.js';
+import type { Suppression } from '../model/suppression-reasons.js';
 import { attemptsCloseExpired, attemptsFinish, attemptsOpen } from './attempts.js';
+import { MESSAGE_LEASE_COLUMNS, messageFromLeaseRow, messagesJoinForLease, type StoredMessage } from './messages.js';
+import { SUPPRESSION_LEASE_COLUMNS, suppressionFromLeaseRow, suppressionKeyInSql, suppressionsJoinForLease } from './suppressions.js';
 
 /**
  * Every statement on email_outbox: one row per email intent. The expiry
@@ -30,29 +33,43 @@ export const intentsInsertExpired = (s: string, expired: string, prefix: string,
 
 export interface LeasedIntent {
   id: string;
-  reservation_id: string;
+  holdId: string;
   recipient: string;
+  /** The message kind (email_outbox.template). */
   template: string;
   /** This attempt's number (attempts after the lease incremented it). */
   attempts: number;
-  failed_attempts: number;
+  failedAttempts: number;
   replays: number;
-  hold_expires_at: Date;
-  lease_expires_at: Date;
+  holdExpiresAt: Date;
+  holdExpiredAt: Date | null;
+  leaseExpiresAt: Date;
   /** The previous lease expired without a result: its holder died or stalled. */
-  lease_was_expired: boolean;
+  leaseWasExpired: boolean;
   /**
    * Some earlier attempt of this round ended ambiguously (timeout, 5xx, or
    * never finished), however many clear answers came after it: the provider
    * may already hold the message.
    */
-  previous_outcome_unknown: boolean;
+  previousOutcomeUnknown: boolean;
+  /** The message stored at the first lease, or null: render it now (from `metadata`). */
+  message: StoredMessage | null;
+  /** The hold's metadata, when there is no stored message yet. */
+  metadata: Record<string, unknown> | null;
+  /** The recipient's suppression (null: none), or undefined when the lease could not check it in SQL. */
+  suppression: Suppression | null | undefined;
 }
 
 /**
  * Lease up to `limit` due pending intents for `leaseMs` under `token`, and
- * open one email_attempts row per intent, in one statement. While leased,
- * available_at = lease_expires_at, so an expired lease is simply due again.
+ * open one email_attempts row per intent, in one statement that also brings
+ * what the send needs: each intent's stored message (or its hold's facts to
+ * render one from) and its recipient's suppression.
+ *
+ * A lease writes only columns no index covers (token, expiry, counters), so
+ * on a page with room (fillfactor, migration 0013) it is a HOT update: no
+ * index entry is written. Due means pending, available and not under a live
+ * lease, so an expired lease is simply due again, at its old place in line.
  * A previous lease's unfinished attempt is closed as `lease_expired`, and
  * that ambiguity is remembered on the intent (`outcome_unknown_seen`), so
  * the flag costs one column read per lease, not a walk through the history.
@@ -63,13 +80,14 @@ export async function intentsLease(
   lease: { limit: number; leaseMs: number; token: string; provider: string; now: Date | null },
 ): Promise<LeasedIntent[]> {
   const s = ident(schema);
-  const { rows } = await db.query<LeasedIntent>(
+  const { rows } = await db.query<Record<string, unknown>>(
     `WITH clock AS (
        SELECT coalesce($4::timestamptz, now()) AS now
      ), next AS (
        SELECT o.id, o.lease_token AS old_token
          FROM ${s}.email_outbox o, clock
         WHERE o.state = 'pending' AND o.available_at <= clock.now
+          AND (o.lease_expires_at IS NULL OR o.lease_expires_at <= clock.now)
         ORDER BY o.available_at
         LIMIT $1
           FOR UPDATE OF o SKIP LOCKED
@@ -77,28 +95,49 @@ export async function intentsLease(
        UPDATE ${s}.email_outbox o SET
               lease_token = $3::uuid,
               lease_expires_at = clock.now + make_interval(secs => $2::float8 / 1000),
-              available_at = clock.now + make_interval(secs => $2::float8 / 1000),
               attempts = o.attempts + 1,
               lease_expirations = o.lease_expirations + (next.old_token IS NOT NULL)::int,
               -- A lease still set means its attempt never reported back (closed
               -- below as lease_expired): the provider may have accepted it.
               outcome_unknown_seen = o.outcome_unknown_seen OR next.old_token IS NOT NULL
-         FROM next, clock, ${s}.support_reservations r
+         FROM next, clock
         -- The = ANY keeps the planner on primary-key lookups; joined on
         -- next.id alone it may hash-join against a scan of the whole outbox.
-        WHERE o.id = next.id AND o.id = ANY (ARRAY(SELECT next.id FROM next)) AND r.id = o.reservation_id
+        WHERE o.id = next.id AND o.id = ANY (ARRAY(SELECT next.id FROM next))
         RETURNING o.id, o.reservation_id, o.recipient, o.template, o.attempts, o.failed_attempts, o.replays,
-                  r.expires_at AS hold_expires_at, o.lease_expires_at,
-                  next.old_token IS NOT NULL AS lease_was_expired, o.outcome_unknown_seen AS previous_outcome_unknown
+                  o.lease_expires_at, next.old_token IS NOT NULL AS lease_was_expired,
+                  o.outcome_unknown_seen AS previous_outcome_unknown, ${suppressionKeyInSql('o.recipient')} AS su_key
      ), closed AS (
        ${attemptsCloseExpired(s, 'ARRAY(SELECT next.id FROM next)', '(SELECT clock.now FROM clock)')}
      ), opened AS (
        ${attemptsOpen(s, 'leased', '$3::uuid', '$5', '(SELECT clock.now FROM clock)')}
      )
-     SELECT * FROM leased`,
+     SELECT l.*, r.expires_at AS hold_expires_at, r.expired_at AS hold_expired_at,
+            CASE WHEN m.intent_id IS NULL THEN r.metadata END AS metadata,
+            ${MESSAGE_LEASE_COLUMNS}, ${SUPPRESSION_LEASE_COLUMNS}
+       FROM leased l
+       JOIN ${s}.support_reservations r ON r.id = l.reservation_id AND r.id = ANY (ARRAY(SELECT reservation_id FROM leased))
+       ${messagesJoinForLease(s, 'l.id', 'ARRAY(SELECT id FROM leased)')}
+       ${suppressionsJoinForLease(s, 'l.su_key', 'ARRAY(SELECT su_key FROM leased WHERE su_key IS NOT NULL)')}`,
     [lease.limit, lease.leaseMs, lease.token, lease.now, lease.provider],
   );
-  return rows;
+  return rows.map((row) => ({
+    id: row['id'] as string,
+    holdId: row['reservation_id'] as string,
+    recipient: row['recipient'] as string,
+    template: row['template'] as string,
+    attempts: row['attempts'] as number,
+    failedAttempts: row['failed_attempts'] as number,
+    replays: row['replays'] as number,
+    holdExpiresAt: row['hold_expires_at'] as Date,
+    holdExpiredAt: row['hold_expired_at'] as Date | null,
+    leaseExpiresAt: row['lease_expires_at'] as Date,
+    leaseWasExpired: row['lease_was_expired'] as boolean,
+    previousOutcomeUnknown: row['previous_outcome_unknown'] as boolean,
+    message: messageFromLeaseRow(row),
+    metadata: row['metadata'] as Record<string, unknown> | null,
+    suppression: suppressionFromLeaseRow(row, row['su_key'] !== null),
+  }));
 }
 
 /** One finished attempt, as the worker hands it to intentsRecord. */
@@ -127,7 +166,7 @@ export interface RecordedResult {
   applied: boolean;
   state: IntentState;
   attempts: number;
-  possible_duplicate: boolean;
+  possibleDuplicate: boolean;
 }
 
 /**
@@ -188,7 +227,7 @@ export async function intentsRecord(
      )
      SELECT r.id, u.id IS NOT NULL AS applied,
             coalesce(u.state, o.state) AS state, coalesce(u.attempts, o.attempts) AS attempts,
-            coalesce(u.possible_duplicate, o.possible_duplicate) AS possible_duplicate
+            coalesce(u.possible_duplicate, o.possible_duplicate) AS "possibleDuplicate"
        FROM r
        LEFT JOIN updated u ON u.id = r.id
        JOIN ${s}.email_outbox o ON o.id = r.id AND o.id = ANY ($1::text[])`,

@@ -28,6 +28,34 @@ function fromRow(row: SuppressionRow): Suppression {
   };
 }
 
+/**
+ * For the outbox's lease statement: the suppression of each leased
+ * recipient joined as `su`, its columns prefixed `su_`, so the check before a
+ * send costs no statement of its own. The key is computed in SQL only for
+ * addresses of printable ASCII, where it provably equals addressHash() (trim
+ * is a no-op, and translate() lowercases A-Z whatever the database's
+ * collation; lower() would follow it, e.g. Turkish I). `su_checked` says
+ * whether it was; the few others are checked in TypeScript.
+ */
+export const ASCII_ADDRESS = (recipient: string): string => `(${recipient} ~ '^[!-~]+$')`;
+const hashInSql = (recipient: string): string =>
+  `encode(sha256(convert_to(translate(${recipient}, 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz'), 'UTF8')), 'hex')`;
+/** The suppressions key of `recipient` computed in SQL, or NULL when it is not printable ASCII (then TypeScript checks it). */
+export const suppressionKeyInSql = (recipient: string): string => `CASE WHEN ${ASCII_ADDRESS(recipient)} THEN ${hashInSql(recipient)} END`;
+/** Join the suppression of each row's key (`key`: a column holding suppressionKeyInSql), `keys`: an array of them for an index probe. */
+export const suppressionsJoinForLease = (s: string, key: string, keys: string): string =>
+  `LEFT JOIN ${s}.suppressions su ON su.address_hash = ${key} AND su.address_hash = ANY (${keys})`;
+export const SUPPRESSION_LEASE_COLUMNS =
+  COLUMNS.split(',').map((c) => `su.${c.trim()} AS su_${c.trim()}`).join(', ');
+
+/** The suppression found by the lease (null: none), or undefined when the address was not checked in SQL. */
+export function suppressionFromLeaseRow(row: Record<string, unknown>, checked: boolean): Suppression | null | undefined {
+  if (!checked) return undefined;
+  if (row['su_address_hash'] === null || row['su_address_hash'] === undefined) return null;
+  const unprefixed = Object.fromEntries(COLUMNS.split(',').map((c) => [c.trim(), row[`su_${c.trim()}`]])) as unknown as SuppressionRow;
+  return fromRow(unprefixed);
+}
+
 /** The suppressions among these hashes, in one statement (the delivery lane asks once per round). */
 export async function suppressionsFind(db: Queryable, schema: string, hashes: string[]): Promise<Map<string, Suppression>> {
   if (hashes.length === 0) return new Map();

@@ -219,7 +219,7 @@ describe('migration 0005 backfills outcome_unknown_seen', () => {
         { id: 'reservation-expired:b-2', outcome_unknown_seen: false },
       ]);
       const leased = await intentsLease(db.pool, schema, { limit: 10, leaseMs: 30_000, token: randomUUID(), provider: 'x', now: null });
-      expect(Object.fromEntries(leased.map((l) => [l.id, l.previous_outcome_unknown]))).toEqual({
+      expect(Object.fromEntries(leased.map((l) => [l.id, l.previousOutcomeUnknown]))).toEqual({
         'reservation-expired:b-0': true,
         'reservation-expired:b-1': true,
         'reservation-expired:b-2': false,

@@ -62,7 +62,7 @@ describe('leases', () => {
     clock.advance(1);
     const again = await lease(randomUUID());
     expect(again).toHaveLength(1);
-    expect(again[0]).toMatchObject({ attempts: 2, lease_was_expired: true, previous_outcome_unknown: true });
+    expect(again[0]).toMatchObject({ attempts: 2, leaseWasExpired: true, previousOutcomeUnknown: true });
   });
 
   it('an expired lease makes the intent eligible again, counted, with the dead attempt closed', async () => {
@@ -105,7 +105,7 @@ describe('leases', () => {
       maxAttempts: 10,
       now: clock.now(),
     });
-    expect(late).toMatchObject({ applied: true, state: 'sent', possible_duplicate: false });
+    expect(late).toMatchObject({ applied: true, state: 'sent', possibleDuplicate: false });
     expect(await intentsGet(db.pool, db.schema, intentId)).toMatchObject({ state: 'sent', receipt: 'late-receipt', leased: false });
     // The current holder's failure is fenced out; its acceptance is recorded as a duplicate.
     expect((await intentsRecord(db.pool, db.schema, [result(current, 2, 'failed')], { maxAttempts: 10, now: clock.now() }))[0]).toMatchObject({ applied: false });

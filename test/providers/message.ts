@@ -15,7 +15,7 @@ export function message(holdId = 'h-1', overrides: Partial<EmailMessage> = {}): 
   });
   return {
     ...emailMessageFor(
-      { id: intentId, reservation_id: holdId, recipient: `customer+${holdId}@example.net`, replays: 0 },
+      { id: intentId, holdId, recipient: `customer+${holdId}@example.net`, replays: 0 },
       { ...rendered, intentId, renderedAt: new Date() },
     ),
     ...overrides,

@@ -1,12 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ident, type Queryable } from '../../src/db/pool.js';
-import { messagesSources, messagesStore } from '../../src/tables/messages.js';
+import { messagesStore } from '../../src/tables/messages.js';
+import { intentsLease } from '../../src/tables/outbox.js';
 import { shippedTemplates } from '../../src/templates/templates.js';
 import { testDatabase, type TestDatabase } from '../helpers/database.js';
 import { planOf as planRecorded } from '../helpers/plans.js';
 
 /**
- * The two statements each delivery round adds must not grow with history:
+ * What each delivery round reads and writes of messages must not grow with history:
  * with 50,000 sent intents and their stored messages, a batch of 50 is
  * reached by primary keys, not by scanning outbox, holds or messages.
  */
@@ -38,11 +39,12 @@ const planOf = (call: (db: Queryable) => Promise<unknown>) => planRecorded(db.po
 const ids = Array.from({ length: 50 }, (_, i) => `reservation-expired:old-${i * 997 + 1}`);
 
 describe('message snapshot statements use primary keys', () => {
-  it('reading a batch (snapshots or hold facts) scans nothing', async () => {
-    const text = await planOf((q) => messagesSources(q, db.schema, ids));
-    expect(text).not.toMatch(/Seq Scan/);
-    expect(text).toContain('email_outbox_pkey');
+  it('the lease brings each snapshot (or the hold facts) by primary key, scanning nothing', async () => {
+    const lease = { limit: 50, leaseMs: 30_000, token: '00000000-0000-4000-8000-000000000000', provider: 'test', now: null };
+    const text = await planOf((q) => intentsLease(q, db.schema, lease));
+    expect(text).not.toMatch(/Seq Scan on (email_outbox|support_reservations|email_messages)/);
     expect(text).toContain('email_messages_pkey');
+    expect(text).toContain('support_reservations_pkey');
   });
 
   it('storing a batch and reading it back scans nothing', async () => {

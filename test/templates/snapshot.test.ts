@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { formatTimeline } from '../../src/cli/commands/trace.js';
 import { deliveryControlGet, deliveryResume } from '../../src/tables/delivery-control.js';
@@ -8,7 +9,7 @@ import { createHold } from '../../src/holds/holds.js';
 import { ExpiryWorker } from '../../src/holds/expiry-worker.js';
 import { messagesStore, messagesSummary } from '../../src/tables/messages.js';
 import { attemptsList } from '../../src/tables/attempts.js';
-import { intentsGet } from '../../src/tables/outbox.js';
+import { intentsGet, intentsLease } from '../../src/tables/outbox.js';
 import { replayIntent } from '../../src/ops.js';
 import { ManualClock } from '../../src/runtime/clock.js';
 import { holdTimeline } from '../../src/read/timeline.js';
@@ -106,7 +107,10 @@ describe('a template edited during retries', () => {
 
   it('two workers rendering the same intent store one message: the first stored wins', async () => {
     await expiredHold({ name: 'Bo' });
-    const first = await prepareMessages(db.pool, db.schema, v1, [intentId], { from: 'a@example.com' });
+    // Both workers' leases came back without a stored message (the second one's lease expired mid-round).
+    const [leased] = await intentsLease(db.pool, db.schema, { limit: 1, leaseMs: 30_000, token: randomUUID(), provider: 'test', now: null });
+    expect(leased!.message).toBeNull();
+    const first = await prepareMessages(db.pool, db.schema, v1, [leased!], { from: 'a@example.com' });
     // A second rendering (a worker whose view predates the first insert) does not replace it.
     const rendered = v2.render('reservation-expired', {
       intentId,
@@ -119,7 +123,7 @@ describe('a template edited during retries', () => {
     const stored = await messagesStore(db.pool, db.schema, [{ ...rendered, intentId }], [intentId]);
     expect(stored).toHaveLength(1);
     expect(stored[0]!.subject).toBe('Version one for Bo');
-    const again = await prepareMessages(db.pool, db.schema, v2, [intentId], { from: 'b@example.com' });
+    const again = await prepareMessages(db.pool, db.schema, v2, [leased!], { from: 'b@example.com' });
     expect(again.get(intentId)).toEqual(first.get(intentId));
   });
 });
