@@ -48,6 +48,13 @@ export const DEFAULTS = {
   maxAttempts: 10,
   /** Longest sleep of a delivery worker with nothing to send (a NOTIFY wakes it sooner). */
   deliveryPollMs: 1000,
+  /**
+   * Most pooled connections of a service process (`LEASEHOLD_POOL_SIZE`
+   * unset): one running a lane, and the API alone. The delivery lane's
+   * LISTEN session is one more, outside the pool.
+   */
+  poolSizeLanes: 12,
+  poolSizeApi: 10,
 } as const;
 
 /**
@@ -60,6 +67,14 @@ const schema = z.object({
     .string()
     .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// or postgresql:// URL')
     .optional(),
+  // A session connection for the delivery lane's LISTEN, when DATABASE_URL
+  // goes through a transaction-mode pooler (PgBouncer), where LISTEN is lost.
+  LEASEHOLD_LISTEN_URL: z
+    .string()
+    .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// or postgresql:// URL')
+    .optional(),
+  LEASEHOLD_LISTEN: z.enum(['on', 'off'], { error: 'must be on or off' }).default('on'),
+  LEASEHOLD_POOL_SIZE: int(2, 1000).optional(),
   LEASEHOLD_DATA_DIR: z.string().min(1).default('./.leasehold'),
   LEASEHOLD_SCHEMA: z
     .string()
@@ -111,10 +126,16 @@ type Env = z.infer<typeof schema>;
 
 // Never echoed in an error line: that would put a secret (the token, a
 // database password) in logs and terminals.
-const SECRET_VARIABLES = new Set(['LEASEHOLD_API_TOKEN', 'DATABASE_URL']);
+const SECRET_VARIABLES = new Set(['LEASEHOLD_API_TOKEN', 'DATABASE_URL', 'LEASEHOLD_LISTEN_URL']);
 
 export interface Config {
   databaseUrl: string | undefined;
+  /** The delivery lane's LISTEN connection; unset: the database's own URL. */
+  listenUrl: string | undefined;
+  /** false: no LISTEN at all, delivery workers poll (every DEFAULTS.deliveryPollMs). */
+  listen: boolean;
+  /** Most pooled connections per service process; unset: DEFAULTS.poolSizeLanes or poolSizeApi. */
+  poolSize: number | undefined;
   dataDir: string;
   schema: string;
   port: number;
@@ -167,6 +188,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   }
   return {
     databaseUrl: e.DATABASE_URL,
+    listenUrl: e.LEASEHOLD_LISTEN_URL,
+    listen: e.LEASEHOLD_LISTEN === 'on',
+    poolSize: e.LEASEHOLD_POOL_SIZE,
     dataDir: e.LEASEHOLD_DATA_DIR,
     schema: e.LEASEHOLD_SCHEMA,
     port: e.PORT,

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type pg from 'pg';
 import { DEFAULTS, type Config } from './config.js';
-import { intentsChannel, Listener } from './db/listener.js';
+import { intentsChannel, Listener, notifyIntents } from './db/listener.js';
 import { DeliveryWorker, type DeliveryWorkerOptions } from './delivery/worker.js';
 import { TemplatesBrokenError } from './errors.js';
 import { ingestEvents } from './events/ingest.js';
@@ -158,8 +158,21 @@ export interface RunningService {
   stop(): Promise<void>;
 }
 
+/**
+ * The delivery lane's wake-ups: a LISTEN session of its own on
+ * LEASEHOLD_LISTEN_URL, else the database's URL, checked with a test
+ * NOTIFY sent through the pool as the expiry lane sends its. Where that
+ * never arrives (a transaction-mode pooler) it logs `listener.unavailable`
+ * once and the lane polls every DEFAULTS.deliveryPollMs.
+ */
+function listenerFor(config: Config, base: Omit<ServiceBase, 'metrics'>, databaseUrl: string, wake: () => void): Listener {
+  return new Listener(config.listenUrl ?? databaseUrl, intentsChannel(base.schema), wake, base.logger, {
+    probe: (payload) => notifyIntents(base.pool, base.schema, payload),
+  });
+}
+
 export interface StartOptions {
-  /** The database URL, for the delivery lane's LISTEN connection (a session of its own). */
+  /** The database URL, for the delivery lane's LISTEN connection (a session of its own) unless LEASEHOLD_LISTEN_URL names another. */
   databaseUrl: string;
   /** --host, overriding LEASEHOLD_HOST. */
   host?: string;
@@ -217,11 +230,12 @@ export async function startService(prepared: PreparedService, base: Omit<Service
           ),
         );
       }
-      const listener = new Listener(options.databaseUrl, intentsChannel(base.schema), () => worker.wake(), logger);
-      listener.start();
+      const listener = config.listen ? listenerFor(config, base, options.databaseUrl, () => worker.wake()) : undefined;
+      if (!listener) logger.info({ event: 'listener.disabled', pollMs: DEFAULTS.deliveryPollMs }, 'LEASEHOLD_LISTEN=off: the delivery lane polls');
+      listener?.start();
       worker.start();
       stops.push(async () => {
-        await listener.stop();
+        await listener?.stop();
         await worker.stop();
         await gateway.close?.();
       });

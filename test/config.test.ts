@@ -54,6 +54,10 @@ describe('configuration', () => {
     ['LEASEHOLD_PRUNE_INTERVAL_MS', '10', 'whole number'],
     ['LEASEHOLD_DEFAULT_LOCALE', 'not a locale', 'locale'],
     ['LEASEHOLD_DEFAULT_TIME_ZONE', 'Mars/Olympus_Mons', 'IANA time zone'],
+    ['LEASEHOLD_POOL_SIZE', '1', 'whole number from 2 to 1000'],
+    ['LEASEHOLD_POOL_SIZE', 'many', 'whole number from 2 to 1000'],
+    ['LEASEHOLD_LISTEN', 'yes', 'must be on or off'],
+    ['LEASEHOLD_LISTEN_URL', 'pgbouncer:6432', 'postgres://'],
   ])('names %s when it is invalid', (variable, value, fragment) => {
     const error = (() => {
       try {
@@ -128,5 +132,21 @@ describe('configuration', () => {
 
   it('treats empty variables as unset', () => {
     expect(loadConfig({ PORT: '', DATABASE_URL: '' })).toMatchObject({ port: 8787, databaseUrl: undefined });
+  });
+
+  it('reads the connection budget and the LISTEN settings for many processes', () => {
+    expect(loadConfig({})).toMatchObject({ poolSize: undefined, listen: true, listenUrl: undefined });
+    expect(
+      loadConfig({ LEASEHOLD_POOL_SIZE: '4', LEASEHOLD_LISTEN: 'off', LEASEHOLD_LISTEN_URL: 'postgres://u:p@db:5432/app' }),
+    ).toMatchObject({ poolSize: 4, listen: false, listenUrl: 'postgres://u:p@db:5432/app' });
+  });
+
+  it('does not echo a bad LEASEHOLD_LISTEN_URL (it may carry a password)', () => {
+    expect(() => loadConfig({ LEASEHOLD_LISTEN_URL: 'mysql://u:secret@db' })).toThrow(ConfigError);
+    try {
+      loadConfig({ LEASEHOLD_LISTEN_URL: 'mysql://u:secret@db' });
+    } catch (error) {
+      expect((error as Error).message).not.toContain('secret');
+    }
   });
 });

@@ -1,4 +1,6 @@
+import { randomUUID } from 'node:crypto';
 import pg from 'pg';
+import { isConnectionError } from '../errors.js';
 import type { Logger } from '../observability/logger.js';
 import { ident } from './pool.js';
 
@@ -13,22 +15,59 @@ export function intentsChannel(schema: string): string {
   return `leasehold_intents.${schema}`;
 }
 
-export async function notifyIntents(db: { query(text: string, values?: unknown[]): Promise<unknown> }, schema: string): Promise<void> {
-  await db.query('SELECT pg_notify($1, $2)', [intentsChannel(schema), '']);
+export async function notifyIntents(
+  db: { query(text: string, values?: unknown[]): Promise<unknown> },
+  schema: string,
+  payload = '',
+): Promise<void> {
+  await db.query('SELECT pg_notify($1, $2)', [intentsChannel(schema), payload]);
 }
+
+/** Payloads of the listener's own test notifications; never a wake-up. */
+const PROBE_PREFIX = 'probe:';
+
+export interface ListenerOptions {
+  /**
+   * Send a NOTIFY with this payload on the channel, the way the expiry lane
+   * does (through the pool). Given: after each LISTEN the listener checks
+   * that its own test notification arrives within `probeTimeoutMs`, and
+   * otherwise gives up (see `onUnavailable`).
+   */
+  probe?: (payload: string) => Promise<void>;
+  probeTimeoutMs?: number;
+  /** Called once when the listener gives up; the worker's polling carries on alone. */
+  onUnavailable?: (reason: string) => void;
+}
+
+/**
+ * Why a test notification can go missing: behind a transaction-mode pooler
+ * (PgBouncer `pool_mode = transaction`) LISTEN registers on whichever server
+ * connection ran that one statement, which then serves other clients; the
+ * notifications go there, never to us. The statement itself succeeds, so
+ * only a round trip shows it.
+ */
+const UNAVAILABLE_HINT =
+  'LISTEN does not work on this connection (a transaction-mode pooler such as PgBouncer?); the delivery lane polls instead. ' +
+  'Set LEASEHOLD_LISTEN_URL to a direct or session-mode connection for wake-ups within milliseconds, or LEASEHOLD_LISTEN=off to skip the check';
 
 export class Listener {
   private client: pg.Client | undefined;
   private stopped = false;
   private retryTimer: NodeJS.Timeout | undefined;
   private failures = 0;
+  private probeWaiter: { payload: string; resolve: () => void } | undefined;
 
   constructor(
     private readonly connectionString: string,
     private readonly channel: string,
     private readonly onNotify: () => void,
     private readonly logger: Logger,
+    private readonly options: ListenerOptions = {},
   ) {}
+
+  private get probeTimeoutMs(): number {
+    return this.options.probeTimeoutMs ?? 5000;
+  }
 
   start(): void {
     void this.connect();
@@ -37,6 +76,7 @@ export class Listener {
   async stop(): Promise<void> {
     this.stopped = true;
     clearTimeout(this.retryTimer);
+    this.probeWaiter?.resolve();
     await this.client?.end().catch(() => {});
   }
 
@@ -44,19 +84,67 @@ export class Listener {
     if (this.stopped) return;
     const client = new pg.Client({ connectionString: this.connectionString, application_name: 'leasehold-listener' });
     this.client = client;
-    client.on('notification', () => this.onNotify());
+    client.on('notification', (message) => {
+      const payload = message.payload ?? '';
+      if (!payload.startsWith(PROBE_PREFIX)) return this.onNotify();
+      if (payload === this.probeWaiter?.payload) this.probeWaiter.resolve();
+    });
     client.on('error', () => this.reconnect(client));
     client.on('end', () => this.reconnect(client));
+    let phase: 'connect' | 'listen' | 'probe' = 'connect';
     try {
       await client.connect();
+      phase = 'listen';
       await client.query(`LISTEN ${ident(this.channel)}`);
+      phase = 'probe';
+      if (this.options.probe) {
+        const arrived = await this.probe();
+        if (this.stopped || this.client !== client) return;
+        if (!arrived) return this.giveUp(client, `no test notification arrived within ${this.probeTimeoutMs} ms`);
+        this.logger.info({ event: 'listener.ready' }, 'LISTEN session checked: wake-ups arrive');
+      }
       this.failures = 0;
       // Anything committed while we were not listening is picked up now.
       this.onNotify();
     } catch (error) {
+      if (this.client !== client) return;
+      // A server that refuses the LISTEN statement (a pooler that forbids
+      // it) will refuse it again: stop asking. A connection that failed or
+      // broke is worth another try.
+      if (phase === 'listen' && error instanceof pg.DatabaseError && !isConnectionError(error)) {
+        return this.giveUp(client, `LISTEN failed: ${(error as Error).message}`);
+      }
       this.logger.warn({ event: 'listener.error', err: error }, 'LISTEN connection failed; retrying');
       this.reconnect(client);
     }
+  }
+
+  /** Our own NOTIFY, sent the way the expiry lane sends its, must reach this session. */
+  private async probe(): Promise<boolean> {
+    const payload = `${PROBE_PREFIX}${randomUUID()}`;
+    const timeoutMs = this.probeTimeoutMs;
+    let timer: NodeJS.Timeout | undefined;
+    const arrived = new Promise<boolean>((resolve) => {
+      this.probeWaiter = { payload, resolve: () => resolve(true) };
+      timer = setTimeout(() => resolve(false), timeoutMs);
+    });
+    try {
+      await this.options.probe!(payload);
+      return await arrived;
+    } finally {
+      clearTimeout(timer);
+      this.probeWaiter = undefined;
+    }
+  }
+
+  /** One warning, then polling only, for the rest of this process. */
+  private giveUp(client: pg.Client, reason: string): void {
+    if (this.stopped || this.client !== client) return;
+    this.stopped = true;
+    this.client = undefined;
+    client.end().catch(() => {});
+    this.logger.warn({ event: 'listener.unavailable', reason }, UNAVAILABLE_HINT);
+    this.options.onUnavailable?.(reason);
   }
 
   private reconnect(client: pg.Client): void {

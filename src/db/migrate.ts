@@ -3,7 +3,7 @@ import path from 'node:path';
 import type pg from 'pg';
 import { packageRoot } from '../runtime/package-root.js';
 import { MigrationError, SchemaNotMigratedError, ValidationError } from '../errors.js';
-import { ident, withClient, type Queryable } from './pool.js';
+import { ident, withTransaction, type Queryable } from './pool.js';
 import { isReservedSchemaName } from '../config.js';
 
 export interface Migration {
@@ -30,61 +30,66 @@ export interface MigrateResult {
 
 /**
  * Apply the numbered forward-only migrations not yet applied to `schema`.
- * A session advisory lock keyed on the schema serialises concurrent
- * migrators (several instances starting at once): the second waits, then
- * finds nothing left to do. Each migration runs in its own transaction with
- * the schema on the search_path, so the SQL files name no schema.
+ * One transaction per migration, each first taking a transaction-level
+ * advisory lock keyed on the schema, so concurrent migrators (several
+ * instances starting at once) take turns: each transaction reads what is
+ * applied under the lock and applies the next one, or finds nothing left to
+ * do. A transaction-level lock (not a session one) because it is released
+ * by COMMIT or ROLLBACK on the connection that took it, also behind a
+ * transaction-mode pooler (PgBouncer), where the statements of one session
+ * may run on different server connections and a session lock would stay
+ * behind on one of them. The schema is on the search_path inside each
+ * transaction, so the SQL files name no schema.
  */
 export async function migrate(pool: pg.Pool, schema: string): Promise<MigrateResult> {
   if (isReservedSchemaName(schema)) {
     throw new ValidationError('schema', `${JSON.stringify(schema)} is a PostgreSQL system schema (pg_* or information_schema)`);
   }
   const migrations = await loadMigrations();
-  const s = ident(schema);
   const applied: string[] = [];
-  // withClient: a connection lost mid-migration must fail this call, not
-  // crash the process; the server drops the session lock with the session.
-  await withClient(pool, async (client) => {
-    await client.query(`SELECT pg_advisory_lock(hashtextextended('leasehold.migrate:' || $1, 0))`, [schema]);
-    try {
-      await client.query(`CREATE SCHEMA IF NOT EXISTS ${s}`);
-      await client.query(
-        `CREATE TABLE IF NOT EXISTS ${s}.migrations (
-           id integer PRIMARY KEY,
-           name text NOT NULL,
-           applied_at timestamptz NOT NULL DEFAULT now()
-         )`,
-      );
-      const done = await client.query<{ id: number }>(`SELECT id FROM ${s}.migrations`);
-      const doneIds = new Set(done.rows.map((r) => r.id));
-      const latestKnown = migrations.at(-1)?.id ?? 0;
-      const newer = [...doneIds].filter((id) => id > latestKnown);
-      if (newer.length > 0) {
-        throw new MigrationError(
-          `schema ${schema} has migration ${Math.max(...newer)} applied, newer than this leasehold knows (${latestKnown}); upgrade leasehold`,
-        );
-      }
-      for (const migration of migrations) {
-        if (doneIds.has(migration.id)) continue;
-        await client.query('BEGIN');
-        try {
-          await client.query(`SET LOCAL search_path TO ${s}`);
-          // Insert the row first: a migrator that somehow got past the lock
-          // fails on the primary key instead of applying twice.
-          await client.query(`INSERT INTO ${s}.migrations (id, name) VALUES ($1, $2)`, [migration.id, migration.name]);
-          await client.query(migration.sql);
-          await client.query('COMMIT');
-          applied.push(migration.name);
-        } catch (error) {
-          await client.query('ROLLBACK').catch(() => {});
-          throw new MigrationError(`migration ${migration.name} failed: ${(error as Error).message}`, { cause: error });
-        }
-      }
-    } finally {
-      await client.query(`SELECT pg_advisory_unlock(hashtextextended('leasehold.migrate:' || $1, 0))`, [schema]).catch(() => {});
-    }
-  });
+  // withTransaction: a connection lost mid-migration fails this call, not
+  // the process; the server rolls back and drops the lock with it.
+  for (;;) {
+    const name = await withTransaction(pool, (client) => applyNext(client, schema, migrations));
+    if (name === undefined) break;
+    applied.push(name);
+  }
   return { applied };
+}
+
+/** Under the lock: apply the first migration not yet applied; its name, or undefined when none is left. */
+async function applyNext(client: pg.PoolClient, schema: string, migrations: Migration[]): Promise<string | undefined> {
+  const s = ident(schema);
+  await client.query(`SELECT pg_advisory_xact_lock(hashtextextended('leasehold.migrate:' || $1, 0))`, [schema]);
+  await client.query(`CREATE SCHEMA IF NOT EXISTS ${s}`);
+  await client.query(
+    `CREATE TABLE IF NOT EXISTS ${s}.migrations (
+       id integer PRIMARY KEY,
+       name text NOT NULL,
+       applied_at timestamptz NOT NULL DEFAULT now()
+     )`,
+  );
+  const done = await client.query<{ id: number }>(`SELECT id FROM ${s}.migrations`);
+  const doneIds = new Set(done.rows.map((r) => r.id));
+  const latestKnown = migrations.at(-1)?.id ?? 0;
+  const newer = [...doneIds].filter((id) => id > latestKnown);
+  if (newer.length > 0) {
+    throw new MigrationError(
+      `schema ${schema} has migration ${Math.max(...newer)} applied, newer than this leasehold knows (${latestKnown}); upgrade leasehold`,
+    );
+  }
+  const migration = migrations.find((m) => !doneIds.has(m.id));
+  if (!migration) return undefined;
+  try {
+    await client.query(`SET LOCAL search_path TO ${s}`);
+    // Insert the row first: a migrator that somehow got past the lock
+    // fails on the primary key instead of applying twice.
+    await client.query(`INSERT INTO ${s}.migrations (id, name) VALUES ($1, $2)`, [migration.id, migration.name]);
+    await client.query(migration.sql);
+  } catch (error) {
+    throw new MigrationError(`migration ${migration.name} failed: ${(error as Error).message}`, { cause: error });
+  }
+  return migration.name;
 }
 
 /**

@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { DEFAULTS } from '../../config.js';
 import { onShutdownSignals } from '../../runtime/shutdown.js';
 import { prepareService, startService, type ServiceParts } from '../../service.js';
 import type { CommandContext, ContextFactory } from '../context.js';
@@ -16,7 +17,10 @@ export async function runService(ctx: CommandContext, parts: ServiceParts, optio
   // Provider variables, templates and webhook secrets are checked before
   // anything connects: a mistake exits 2 without touching the database.
   const prepared = prepareService(config, parts);
-  const db = await ctx.database({ poolSize: parts.delivery || parts.expiry ? 12 : 10, migrations: 'apply' });
+  // At most this many pooled connections (LEASEHOLD_POOL_SIZE), plus the
+  // delivery lane's LISTEN session: the budget docs/operations.md adds up.
+  const poolSize = config.poolSize ?? (parts.delivery || parts.expiry ? DEFAULTS.poolSizeLanes : DEFAULTS.poolSizeApi);
+  const db = await ctx.database({ poolSize, migrations: 'apply' });
   let service;
   try {
     service = await startService(prepared, { pool: db.pool, schema: db.schema, logger }, {

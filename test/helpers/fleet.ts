@@ -1,0 +1,84 @@
+import { readFile } from 'node:fs/promises';
+import type pg from 'pg';
+import { ident } from '../../src/db/pool.js';
+
+/**
+ * Checks for a fleet of leasehold processes on one schema: invariants read
+ * from the tables, the sandbox journals and the processes' own log events,
+ * never from how long something took.
+ */
+
+/** `count` holds falling due one after another over `spreadMs` from now (the first ones already due). */
+export async function insertStaggeredHolds(pool: pg.Pool, schema: string, count: number, spreadMs: number, prefix = 'f'): Promise<string[]> {
+  const ids = Array.from({ length: count }, (_, i) => `${prefix}-${i}`);
+  const offsetsMs = ids.map((_, i) => Math.round((i * spreadMs) / count) - 200);
+  await pool.query(
+    `INSERT INTO ${ident(schema)}.support_reservations (id, customer_email, expires_at, created_at, request_hash)
+     SELECT id, 'customer+' || id || '@example.com', now() + make_interval(secs => ms / 1000.0), now() - interval '1 minute', 'seeded'
+       FROM unnest($1::text[], $2::int[]) AS t(id, ms)`,
+    [ids, offsetsMs],
+  );
+  return ids;
+}
+
+/** The intents a sandbox journal (SANDBOX_JOURNAL) says were accepted, one per line. */
+export async function journalIntents(file: string): Promise<string[]> {
+  const text = await readFile(file, 'utf8').catch(() => '');
+  return text
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => (JSON.parse(line) as { intentId: string }).intentId);
+}
+
+/** The JSON log events named `event` in a process's stderr. */
+export function logEvents(stderr: string, event: string): Array<Record<string, unknown>> {
+  return stderr
+    .split('\n')
+    .filter((line) => line.startsWith('{') && line.includes(`"event":"${event}"`))
+    .map((line) => JSON.parse(line) as Record<string, unknown>)
+    .filter((entry) => entry.event === event);
+}
+
+/**
+ * When each accepted send was released: its attempt's started_at, stamped
+ * (database clock) by the lease statement right after the permit was taken.
+ */
+export async function acceptedStartTimes(pool: pg.Pool, schema: string): Promise<number[]> {
+  const { rows } = await pool.query<{ t: number }>(
+    `SELECT extract(epoch FROM started_at)::float8 AS t FROM ${ident(schema)}.email_attempts WHERE outcome = 'accepted' ORDER BY started_at`,
+  );
+  return rows.map((r) => r.t);
+}
+
+/**
+ * Worst excess over `burst + perSecond * t` across every window between two
+ * released sends (0 or less: the bound held). A send is released one
+ * statement after its permit was granted, so windows get 50 ms of that skew,
+ * as in test/delivery/processes.test.ts.
+ */
+export function worstWindowExcess(times: number[], perSecond: number, burst: number): number {
+  let worst = -Infinity;
+  for (let i = 0; i < times.length; i++) {
+    for (let j = i; j < times.length; j++) {
+      const allowed = burst + perSecond * (times[j]! - times[i]! + 0.05);
+      worst = Math.max(worst, j - i + 1 - allowed);
+    }
+  }
+  return worst;
+}
+
+export async function countWhere(pool: pg.Pool, schema: string, table: string, where: string): Promise<number> {
+  const { rows } = await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${ident(schema)}.${table} WHERE ${where}`);
+  return rows[0]!.n;
+}
+
+/** Poll `read` until it returns `want`, or fail with what it last returned. */
+export async function waitForCount(read: () => Promise<number>, want: number, timeoutMs: number, what: string): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const got = await read();
+    if (got >= want) return;
+    if (Date.now() > deadline) throw new Error(`${what}: ${got} of ${want} after ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
