@@ -46,10 +46,8 @@ export { loadTemplates, Templates, TemplateRenderError, INTENT_HEADER, MESSAGE_K
 export { type RenderedMessage } from './model/message.js';
 export { describeProblem, type TemplateFiles, type TemplateProblem } from './templates/source.js';
 export { messagesSummary, type MessageSummary } from './tables/messages.js';
-export { buildApp, startApiServer, type ApiOptions } from './server/app.js';
 export { EventKind, BounceType, emailOutcome, type ProviderEvent, type EmailEvent, type EmailOutcome } from './model/event-kinds.js';
 export { ingestEvents, type IngestResult } from './events/ingest.js';
-export { webhookSettingsFromEnv, type WebhookSettings } from './events/webhook-config.js';
 export { SuppressionReason, type Suppression } from './model/suppression-reasons.js';
 export { addressHash, normalizeAddress } from './model/address.js';
 export { suppressionsAdd, suppressionsList, suppressionsRemove, suppressionsFind } from './tables/suppressions.js';

@@ -1,5 +1,8 @@
 import { pino, type Logger } from 'pino';
-import { PinoPretty } from 'pino-pretty';
+import { createRequire } from 'node:module';
+
+// pino-pretty is loaded only for a person's terminal, not when the library is imported.
+const require = createRequire(import.meta.url);
 
 export type { Logger };
 
@@ -31,6 +34,7 @@ export function createLogger(options: { level?: string; destination?: NodeJS.Wri
  * time, the event's fields after it. Redaction has happened before this.
  */
 function prettyStream(destination: NodeJS.WritableStream) {
+  const { PinoPretty } = require('pino-pretty') as typeof import('pino-pretty');
   return PinoPretty({
     destination,
     colorize: true,

@@ -21,7 +21,7 @@ export const LAYERS: ReadonlyArray<{ name: string; units: string[]; role: string
   { name: 'server', units: ['server/'], role: 'HTTP API, webhooks and dashboard' },
   { name: 'service', units: ['service.ts'], role: 'the composition root: builds lanes and API from Config' },
   { name: 'tools', units: ['drill/', 'timers/'], role: 'leasehold drill; leasehold compare-timers (timers vs leases, measured)' },
-  { name: 'entry', units: ['cli/', 'index.ts'], role: 'the leasehold command; the library entry point' },
+  { name: 'entry', units: ['cli/', 'index.ts', 'server-entry.ts'], role: 'the leasehold command; the library entry points' },
 ];
 
 export interface SourceModule {

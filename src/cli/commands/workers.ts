@@ -15,7 +15,7 @@ export async function runService(ctx: CommandContext, parts: ServiceParts, optio
   const { config, logger } = ctx;
   // Provider variables, templates and webhook secrets are checked before
   // anything connects: a mistake exits 2 without touching the database.
-  const prepared = prepareService(config, parts);
+  const prepared = await prepareService(config, parts);
   const db = await ctx.database({ poolSize: parts.delivery || parts.expiry ? 12 : 10, migrations: 'apply' });
   let service;
   try {
