@@ -17,12 +17,13 @@ import { compare } from './compare.js';
 import { deliveryThroughput } from './delivery-throughput.js';
 import { expiryLateness } from './expiry-lateness.js';
 import { expiryThroughput } from './expiry-throughput.js';
+import { importTime } from './import.js';
 import { prune } from './prune.js';
 import { statusCost } from './status.js';
 
 process.env.LOG_LEVEL ??= 'silent';
 
-const benchmarks: Benchmark[] = [expiryThroughput, expiryLateness, deliveryThroughput, deliveryLimiter, deliveryLatency, prune, compare, statusCost];
+const benchmarks: Benchmark[] = [expiryThroughput, expiryLateness, deliveryThroughput, deliveryLimiter, deliveryLatency, prune, compare, statusCost, importTime];
 
 // dist/bench/run.js -> repository root
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');

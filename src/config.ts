@@ -58,6 +58,15 @@ export const DEFAULTS = {
 } as const;
 
 /**
+ * A sender at a documentation domain (example.com, .org, .net; RFC 2606),
+ * like DEFAULTS.emailFrom: providers refuse it or it lands in spam, so the
+ * delivery worker warns until a real one is set.
+ */
+export function isExampleSender(from: string): boolean {
+  return /@example\.(com|org|net)>?\s*$/i.test(from);
+}
+
+/**
  * Every environment variable leasehold reads, with its default. Parsing
  * fails on the first bad variable with a ConfigError naming it; the CLI
  * prints that one line and exits 2.

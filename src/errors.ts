@@ -115,3 +115,25 @@ export class TemplatesBrokenError extends LeaseholdError {
     super('templates_broken', message, 500);
   }
 }
+
+/**
+ * An optional dependency (a provider's SDK, the embedded PostgreSQL
+ * binaries) is not installed. npm installs optional dependencies by default;
+ * this appears after `npm install --omit=optional` or a failed platform
+ * install. `packageName` is what to install.
+ */
+export class MissingPackageError extends LeaseholdError {
+  constructor(
+    readonly packageName: string,
+    neededFor: string,
+    install: string = packageName,
+    options?: ErrorOptions,
+  ) {
+    super(
+      'missing_package',
+      `${neededFor} needs the package ${packageName}, which is not installed (an optional dependency of leasehold): run npm install ${install}`,
+      500,
+      options,
+    );
+  }
+}

@@ -1,4 +1,3 @@
-import type pg from 'pg';
 import { IntentStateError, NotFoundError, ValidationError } from './errors.js';
 import { PAUSED_BY_OPERATOR, validatePolicy, type RateLimitPolicy } from './model/delivery-policy.js';
 import type { Intent } from './model/intent-states.js';
@@ -17,7 +16,8 @@ import { rateLimiterEnsure, rateLimiterGet, rateLimiterSet, type RateLimitState 
  */
 
 export interface OperationsOptions {
-  pool: pg.Pool;
+  /** A pool, or a client inside the application's transaction. */
+  pool: Queryable;
   schema: string;
   /** The policy a fresh limiter row starts with (LEASEHOLD_RATE_PER_SECOND, LEASEHOLD_RATE_BURST). */
   initialRate: RateLimitPolicy;
@@ -32,7 +32,7 @@ export const DEFAULT_PAUSE_REASON = 'paused by an operator';
 export const MAX_PAUSE_SECONDS = 31_536_000;
 
 export class Operations {
-  private readonly pool: pg.Pool;
+  private readonly pool: Queryable;
   private readonly schema: string;
   private readonly initialRate: RateLimitPolicy;
   private readonly logger: Logger;

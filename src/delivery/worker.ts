@@ -2,11 +2,11 @@ import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import type { Clock } from '../runtime/clock.js';
 import { databaseClock } from '../runtime/clock.js';
-import { DEFAULTS } from '../config.js';
+import { DEFAULTS, isExampleSender } from '../config.js';
 import { ValidationError } from '../errors.js';
 import { noFaults, type Faults } from '../runtime/faults.js';
 import { LoopWorker, ServiceLoop, type TickResult } from '../runtime/loop.js';
-import { silentLogger, type Logger } from '../observability/logger.js';
+import { defaultLibraryLogger, type Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { EmailGateway, SendResult } from '../providers/gateway.js';
 import { rateLimiterCooldown, rateLimiterRefund, rateLimiterTake } from '../tables/rate-limiter.js';
@@ -19,12 +19,13 @@ import { type RateLimitPolicy } from '../model/delivery-policy.js';
 import { failureDelayMs, rateLimitDelayMs, defaultRetryPolicy, type RetryPolicy } from './retry-policy.js';
 import { emailMessageFor, prepareMessages, templateFailure, TEMPLATE_ERROR_CODE, type PreparedMessage } from './messages.js';
 import { shippedTemplates, type Templates } from '../templates/templates.js';
+import { deliveryEvents, type DeliveryEvents } from './events.js';
 
 export interface DeliveryWorkerOptions {
   pool: pg.Pool;
   schema?: string;
   gateway: EmailGateway;
-  /** Sender for templates that name none. */
+  /** Sender for templates that name none. Default DEFAULTS.emailFrom, an example address: a warning is logged until you set one. */
   from?: string;
   /** Message templates (`loadTemplates()`); default: the ones shipped in the package. Check them at start-up. */
   templates?: Templates;
@@ -42,6 +43,7 @@ export interface DeliveryWorkerOptions {
   initialRate?: RateLimitPolicy;
   retryPolicy?: RetryPolicy;
   clock?: Clock;
+  /** Default: warnings and errors to stderr (`defaultLibraryLogger`); `silentLogger` for none. */
   logger?: Logger;
   metrics?: Metrics;
   faults?: Faults;
@@ -79,7 +81,7 @@ const outcomeOf: Record<SendResult['kind'], AttemptOutcome> = {
  * header). Providers that deduplicate on the key absorb it; for the others
  * the acceptance is flagged `possible_duplicate`.
  */
-export class DeliveryWorker extends LoopWorker {
+export class DeliveryWorker extends LoopWorker<DeliveryEvents> {
   protected readonly loop: ServiceLoop;
   private readonly schema: string;
   private readonly gateway: EmailGateway;
@@ -108,7 +110,10 @@ export class DeliveryWorker extends LoopWorker {
     if (this.sendTimeoutMs >= this.leaseMs) throw new ValidationError('sendTimeoutMs', 'must be shorter than leaseMs');
     this.maxAttempts = options.maxAttempts ?? DEFAULTS.maxAttempts;
     this.clock = options.clock ?? databaseClock;
-    this.logger = options.logger ?? silentLogger;
+    this.logger = options.logger ?? defaultLibraryLogger();
+    if (isExampleSender(this.from)) {
+      this.logger.warn({ event: 'delivery.example_sender', from: this.from }, 'sending from an example address: set `from` (EMAIL_FROM)');
+    }
     this.faults = options.faults ?? noFaults;
     this.random = options.random ?? Math.random;
     this.loop = new ServiceLoop({
@@ -182,7 +187,10 @@ export class DeliveryWorker extends LoopWorker {
       }),
     );
     const recorded = await intentsRecord(pool, this.schema, results, { maxAttempts: this.maxAttempts, now: this.clock.now() });
-    await this.afterRecord(results, recorded, new Map(leased.map((i) => [i.id, i.holdId])));
+    const holdIds = new Map(leased.map((i) => [i.id, i.holdId]));
+    await this.afterRecord(results, recorded, holdIds);
+    // Recorded and committed: now in-process listeners may hear of it.
+    this.events.emitAll(deliveryEvents(results, recorded, holdIds));
 
     const outcomes: DeliveryRun['outcomes'] = {};
     for (const r of results) outcomes[r.outcome] = (outcomes[r.outcome] ?? 0) + 1;

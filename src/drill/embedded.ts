@@ -53,7 +53,7 @@ export async function startEmbeddedDeployment(options: EmbeddedDeploymentOptions
     expiryIntervalMs: options.expiryIntervalMs ?? 500,
     deliveryConcurrency: 8,
   };
-  const prepared = prepareService(config, { expiry: true, delivery: true, api: true }, { gateway: new SandboxGateway({ latencyMs: [5, 30] }) });
+  const prepared = await prepareService(config, { expiry: true, delivery: true, api: true }, { gateway: new SandboxGateway({ latencyMs: [5, 30] }) });
   const service = await startService(prepared, { pool, schema, logger: silentLogger }, { databaseUrl: options.url });
   return { url: service.api!.url, token, close: () => service.stop() };
 }

@@ -7,7 +7,7 @@ import { databaseClock } from '../runtime/clock.js';
 import { noFaults, type Faults } from '../runtime/faults.js';
 import { LoopWorker, ServiceLoop, type TickResult } from '../runtime/loop.js';
 import type { Logger } from '../observability/logger.js';
-import { silentLogger } from '../observability/logger.js';
+import { defaultLibraryLogger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import { holdsDueOutlook, holdsExpireDue, type ExpiredHold } from '../tables/holds.js';
 
@@ -19,9 +19,23 @@ export interface ExpiryWorkerOptions {
   /** Most holds locked and expired per transaction. */
   batchSize?: number;
   clock?: Clock;
+  /** Default: warnings and errors to stderr (`defaultLibraryLogger`); `silentLogger` for none. */
   logger?: Logger;
   metrics?: Metrics;
   faults?: Faults;
+}
+
+/** A hold that expired, told after the transaction that expired it committed. */
+export interface HoldExpiredEvent {
+  holdId: string;
+  /** The intent created for its email (null for a hold expired without one). */
+  intentId: string | null;
+  expiresAt: Date;
+  expiredAt: Date;
+}
+
+export interface ExpiryEvents {
+  expired: HoldExpiredEvent;
 }
 
 export interface ExpiryRun {
@@ -36,7 +50,7 @@ export interface ExpiryRun {
  * next hold falls due, never longer than the interval, which is what keeps
  * lateness far below the interval. Any number may run, in any processes.
  */
-export class ExpiryWorker extends LoopWorker {
+export class ExpiryWorker extends LoopWorker<ExpiryEvents> {
   protected readonly loop: ServiceLoop;
   private readonly schema: string;
   private readonly batchSize: number;
@@ -52,7 +66,7 @@ export class ExpiryWorker extends LoopWorker {
     this.schema = options.schema ?? DEFAULTS.schema;
     this.batchSize = options.batchSize ?? DEFAULTS.expiryBatch;
     this.clock = options.clock ?? databaseClock;
-    this.logger = options.logger ?? silentLogger;
+    this.logger = options.logger ?? defaultLibraryLogger();
     this.faults = options.faults ?? noFaults;
     this.intervalMs = options.intervalMs ?? DEFAULTS.expiryIntervalMs;
     this.loop = new ServiceLoop({
@@ -88,6 +102,10 @@ export class ExpiryWorker extends LoopWorker {
       const latenessMs = hold.expired_at.getTime() - hold.expires_at.getTime();
       this.logger.info({ event: 'hold.expired', holdId: hold.id, latenessMs }, 'hold expired');
       if (hold.intent_id) this.logger.info({ event: 'intent.created', holdId: hold.id, intentId: hold.intent_id }, 'intent created');
+    }
+    // The transaction has committed: an application may act on these (free its own slot) without seeing a rollback later.
+    for (const hold of expired) {
+      this.events.emit('expired', { holdId: hold.id, intentId: hold.intent_id, expiresAt: hold.expires_at, expiredAt: hold.expired_at });
     }
     return { expired, full: expired.length >= this.batchSize };
   }

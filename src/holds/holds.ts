@@ -67,10 +67,10 @@ function existingHold(existing: HoldRow & { same_request: boolean }, valid: Vali
   return { hold: holdFromRow(existing), created: false };
 }
 
-export async function getHold(db: Queryable, id: string, options: HoldOptions = {}): Promise<Hold> {
+/** The hold, or undefined when there is none with this id (like every `get` of the library). */
+export async function getHold(db: Queryable, id: string, options: HoldOptions = {}): Promise<Hold | undefined> {
   const row = await holdsGet(db, schemaOf(options), validateHoldId(id));
-  if (!row) throw new NotFoundError('hold', id);
-  return holdFromRow(row);
+  return row ? holdFromRow(row) : undefined;
 }
 
 async function settle(db: Queryable, id: string, to: 'confirmed' | 'cancelled', options: HoldOptions): Promise<Hold> {

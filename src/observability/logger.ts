@@ -1,5 +1,8 @@
 import { pino, type Logger } from 'pino';
-import { PinoPretty } from 'pino-pretty';
+import { createRequire } from 'node:module';
+
+// pino-pretty is loaded only for a person's terminal, not when the library is imported.
+const require = createRequire(import.meta.url);
 
 export type { Logger };
 
@@ -31,6 +34,7 @@ export function createLogger(options: { level?: string; destination?: NodeJS.Wri
  * time, the event's fields after it. Redaction has happened before this.
  */
 function prettyStream(destination: NodeJS.WritableStream) {
+  const { PinoPretty } = require('pino-pretty') as typeof import('pino-pretty');
   return PinoPretty({
     destination,
     colorize: true,
@@ -46,5 +50,17 @@ export function wantsPrettyLogs(stream: { isTTY?: boolean }): boolean {
   return stream.isTTY === true;
 }
 
-/** A logger that drops everything, for library callers that pass none. */
+/** A logger that drops everything: pass it as `logger` for a silent worker. */
 export const silentLogger: Logger = pino({ level: 'silent' });
+
+let libraryLogger: Logger | undefined;
+
+/**
+ * What a worker or client logs to when the application gives no logger:
+ * warnings and errors (a provider pause, a dead intent, a lost connection,
+ * the example sender), JSON lines on stderr. Info events need a logger of
+ * the application's own (`createLogger()`); `silentLogger` turns even these off.
+ */
+export function defaultLibraryLogger(): Logger {
+  return (libraryLogger ??= createLogger({ level: 'warn', destination: process.stderr }));
+}

@@ -1,4 +1,9 @@
-import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { createRequire } from 'node:module';
+import type { Counter, Gauge, Histogram, Registry } from 'prom-client';
+
+// prom-client is loaded when metrics are first created, not when the library is imported.
+const require = createRequire(import.meta.url);
+const promClient = () => require('prom-client') as typeof import('prom-client');
 
 /**
  * Process-local counters and histograms of the two lanes. Shared state (ages,
@@ -27,7 +32,9 @@ export interface Metrics {
   webhookRequests: Counter<'provider' | 'result'>;
 }
 
-export function createMetrics(registry: Registry = new Registry()): Metrics {
+export function createMetrics(registry?: Registry): Metrics {
+  const { Counter, Gauge, Histogram, Registry } = promClient();
+  registry ??= new Registry();
   const r = [registry];
   return {
     registry,

@@ -1,11 +1,8 @@
 import type { Config } from '../config.js';
 import { ConfigError } from '../errors.js';
+import { importOptional } from '../runtime/optional-package.js';
 import type { EmailGateway } from './gateway.js';
-import { PostmarkGateway } from './postmark.js';
-import { ResendGateway } from './resend.js';
 import { SandboxGateway, type SandboxOptions } from './sandbox.js';
-import { SesGateway } from './ses.js';
-import { SmtpGateway } from './smtp.js';
 
 type Env = Config['env'];
 
@@ -88,30 +85,48 @@ export function sandboxOptionsFromEnv(env: Env): SandboxOptions {
 }
 
 /**
- * The gateway named by EMAIL_PROVIDER, with its own variables (read from
- * `config.env`) validated now: a missing or malformed one throws a
- * ConfigError naming it, which the CLI prints as one line (exit 2).
+ * The adapters, loaded on first use: each pulls in its provider's SDK (the
+ * AWS SDK alone takes longer to load than the rest of the library), and the
+ * SDKs are optional dependencies that may not be installed.
  */
-export function createGateway(config: Config): EmailGateway {
+const adapters = {
+  resend: () => importOptional('resend', 'EMAIL_PROVIDER=resend', () => import('./resend.js')),
+  postmark: () => importOptional('postmark', 'EMAIL_PROVIDER=postmark', () => import('./postmark.js')),
+  ses: () => importOptional('@aws-sdk/client-sesv2', 'EMAIL_PROVIDER=ses', () => import('./ses.js')),
+  smtp: () => importOptional('nodemailer', 'EMAIL_PROVIDER=smtp', () => import('./smtp.js')),
+};
+
+/**
+ * The gateway named by EMAIL_PROVIDER, with its own variables (read from
+ * `config.env`) validated first: a missing or malformed one throws a
+ * ConfigError naming it, which the CLI prints as one line (exit 2). Then the
+ * adapter is loaded; a provider SDK that is not installed throws a
+ * MissingPackageError naming the package (also exit 2).
+ */
+export async function createGateway(config: Config): Promise<EmailGateway> {
   const env = config.env;
   switch (config.emailProvider) {
     case 'sandbox':
       return new SandboxGateway(sandboxOptionsFromEnv(env));
     case 'resend': {
       const baseUrl = url(env, 'RESEND_BASE_URL', ['https:', 'http:']);
-      return new ResendGateway({
+      const options = {
         apiKey: required(env, 'RESEND_API_KEY', 'when EMAIL_PROVIDER=resend'),
         ...(baseUrl ? { baseUrl } : {}),
-      });
+      };
+      const { ResendGateway } = await adapters.resend();
+      return new ResendGateway(options);
     }
     case 'postmark': {
       const baseUrl = url(env, 'POSTMARK_BASE_URL', ['https:', 'http:']);
       const messageStream = read(env, 'POSTMARK_MESSAGE_STREAM');
-      return new PostmarkGateway({
+      const options = {
         serverToken: required(env, 'POSTMARK_SERVER_TOKEN', 'when EMAIL_PROVIDER=postmark'),
         ...(baseUrl ? { baseUrl } : {}),
         ...(messageStream ? { messageStream } : {}),
-      });
+      };
+      const { PostmarkGateway } = await adapters.postmark();
+      return new PostmarkGateway(options);
     }
     case 'ses': {
       const endpoint = url(env, 'SES_ENDPOINT', ['https:', 'http:']);
@@ -127,7 +142,7 @@ export function createGateway(config: Config): EmailGateway {
       }
       const sessionToken = read(env, 'AWS_SESSION_TOKEN');
       const configurationSetName = read(env, 'SES_CONFIGURATION_SET');
-      return new SesGateway({
+      const options = {
         region,
         ...(endpoint ? { endpoint } : {}),
         // Otherwise the SDK's default chain (shared profile, container or instance role).
@@ -135,11 +150,14 @@ export function createGateway(config: Config): EmailGateway {
           ? { credentials: { accessKeyId, secretAccessKey, ...(sessionToken ? { sessionToken } : {}) } }
           : {}),
         ...(configurationSetName ? { configurationSetName } : {}),
-      });
+      };
+      const { SesGateway } = await adapters.ses();
+      return new SesGateway(options);
     }
     case 'smtp': {
       const smtpUrl = url(env, 'SMTP_URL', ['smtp:', 'smtps:']);
       if (!smtpUrl) throw new ConfigError('SMTP_URL', 'is required when EMAIL_PROVIDER=smtp (smtp://user:pass@host:587)');
+      const { SmtpGateway } = await adapters.smtp();
       return new SmtpGateway({ url: smtpUrl });
     }
     default: {

@@ -1,3 +1,4 @@
+import { NotFoundError } from '../errors.js';
 import type { Queryable } from '../db/pool.js';
 import { eventsForIntent } from '../tables/events.js';
 import { emailOutcome, type EmailEvent, type EmailOutcome } from '../model/event-kinds.js';
@@ -50,6 +51,7 @@ const secondsBetween = (from: Date | null, to: Date | null) =>
 
 export async function holdTimeline(db: Queryable, schema: string, holdId: string): Promise<HoldTimeline> {
   const hold = await getHold(db, holdId, { schema });
+  if (!hold) throw new NotFoundError('hold', holdId);
   const intent = (await intentsGetByHold(db, schema, hold.id)) ?? null;
   const attempts = intent ? await attemptsList(db, schema, intent.id) : [];
   const events = intent ? await eventsForIntent(db, schema, intent.id) : [];

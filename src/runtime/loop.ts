@@ -1,3 +1,4 @@
+import { LaneEvents } from './events.js';
 import type { Logger } from '../observability/logger.js';
 import { isConnectionError } from '../errors.js';
 
@@ -33,6 +34,10 @@ export class ServiceLoop {
   private consecutiveErrors = 0;
 
   constructor(private readonly options: ServiceLoopOptions) {}
+
+  get logger(): Logger {
+    return this.options.logger;
+  }
 
   start(): void {
     if (this.running) return;
@@ -103,8 +108,26 @@ export class ServiceLoop {
 }
 
 /** A worker driven by one ServiceLoop: both lanes start, stop and wake alike. */
-export abstract class LoopWorker {
+export abstract class LoopWorker<Events extends { [K in keyof Events]: object } = Record<never, object>> {
   protected abstract readonly loop: ServiceLoop;
+  /** In-process events, emitted only after what they report is committed; listener failures go to the lane's logger. */
+  protected readonly events = new LaneEvents<Events>(() => this.loop.logger);
+
+  /** Listen for a lane event (`worker.on('expired', ...)`); a listener that throws is logged, never breaks the lane. */
+  on<K extends keyof Events & string>(event: K, listener: (payload: Events[K]) => unknown): this {
+    this.events.on(event, listener);
+    return this;
+  }
+
+  once<K extends keyof Events & string>(event: K, listener: (payload: Events[K]) => unknown): this {
+    this.events.once(event, listener);
+    return this;
+  }
+
+  off<K extends keyof Events & string>(event: K, listener: (payload: Events[K]) => unknown): this {
+    this.events.off(event, listener);
+    return this;
+  }
 
   start(): void {
     this.loop.start();

@@ -1,4 +1,5 @@
-import { Liquid, type Context } from 'liquidjs';
+import type { Context, Liquid } from 'liquidjs';
+import { liquidjs } from './liquid.js';
 import { formatLocalTime, LOCAL_TIME_STYLES, type LocalTimeStyle } from './locale.js';
 
 /**
@@ -47,6 +48,7 @@ export function createEngines(partials: Record<string, string>): Engines {
     parseLimit: 1_000_000,
     memoryLimit: RENDER_MEMORY_LIMIT,
   };
+  const { Liquid } = liquidjs();
   const text = new Liquid(base);
   const html = new Liquid({ ...base, outputEscape: 'escape' });
   for (const engine of [text, html]) engine.registerFilter('local_time', localTimeFilter);

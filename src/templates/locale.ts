@@ -1,4 +1,4 @@
-import { Drop } from 'liquidjs';
+import { liquidjs } from './liquid.js';
 
 /** `de-CH` -> `de`. */
 export const languageOf = (locale: string): string => locale.split('-')[0]!.toLowerCase();
@@ -13,48 +13,70 @@ export type LocalTimeStyle = 'full' | 'date' | 'time' | 'weekday' | 'zone' | 'is
  * when a template asks for it. Anything else is an undefined variable.
  * The inputs are #private: a template cannot reach them.
  */
-export class LocalTime extends Drop {
-  readonly #at: Date;
-  readonly #locale: string;
-  readonly #timeZone: string;
+export interface LocalTime {
+  readonly full: string;
+  readonly date: string;
+  readonly time: string;
+  readonly weekday: string;
+  readonly zone: string;
+  readonly timeZone: string;
+  readonly iso: string;
+  toJSON(): Record<string, string>;
+}
 
-  constructor(at: Date, locale: string, timeZone: string) {
-    super();
-    this.#at = at;
-    this.#locale = locale;
-    this.#timeZone = timeZone;
-  }
+/** A LocalTime for a template's scope (a LiquidJS Drop, so `{{ expiresAt }}` prints `full`). */
+export function localTime(at: Date, locale: string, timeZone: string): LocalTime {
+  localTimeClass ??= defineLocalTime();
+  return new localTimeClass(at, locale, timeZone);
+}
 
-  get full(): string {
-    return formatLocalTime(this.#at, this.#locale, this.#timeZone, 'full');
-  }
-  get date(): string {
-    return formatLocalTime(this.#at, this.#locale, this.#timeZone, 'date');
-  }
-  get time(): string {
-    return formatLocalTime(this.#at, this.#locale, this.#timeZone, 'time');
-  }
-  get weekday(): string {
-    return formatLocalTime(this.#at, this.#locale, this.#timeZone, 'weekday');
-  }
-  get zone(): string {
-    return formatLocalTime(this.#at, this.#locale, this.#timeZone, 'zone');
-  }
-  get timeZone(): string {
-    return this.#timeZone;
-  }
-  get iso(): string {
-    return this.#at.toISOString();
-  }
+let localTimeClass: (new (at: Date, locale: string, timeZone: string) => LocalTime) | undefined;
 
-  override valueOf(): string {
-    return this.full;
-  }
+// Defined on first use: the class extends LiquidJS's Drop, and LiquidJS is loaded only when templates are.
+function defineLocalTime() {
+  return class LocalTime extends liquidjs().Drop {
+    readonly #at: Date;
+    readonly #locale: string;
+    readonly #timeZone: string;
 
-  /** `{{ expiresAt | json }}` shows the parts, not an empty object. */
-  toJSON(): Record<string, string> {
-    return { full: this.full, date: this.date, time: this.time, weekday: this.weekday, zone: this.zone, timeZone: this.timeZone, iso: this.iso };
-  }
+    constructor(at: Date, locale: string, timeZone: string) {
+      super();
+      this.#at = at;
+      this.#locale = locale;
+      this.#timeZone = timeZone;
+    }
+
+    get full(): string {
+      return formatLocalTime(this.#at, this.#locale, this.#timeZone, 'full');
+    }
+    get date(): string {
+      return formatLocalTime(this.#at, this.#locale, this.#timeZone, 'date');
+    }
+    get time(): string {
+      return formatLocalTime(this.#at, this.#locale, this.#timeZone, 'time');
+    }
+    get weekday(): string {
+      return formatLocalTime(this.#at, this.#locale, this.#timeZone, 'weekday');
+    }
+    get zone(): string {
+      return formatLocalTime(this.#at, this.#locale, this.#timeZone, 'zone');
+    }
+    get timeZone(): string {
+      return this.#timeZone;
+    }
+    get iso(): string {
+      return this.#at.toISOString();
+    }
+
+    override valueOf(): string {
+      return this.full;
+    }
+
+    /** `{{ expiresAt | json }}` shows the parts, not an empty object. */
+    toJSON(): Record<string, string> {
+      return { full: this.full, date: this.date, time: this.time, weekday: this.weekday, zone: this.zone, timeZone: this.timeZone, iso: this.iso };
+    }
+  };
 }
 
 const STYLE_OPTIONS: Record<Exclude<LocalTimeStyle, 'iso'>, Intl.DateTimeFormatOptions> = {

@@ -4,7 +4,7 @@ import type { Template } from 'liquidjs';
 import { LeaseholdError } from '../errors.js';
 import { packageRoot } from '../runtime/package-root.js';
 import { createEngines, type Engines } from './engine.js';
-import { languageOf, LocalTime } from './locale.js';
+import { languageOf, localTime } from './locale.js';
 import { validLocale, validTimeZone } from '../model/locale.js';
 import type { RenderedMessage } from '../model/message.js';
 import {
@@ -305,8 +305,8 @@ export class Templates {
       metadata: structuredClone(input.metadata),
       locale,
       timeZone,
-      expiresAt: new LocalTime(input.expiresAt, locale, timeZone),
-      expiredAt: new LocalTime(input.expiredAt ?? input.expiresAt, locale, timeZone),
+      expiresAt: localTime(input.expiresAt, locale, timeZone),
+      expiredAt: localTime(input.expiredAt ?? input.expiresAt, locale, timeZone),
     };
     const run = (part: Part): string => {
       try {

@@ -18,10 +18,11 @@ export const LAYERS: ReadonlyArray<{ name: string; units: string[]; role: string
   { name: 'lanes', units: ['holds/', 'delivery/', 'events/', 'retention/'], role: 'hold API and expiry lane; delivery lane; provider events; retention' },
   { name: 'read', units: ['read/', 'capacity/'], role: 'read models: lane stats, health, status, timeline, metrics; the capacity model' },
   { name: 'ops', units: ['ops.ts'], role: 'operator actions: pause, resume, replay, rate limit' },
+  { name: 'client', units: ['client/'], role: 'the library API: createLeasehold and the free functions, one convention' },
   { name: 'server', units: ['server/'], role: 'HTTP API, webhooks and dashboard' },
   { name: 'service', units: ['service.ts'], role: 'the composition root: builds lanes and API from Config' },
   { name: 'tools', units: ['drill/', 'timers/'], role: 'leasehold drill; leasehold compare-timers (timers vs leases, measured)' },
-  { name: 'entry', units: ['cli/', 'index.ts'], role: 'the leasehold command; the library entry point' },
+  { name: 'entry', units: ['cli/', 'index.ts', 'server-entry.ts'], role: 'the leasehold command; the library entry points' },
 ];
 
 export interface SourceModule {

@@ -39,7 +39,7 @@ describe('hold state machine', () => {
     await expect(cancelHold(db.pool, id, opts())).rejects.toBeInstanceOf(HoldNotHeldError);
     clock.advance(120_000);
     expect(await expireDue()).toBe(0);
-    expect((await getHold(db.pool, id, opts())).status).toBe('confirmed');
+    expect((await getHold(db.pool, id, opts()))?.status).toBe('confirmed');
     expect(await intentCount(id)).toBe(0);
   });
 
@@ -61,7 +61,7 @@ describe('hold state machine', () => {
     expect(await expireDue()).toBe(0);
     clock.advance(1_000);
     expect(await expireDue()).toBe(1);
-    const hold = await getHold(db.pool, id, opts());
+    const hold = (await getHold(db.pool, id, opts()))!;
     expect(hold.status).toBe('expired');
     expect(hold.expiredAt?.toISOString()).toBe(clock.now().toISOString());
     const { rows } = await db.pool.query(`SELECT * FROM ${ident(db.schema)}.email_outbox WHERE reservation_id = $1`, [id]);
@@ -84,10 +84,10 @@ describe('hold state machine', () => {
     ).rejects.toThrow(/terminal_timestamps/);
   });
 
-  it('confirm, cancel and get of an unknown hold are NotFound', async () => {
+  it('confirm and cancel of an unknown hold are NotFound; get returns undefined', async () => {
     await expect(confirmHold(db.pool, 'nope', opts())).rejects.toBeInstanceOf(NotFoundError);
     await expect(cancelHold(db.pool, 'nope', opts())).rejects.toBeInstanceOf(NotFoundError);
-    await expect(getHold(db.pool, 'nope', opts())).rejects.toBeInstanceOf(NotFoundError);
+    expect(await getHold(db.pool, 'nope', opts())).toBeUndefined();
   });
 
   it("a hold created inside the caller's rolled-back transaction never existed", async () => {
@@ -98,7 +98,7 @@ describe('hold state machine', () => {
         throw new Error('application failed after creating the hold');
       }),
     ).rejects.toThrow(/application failed/);
-    await expect(getHold(db.pool, id, opts())).rejects.toBeInstanceOf(NotFoundError);
+    expect(await getHold(db.pool, id, opts())).toBeUndefined();
   });
 });
 

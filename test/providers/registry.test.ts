@@ -10,9 +10,9 @@ import { SmtpGateway } from '../../src/providers/smtp.js';
 
 const gatewayFor = (env: Record<string, string>) => createGateway(loadConfig(env));
 
-function configError(env: Record<string, string>): ConfigError {
+async function configError(env: Record<string, string>): Promise<ConfigError> {
   try {
-    gatewayFor(env);
+    await gatewayFor(env);
   } catch (error) {
     if (error instanceof ConfigError) return error;
     throw error;
@@ -21,23 +21,23 @@ function configError(env: Record<string, string>): ConfigError {
 }
 
 describe('createGateway', () => {
-  it('defaults to the sandbox', () => {
-    expect(gatewayFor({})).toBeInstanceOf(SandboxGateway);
+  it('defaults to the sandbox', async () => {
+    expect(await gatewayFor({})).toBeInstanceOf(SandboxGateway);
   });
 
-  it('builds each real provider from its variables', () => {
-    expect(gatewayFor({ EMAIL_PROVIDER: 'resend', RESEND_API_KEY: 're_x' })).toBeInstanceOf(ResendGateway);
-    expect(gatewayFor({ EMAIL_PROVIDER: 'postmark', POSTMARK_SERVER_TOKEN: 'pm' })).toBeInstanceOf(PostmarkGateway);
-    expect(gatewayFor({ EMAIL_PROVIDER: 'ses', AWS_ACCESS_KEY_ID: 'a', AWS_SECRET_ACCESS_KEY: 'b' })).toBeInstanceOf(SesGateway);
-    expect(gatewayFor({ EMAIL_PROVIDER: 'ses' })).toBeInstanceOf(SesGateway); // SDK default credential chain
-    expect(gatewayFor({ EMAIL_PROVIDER: 'smtp', SMTP_URL: 'smtp://u:p@127.0.0.1:2525' })).toBeInstanceOf(SmtpGateway);
+  it('builds each real provider from its variables', async () => {
+    expect(await gatewayFor({ EMAIL_PROVIDER: 'resend', RESEND_API_KEY: 're_x' })).toBeInstanceOf(ResendGateway);
+    expect(await gatewayFor({ EMAIL_PROVIDER: 'postmark', POSTMARK_SERVER_TOKEN: 'pm' })).toBeInstanceOf(PostmarkGateway);
+    expect(await gatewayFor({ EMAIL_PROVIDER: 'ses', AWS_ACCESS_KEY_ID: 'a', AWS_SECRET_ACCESS_KEY: 'b' })).toBeInstanceOf(SesGateway);
+    expect(await gatewayFor({ EMAIL_PROVIDER: 'ses' })).toBeInstanceOf(SesGateway); // SDK default credential chain
+    expect(await gatewayFor({ EMAIL_PROVIDER: 'smtp', SMTP_URL: 'smtp://u:p@127.0.0.1:2525' })).toBeInstanceOf(SmtpGateway);
   });
 
-  it('reports the idempotency of each provider', () => {
-    expect(gatewayFor({ EMAIL_PROVIDER: 'resend', RESEND_API_KEY: 're_x' }).idempotent).toBe(true);
-    expect(gatewayFor({ EMAIL_PROVIDER: 'postmark', POSTMARK_SERVER_TOKEN: 'pm' }).idempotent).toBe(false);
-    expect(gatewayFor({ EMAIL_PROVIDER: 'ses' }).idempotent).toBe(false);
-    expect(gatewayFor({ EMAIL_PROVIDER: 'smtp', SMTP_URL: 'smtp://127.0.0.1:2525' }).idempotent).toBe(false);
+  it('reports the idempotency of each provider', async () => {
+    expect((await gatewayFor({ EMAIL_PROVIDER: 'resend', RESEND_API_KEY: 're_x' })).idempotent).toBe(true);
+    expect((await gatewayFor({ EMAIL_PROVIDER: 'postmark', POSTMARK_SERVER_TOKEN: 'pm' })).idempotent).toBe(false);
+    expect((await gatewayFor({ EMAIL_PROVIDER: 'ses' })).idempotent).toBe(false);
+    expect((await gatewayFor({ EMAIL_PROVIDER: 'smtp', SMTP_URL: 'smtp://127.0.0.1:2525' })).idempotent).toBe(false);
   });
 
   it.each([
@@ -54,15 +54,15 @@ describe('createGateway', () => {
     [{ SANDBOX_REJECT_RATE: '2' }, 'SANDBOX_REJECT_RATE'],
     [{ SANDBOX_LATENCY_MS: 'slow' }, 'SANDBOX_LATENCY_MS'],
     [{ SANDBOX_RATE_PER_SECOND: '0' }, 'SANDBOX_RATE_PER_SECOND'],
-  ])('%o -> ConfigError naming %s', (env, variable) => {
-    const error = configError(env as Record<string, string>);
+  ])('%o -> ConfigError naming %s', async (env, variable) => {
+    const error = await configError(env as Record<string, string>);
     expect(error.variable).toBe(variable);
     expect(error.message.startsWith(`${variable}: `)).toBe(true);
     expect(error.message).not.toContain('\n');
   });
 
-  it('an empty variable counts as unset', () => {
-    expect(configError({ EMAIL_PROVIDER: 'resend', RESEND_API_KEY: '' }).variable).toBe('RESEND_API_KEY');
+  it('an empty variable counts as unset', async () => {
+    expect((await configError({ EMAIL_PROVIDER: 'resend', RESEND_API_KEY: '' })).variable).toBe('RESEND_API_KEY');
   });
 });
 

@@ -1,3 +1,4 @@
+import { NotFoundError } from '../../errors.js';
 import { writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -77,6 +78,7 @@ export function registerTemplates(program: Command, context: ContextFactory): vo
         const db = await ctx.database({ poolSize: 2, migrations: 'require' });
         try {
           const hold = await getHold(db.pool, options.hold, { schema: db.schema });
+          if (!hold) throw new NotFoundError('hold', options.hold);
           const intentId = intentIdForHold(hold.id);
           input = { intentId, holdId: hold.id, metadata: hold.metadata, expiresAt: hold.expiresAt, expiredAt: hold.expiredAt, from: ctx.config.emailFrom };
           const stored = await messagesSummary(db.pool, db.schema, intentId);

@@ -16,7 +16,7 @@ export async function runService(ctx: CommandContext, parts: ServiceParts, optio
   const { config, logger } = ctx;
   // Provider variables, templates and webhook secrets are checked before
   // anything connects: a mistake exits 2 without touching the database.
-  const prepared = prepareService(config, parts);
+  const prepared = await prepareService(config, parts);
   // At most this many pooled connections (LEASEHOLD_POOL_SIZE), plus the
   // delivery lane's LISTEN session: the budget docs/operations.md adds up.
   const poolSize = config.poolSize ?? (parts.delivery || parts.expiry ? DEFAULTS.poolSizeLanes : DEFAULTS.poolSizeApi);

@@ -1,0 +1,179 @@
+import type pg from 'pg';
+import { DEFAULTS } from '../config.js';
+import { intentsChannel, Listener } from '../db/listener.js';
+import { migrate as migrateSchema, type MigrateResult } from '../db/migrate.js';
+import type { Queryable } from '../db/pool.js';
+import { ingestEvents as ingest, type IngestResult } from '../events/ingest.js';
+import { addressHash, validateAddress } from '../model/address.js';
+import type { ProviderEvent } from '../model/event-kinds.js';
+import type { Attempt, Intent, IntentState } from '../model/intent-states.js';
+import type { Suppression, SuppressionReason } from '../model/suppression-reasons.js';
+import { defaultLibraryLogger, type Logger } from '../observability/logger.js';
+import type { Metrics } from '../observability/metrics.js';
+import { Operations } from '../ops.js';
+import type { RetentionTables } from '../retention/policy.js';
+import { retentionPreview, type RetentionPreview } from '../retention/queries.js';
+import type { Clock } from '../runtime/clock.js';
+import { attemptsList } from '../tables/attempts.js';
+import type { DeliveryControl } from '../tables/delivery-control.js';
+import { messagesSummary, type MessageSummary } from '../tables/messages.js';
+import { intentsGet, intentsList, type IntentPage } from '../tables/outbox.js';
+import type { RateLimitState } from '../tables/rate-limiter.js';
+import { suppressionsAdd, suppressionsGet, suppressionsList, suppressionsRemove, type SuppressionPage } from '../tables/suppressions.js';
+
+/**
+ * The library's free functions, one convention for all of them:
+ * `(db, ...arguments, options?)`. `db` is a pg Pool, Client or PoolClient
+ * (so every call can run inside the application's own transaction), the
+ * arguments are what the call is about (an id, an input object), and the
+ * last, optional argument carries `schema` (default `leasehold`), `clock`
+ * and `logger`. A `get` returns undefined for a missing row; a change to a
+ * missing row throws NotFoundError. `createLeasehold` binds the same calls
+ * to one pool and schema.
+ */
+export interface LibraryOptions {
+  /** Schema holding leasehold's tables (default `leasehold`). */
+  schema?: string;
+  /** Clock for timestamps; default the database's. */
+  clock?: Clock;
+  /** For the calls that log an event (operator actions, ingestion); default warnings and errors to stderr. */
+  logger?: Logger;
+}
+
+const schemaOf = (options: LibraryOptions) => options.schema ?? DEFAULTS.schema;
+
+function operations(db: Queryable, options: LibraryOptions): Operations {
+  return new Operations({
+    pool: db,
+    schema: schemaOf(options),
+    initialRate: { perSecond: DEFAULTS.ratePerSecond, burst: DEFAULTS.rateBurst },
+    logger: options.logger ?? defaultLibraryLogger(),
+    ...(options.clock ? { clock: options.clock } : {}),
+  });
+}
+
+/** Create or bring the schema up to date (forward-only migrations under an advisory lock). Needs a pool: it takes its own transactions. */
+export function migrate(pool: pg.Pool, options: LibraryOptions = {}): Promise<MigrateResult> {
+  return migrateSchema(pool, schemaOf(options));
+}
+
+// Intents: the email a hold's expiry creates.
+
+export function getIntent(db: Queryable, id: string, options: LibraryOptions = {}): Promise<Intent | undefined> {
+  return intentsGet(db, schemaOf(options), id);
+}
+
+/** Newest first, keyset-paged (`cursor` from the previous page's `nextCursor`). */
+export function listIntents(
+  db: Queryable,
+  filter: { state?: IntentState; limit?: number; cursor?: string } = {},
+  options: LibraryOptions = {},
+): Promise<IntentPage> {
+  return intentsList(db, schemaOf(options), { ...filter, limit: filter.limit ?? 50 });
+}
+
+/** Every send attempt of an intent, oldest first (empty for an unknown intent). */
+export function listAttempts(db: Queryable, intentId: string, options: LibraryOptions = {}): Promise<Attempt[]> {
+  return attemptsList(db, schemaOf(options), intentId);
+}
+
+/** The stored rendering of an intent's message (subject, template version), or undefined before its first send. */
+export async function getMessage(db: Queryable, intentId: string, options: LibraryOptions = {}): Promise<MessageSummary | undefined> {
+  return (await messagesSummary(db, schemaOf(options), intentId)) ?? undefined;
+}
+
+/** Send a finished intent (sent, rejected, dead) again; see Operations.replay. */
+export function replayIntent(db: Queryable, id: string, options: LibraryOptions = {}): Promise<Intent> {
+  return operations(db, options).replay(id);
+}
+
+// Delivery control: fleet-wide pause and rate limit.
+
+export function getDeliveryControl(db: Queryable, options: LibraryOptions = {}): Promise<DeliveryControl> {
+  return operations(db, options).delivery();
+}
+
+/** Pause delivery fleet-wide; with `forSeconds` it lifts itself. */
+export function pauseDelivery(db: Queryable, pause: { reason?: string; forSeconds?: number } = {}, options: LibraryOptions = {}): Promise<DeliveryControl> {
+  return operations(db, options).pause(pause);
+}
+
+export async function resumeDelivery(db: Queryable, options: LibraryOptions = {}): Promise<DeliveryControl> {
+  return (await operations(db, options).resume()).after;
+}
+
+export function getRateLimit(db: Queryable, options: LibraryOptions = {}): Promise<RateLimitState> {
+  return operations(db, options).rateLimit();
+}
+
+/** Either half alone keeps the other half of the current policy. */
+export function setRateLimit(db: Queryable, change: { perSecond?: number; burst?: number }, options: LibraryOptions = {}): Promise<RateLimitState> {
+  return operations(db, options).setRateLimit(change);
+}
+
+// Suppressions: addresses that are never sent to.
+
+/** Suppress an address (reason `manual`); one already suppressed keeps its first entry, which is returned. */
+export async function addSuppression(db: Queryable, email: string, options: LibraryOptions & { detail?: string } = {}): Promise<Suppression> {
+  const address = validateAddress(email, 'email');
+  const [created] = await suppressionsAdd(db, schemaOf(options), [{ address, reason: 'manual', detail: options.detail ?? null, provider: null }]);
+  return created ?? (await suppressionsGet(db, schemaOf(options), addressHash(address)))!;
+}
+
+export function getSuppression(db: Queryable, email: string, options: LibraryOptions = {}): Promise<Suppression | undefined> {
+  return suppressionsGet(db, schemaOf(options), addressHash(validateAddress(email, 'email')));
+}
+
+/** Lift a suppression; undefined when the address was not suppressed. */
+export function removeSuppression(db: Queryable, email: string, options: LibraryOptions = {}): Promise<Suppression | undefined> {
+  return suppressionsRemove(db, schemaOf(options), addressHash(validateAddress(email, 'email')));
+}
+
+export function listSuppressions(
+  db: Queryable,
+  filter: { reason?: SuppressionReason; limit?: number; cursor?: string } = {},
+  options: LibraryOptions = {},
+): Promise<SuppressionPage> {
+  return suppressionsList(db, schemaOf(options), { ...filter, limit: filter.limit ?? 50 });
+}
+
+/** Store provider events (delivered, bounced, complained) you received yourself; bounces and complaints suppress. */
+export function ingestEvents(pool: pg.Pool, events: ProviderEvent[], options: LibraryOptions & { metrics?: Metrics } = {}): Promise<IngestResult> {
+  return ingest(pool, schemaOf(options), events, {
+    logger: options.logger ?? defaultLibraryLogger(),
+    ...(options.metrics ? { metrics: options.metrics } : {}),
+  });
+}
+
+/**
+ * Wake a delivery worker on the expiry lane's NOTIFY, so in-process lanes
+ * send within milliseconds of an expiry instead of at the next poll. Holds
+ * one connection of its own (LISTEN needs a session, not a pool), reconnects
+ * by itself; a missed notification only means the next poll sends.
+ */
+export function wakeOnNotify(
+  worker: { wake(): void },
+  options: { connectionString: string; schema?: string; logger?: Logger },
+): { stop(): Promise<void> } {
+  const listener = new Listener(
+    options.connectionString,
+    intentsChannel(options.schema ?? DEFAULTS.schema),
+    () => worker.wake(),
+    options.logger ?? defaultLibraryLogger(),
+  );
+  listener.start();
+  return { stop: () => listener.stop() };
+}
+
+/** What a retention policy would delete or erase now, without doing it. */
+export function previewRetention(
+  db: Queryable,
+  policy: { retentionDays: number | null; erasePiiAfterDays: number | null },
+  options: LibraryOptions & { tables?: RetentionTables } = {},
+): Promise<RetentionPreview> {
+  return retentionPreview(db, schemaOf(options), {
+    ...policy,
+    now: options.clock?.now() ?? null,
+    ...(options.tables ? { tables: options.tables } : {}),
+  });
+}

@@ -1,0 +1,115 @@
+import type pg from 'pg';
+import { DEFAULTS } from '../config.js';
+import type { MigrateResult } from '../db/migrate.js';
+import { DeliveryWorker, type DeliveryWorkerOptions } from '../delivery/worker.js';
+import { cancelHold, confirmHold, createHold, getHold, type CreateHoldResult } from '../holds/holds.js';
+import { ExpiryWorker, type ExpiryWorkerOptions } from '../holds/expiry-worker.js';
+import type { CreateHoldInput } from '../model/hold-input.js';
+import type { Hold } from '../model/hold-states.js';
+import type { Attempt, Intent, IntentState } from '../model/intent-states.js';
+import type { Suppression, SuppressionReason } from '../model/suppression-reasons.js';
+import { defaultLibraryLogger, type Logger } from '../observability/logger.js';
+import type { Clock } from '../runtime/clock.js';
+import type { DeliveryControl } from '../tables/delivery-control.js';
+import type { MessageSummary } from '../tables/messages.js';
+import type { IntentPage } from '../tables/outbox.js';
+import type { RateLimitState } from '../tables/rate-limiter.js';
+import type { SuppressionPage } from '../tables/suppressions.js';
+import * as fn from './functions.js';
+
+export interface LeaseholdOptions {
+  pool: pg.Pool;
+  /** Default `leasehold`. */
+  schema?: string;
+  /** Default: warnings and errors to stderr; `silentLogger` for none, `createLogger()` for every event. */
+  logger?: Logger;
+  /** Default: the database's clock. */
+  clock?: Clock;
+}
+
+/** What `createLeasehold` returns: the free functions bound to one pool, schema, logger and clock. */
+export interface Leasehold {
+  readonly pool: pg.Pool;
+  readonly schema: string;
+  migrate(): Promise<MigrateResult>;
+  holds: {
+    create(input: CreateHoldInput): Promise<CreateHoldResult>;
+    get(id: string): Promise<Hold | undefined>;
+    confirm(id: string): Promise<Hold>;
+    cancel(id: string): Promise<Hold>;
+  };
+  intents: {
+    get(id: string): Promise<Intent | undefined>;
+    list(filter?: { state?: IntentState; limit?: number; cursor?: string }): Promise<IntentPage>;
+    attempts(intentId: string): Promise<Attempt[]>;
+    message(intentId: string): Promise<MessageSummary | undefined>;
+    replay(id: string): Promise<Intent>;
+  };
+  delivery: {
+    get(): Promise<DeliveryControl>;
+    pause(pause?: { reason?: string; forSeconds?: number }): Promise<DeliveryControl>;
+    resume(): Promise<DeliveryControl>;
+    rateLimit(): Promise<RateLimitState>;
+    setRateLimit(change: { perSecond?: number; burst?: number }): Promise<RateLimitState>;
+  };
+  suppressions: {
+    add(email: string, options?: { detail?: string }): Promise<Suppression>;
+    get(email: string): Promise<Suppression | undefined>;
+    remove(email: string): Promise<Suppression | undefined>;
+    list(filter?: { reason?: SuppressionReason; limit?: number; cursor?: string }): Promise<SuppressionPage>;
+  };
+  /** An expiry lane on this pool and schema (not started: call `start()`, and `stop()` on shutdown). */
+  expiryWorker(options?: Omit<ExpiryWorkerOptions, 'pool' | 'schema'>): ExpiryWorker;
+  /** A delivery lane on this pool and schema (not started). `wakeOnNotify(worker, { connectionString })` makes it send at once after an expiry. */
+  deliveryWorker(options: Omit<DeliveryWorkerOptions, 'pool' | 'schema'>): DeliveryWorker;
+}
+
+/**
+ * leasehold for one application: `createLeasehold({ pool })`, then
+ * `lh.holds.create(...)`, `lh.holds.get(id)`, `lh.delivery.pause()`, and
+ * the lanes as `lh.expiryWorker()` / `lh.deliveryWorker({ gateway })`.
+ * Inside your own transaction, use the free functions with your client
+ * (`createHold(client, input, { schema })`): the same calls, one
+ * convention.
+ */
+export function createLeasehold(options: LeaseholdOptions): Leasehold {
+  const { pool } = options;
+  const schema = options.schema ?? DEFAULTS.schema;
+  const logger = options.logger ?? defaultLibraryLogger();
+  const opts: fn.LibraryOptions = { schema, logger, ...(options.clock ? { clock: options.clock } : {}) };
+  const holdOpts = { schema, ...(options.clock ? { clock: options.clock } : {}) };
+  const lane = { schema, logger, ...(options.clock ? { clock: options.clock } : {}) };
+  return {
+    pool,
+    schema,
+    migrate: () => fn.migrate(pool, opts),
+    holds: {
+      create: (input) => createHold(pool, input, holdOpts),
+      get: (id) => getHold(pool, id, holdOpts),
+      confirm: (id) => confirmHold(pool, id, holdOpts),
+      cancel: (id) => cancelHold(pool, id, holdOpts),
+    },
+    intents: {
+      get: (id) => fn.getIntent(pool, id, opts),
+      list: (filter) => fn.listIntents(pool, filter, opts),
+      attempts: (intentId) => fn.listAttempts(pool, intentId, opts),
+      message: (intentId) => fn.getMessage(pool, intentId, opts),
+      replay: (id) => fn.replayIntent(pool, id, opts),
+    },
+    delivery: {
+      get: () => fn.getDeliveryControl(pool, opts),
+      pause: (pause) => fn.pauseDelivery(pool, pause, opts),
+      resume: () => fn.resumeDelivery(pool, opts),
+      rateLimit: () => fn.getRateLimit(pool, opts),
+      setRateLimit: (change) => fn.setRateLimit(pool, change, opts),
+    },
+    suppressions: {
+      add: (email, add) => fn.addSuppression(pool, email, { ...opts, ...add }),
+      get: (email) => fn.getSuppression(pool, email, opts),
+      remove: (email) => fn.removeSuppression(pool, email, opts),
+      list: (filter) => fn.listSuppressions(pool, filter, opts),
+    },
+    expiryWorker: (worker = {}) => new ExpiryWorker({ ...lane, ...worker, pool }),
+    deliveryWorker: (worker) => new DeliveryWorker({ ...lane, ...worker, pool }),
+  };
+}

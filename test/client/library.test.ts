@@ -1,0 +1,198 @@
+import { Writable } from 'node:stream';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  createHold,
+  createLeasehold,
+  createLogger,
+  getHold,
+  getIntent,
+  NotFoundError,
+  pauseDelivery,
+  resumeDelivery,
+  silentLogger,
+  wakeOnNotify,
+  withTransaction,
+  intentIdForHold,
+  ManualClock,
+  type HoldExpiredEvent,
+  type IntentDeadEvent,
+  type IntentRejectedEvent,
+  type IntentSentEvent,
+} from '../../src/index.js';
+import { ident } from '../../src/db/pool.js';
+import { testDatabase, type TestDatabase } from '../helpers/database.js';
+import { ScriptedGateway } from '../helpers/scripted-gateway.js';
+
+let db: TestDatabase;
+beforeAll(async () => {
+  db = await testDatabase('library');
+});
+afterAll(() => db.close());
+
+/** A logger whose JSON lines the test reads. */
+function capturedLogger(level = 'warn') {
+  const lines: Array<Record<string, unknown>> = [];
+  const destination = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      for (const line of chunk.toString().split('\n').filter(Boolean)) lines.push(JSON.parse(line) as Record<string, unknown>);
+      done();
+    },
+  });
+  return { logger: createLogger({ level, destination }), lines };
+}
+
+async function waitFor(check: () => boolean | Promise<boolean>, what: string, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+describe('one convention', () => {
+  it('the client and the free functions do the same; a get of a missing row is undefined, a change to one is NotFound', async () => {
+    const lh = createLeasehold({ pool: db.pool, schema: db.schema, logger: silentLogger });
+    const { hold, created } = await lh.holds.create({ id: 'lib-1', customerEmail: 'ana@example.com', ttlSeconds: 600 });
+    expect(created).toBe(true);
+    expect(await lh.holds.get('lib-1')).toEqual(hold);
+    expect(await getHold(db.pool, 'lib-1', { schema: db.schema })).toEqual(hold);
+    expect(await lh.holds.get('lib-missing')).toBeUndefined();
+    expect(await lh.intents.get(intentIdForHold('lib-missing'))).toBeUndefined();
+    expect(await getIntent(db.pool, intentIdForHold('lib-missing'), { schema: db.schema })).toBeUndefined();
+    expect(await lh.suppressions.get('nobody@example.com')).toBeUndefined();
+    await expect(lh.holds.confirm('lib-missing')).rejects.toBeInstanceOf(NotFoundError);
+    await expect(lh.intents.replay(intentIdForHold('lib-missing'))).rejects.toBeInstanceOf(NotFoundError);
+    expect((await lh.holds.cancel('lib-1')).status).toBe('cancelled');
+  });
+
+  it('free functions run inside the application transaction and roll back with it', async () => {
+    await expect(
+      withTransaction(db.pool, async (client) => {
+        await createHold(client, { id: 'lib-tx', customerEmail: 'bo@example.com', ttlSeconds: 600 }, { schema: db.schema });
+        const paused = await pauseDelivery(client, { reason: 'maintenance' }, { schema: db.schema, logger: silentLogger });
+        expect(paused.paused).toBe(true);
+        throw new Error('the application changed its mind');
+      }),
+    ).rejects.toThrow(/changed its mind/);
+    expect(await getHold(db.pool, 'lib-tx', { schema: db.schema })).toBeUndefined();
+    const lh = createLeasehold({ pool: db.pool, schema: db.schema, logger: silentLogger });
+    expect((await lh.delivery.get()).paused).toBe(false);
+    await lh.delivery.pause({ reason: 'for a moment' });
+    expect((await lh.delivery.get()).paused).toBe(true);
+    expect((await resumeDelivery(db.pool, { schema: db.schema, logger: silentLogger })).paused).toBe(false);
+  });
+});
+
+describe('lane events', () => {
+  it('expired: after the expiry transaction commits, with hold id, intent id and expiredAt; a failing listener is logged and the lane carries on', async () => {
+    const clock = new ManualClock('2031-01-01T00:00:00Z');
+    const { logger, lines } = capturedLogger();
+    const lh = createLeasehold({ pool: db.pool, schema: db.schema, logger, clock });
+    await lh.holds.create({ id: 'ev-exp-1', customerEmail: 'cy@example.com', ttlSeconds: 60 });
+    await lh.holds.create({ id: 'ev-exp-2', customerEmail: 'di@example.com', ttlSeconds: 60 });
+    const worker = lh.expiryWorker();
+    const heard: Array<HoldExpiredEvent & { committed: string | undefined }> = [];
+    worker.on('expired', () => {
+      throw new Error('listener bug');
+    });
+    worker.on('expired', async () => {
+      throw new Error('async listener bug');
+    });
+    worker.on('expired', (event) => {
+      // Fired after commit: another session already sees the hold expired (checked below, once the query returns).
+      heard.push({ ...event, committed: undefined });
+    });
+    clock.advance(61_000);
+    const run = await worker.runOnce();
+    expect(run.expired).toHaveLength(2);
+    expect(heard.map((e) => e.holdId).sort()).toEqual(['ev-exp-1', 'ev-exp-2']);
+    for (const event of heard) {
+      expect(event.intentId).toBe(intentIdForHold(event.holdId));
+      expect(event.expiredAt.toISOString()).toBe(clock.now().toISOString());
+      const { rows } = await db.pool.query<{ status: string }>(`SELECT status FROM ${ident(db.schema)}.support_reservations WHERE id = $1`, [event.holdId]);
+      expect(rows[0]?.status).toBe('expired');
+    }
+    await waitFor(() => lines.filter((l) => l.event === 'lane.listener_failed').length === 4, 'listener failures logged');
+    expect(lines.filter((l) => l.event === 'lane.listener_failed').every((l) => l.laneEvent === 'expired')).toBe(true);
+    // The lane still works after its listeners threw.
+    await lh.holds.create({ id: 'ev-exp-3', customerEmail: 'ed@example.com', ttlSeconds: 60 });
+    clock.advance(61_000);
+    expect((await worker.runOnce()).expired.map((h) => h.id)).toEqual(['ev-exp-3']);
+    expect(heard.map((e) => e.holdId)).toContain('ev-exp-3');
+  });
+
+  it('a rolled-back expiry transaction tells nobody', async () => {
+    const clock = new ManualClock('2032-01-01T00:00:00Z');
+    const lh = createLeasehold({ pool: db.pool, schema: db.schema, logger: silentLogger, clock });
+    await lh.holds.create({ id: 'ev-rollback', customerEmail: 'fa@example.com', ttlSeconds: 60 });
+    const { Faults } = await import('../../src/runtime/faults.js');
+    const faults = new Faults(async (point) => {
+      if (point === 'expiry.locked') throw new Error('crash before commit');
+    });
+    const worker = lh.expiryWorker({ faults });
+    const heard: string[] = [];
+    worker.on('expired', (e) => heard.push(e.holdId));
+    clock.advance(61_000);
+    await expect(worker.runOnce()).rejects.toThrow(/crash before commit/);
+    expect(heard).toEqual([]);
+    expect((await lh.holds.get('ev-rollback'))?.status).toBe('held');
+    await lh.holds.cancel('ev-rollback');
+  });
+
+  it('sent, rejected, dead: after the results are recorded, with attempt, receipt or reason and possibleDuplicate', async () => {
+    await db.pool.query(`TRUNCATE ${ident(db.schema)}.support_reservations CASCADE`);
+    const clock = new ManualClock('2033-01-01T00:00:00Z');
+    const lh = createLeasehold({ pool: db.pool, schema: db.schema, logger: silentLogger, clock });
+    for (const id of ['ev-sent', 'ev-rejected', 'ev-dead']) await lh.holds.create({ id, customerEmail: `${id}@example.com`, ttlSeconds: 60 });
+    clock.advance(61_000);
+    await lh.expiryWorker().runOnce();
+    const gateway = new ScriptedGateway({ kind: 'accepted', receipt: 'msg' })
+      .script(intentIdForHold('ev-rejected'), { kind: 'rejected', reason: 'mailbox does not exist' })
+      .script(intentIdForHold('ev-dead'), { kind: 'failed', reason: 'provider down', outcomeUnknown: false });
+    const worker = lh.deliveryWorker({ gateway, maxAttempts: 1, from: 'Shop <shop@shop.test>', initialRate: { perSecond: 1000, burst: 1000 } });
+    const sent: IntentSentEvent[] = [];
+    const rejected: IntentRejectedEvent[] = [];
+    const dead: IntentDeadEvent[] = [];
+    worker.on('sent', (e) => sent.push(e)).on('rejected', (e) => rejected.push(e)).on('dead', (e) => dead.push(e));
+    const run = await worker.runOnce();
+    expect(run.leased).toBe(3);
+    expect(sent).toEqual([{ intentId: intentIdForHold('ev-sent'), holdId: 'ev-sent', attempt: 1, receipt: expect.stringMatching(/^msg-/), possibleDuplicate: false }]);
+    expect(rejected).toEqual([{ intentId: intentIdForHold('ev-rejected'), holdId: 'ev-rejected', attempt: 1, reason: 'mailbox does not exist' }]);
+    expect(dead).toEqual([{ intentId: intentIdForHold('ev-dead'), holdId: 'ev-dead', attempt: 1, reason: 'provider down' }]);
+    // Each event's row is committed by the time it is heard.
+    expect((await lh.intents.get(intentIdForHold('ev-sent')))?.state).toBe('sent');
+    expect((await lh.intents.get(intentIdForHold('ev-dead')))?.state).toBe('dead');
+  });
+});
+
+describe('defaults', () => {
+  it('a delivery worker left at the example sender warns once through its logger', () => {
+    const { logger, lines } = capturedLogger();
+    const lh = createLeasehold({ pool: db.pool, schema: db.schema, logger });
+    lh.deliveryWorker({ gateway: new ScriptedGateway() });
+    lh.deliveryWorker({ gateway: new ScriptedGateway(), from: 'Shop <shop@shop.test>' });
+    expect(lines.filter((l) => l.event === 'delivery.example_sender')).toHaveLength(1);
+  });
+
+  it('wakeOnNotify: an in-process delivery lane sends within moments of an expiry, without waiting for its poll', async () => {
+    await db.pool.query(`TRUNCATE ${ident(db.schema)}.support_reservations CASCADE`);
+    const lh = createLeasehold({ pool: db.pool, schema: db.schema, logger: silentLogger });
+    const gateway = new ScriptedGateway();
+    const delivery = lh.deliveryWorker({ gateway, from: 'Shop <shop@shop.test>', pollIntervalMs: 60_000, initialRate: { perSecond: 1000, burst: 1000 } });
+    const sent: string[] = [];
+    delivery.on('sent', (e) => sent.push(e.holdId));
+    const wake = wakeOnNotify(delivery, { connectionString: db.url, schema: db.schema, logger: silentLogger });
+    delivery.start();
+    try {
+      // Let the idle first round and the LISTEN settle; then the worker sleeps for its 60 s poll.
+      await new Promise((r) => setTimeout(r, 500));
+      await lh.holds.create({ id: 'ev-notify', customerEmail: 'go@example.com', ttlSeconds: 1 });
+      await new Promise((r) => setTimeout(r, 1100));
+      await lh.expiryWorker().runOnce();
+      await waitFor(() => sent.includes('ev-notify'), 'the NOTIFY to wake the delivery lane', 5_000);
+    } finally {
+      await wake.stop();
+      await delivery.stop();
+    }
+  });
+});
