@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PostmarkGateway } from '../../src/providers/postmark.js';
 import type { TestDatabase } from '../helpers/database.js';
 import { FakePostmark } from '../helpers/fake-postmark.js';
-import { attemptOutcomes, crashAfterAcceptance, deliverAll, e2eDatabase, expireHolds, outbox } from './e2e-harness.js';
+import { attemptOutcomes, crashAfterAcceptance, deliverAll, e2eDatabase, expireHolds, outbox } from '../helpers/provider-e2e.js';
 
 let db: TestDatabase;
 let fake: FakePostmark;

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SmtpGateway } from '../../src/providers/smtp.js';
 import type { TestDatabase } from '../helpers/database.js';
 import { FakeSmtp } from '../helpers/fake-smtp.js';
-import { attemptOutcomes, crashAfterAcceptance, deliverAll, e2eDatabase, expireHolds, outbox } from './e2e-harness.js';
+import { attemptOutcomes, crashAfterAcceptance, deliverAll, e2eDatabase, expireHolds, outbox } from '../helpers/provider-e2e.js';
 
 let db: TestDatabase;
 let smtp: FakeSmtp;

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { apiHarness, TOKEN, type ApiHarness } from './harness.js';
+import { apiHarness, TOKEN, type ApiHarness } from '../helpers/server.js';
 
 /**
  * Random bodies, params, queries, content types and paths at every route:
