@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { importCycles, layerPicture, layerViolations, readModules, unitCycles, unitOf, type SourceModule } from './layers.js';
+import { importCycles, layerPicture, layerViolations, readModules, unitCycles, unitOf, type SourceModule } from '../helpers/layers.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const modules = readModules(path.join(root, 'src'));

@@ -4,7 +4,7 @@ import { parse } from 'yaml';
 import { mergeInput, nest, parseWorkload } from '../../src/capacity/input.js';
 import { parsePrices } from '../../src/capacity/prices.js';
 import { ValidationError } from '../../src/errors.js';
-import { defaults, examplePath, pricesPath } from './fixtures.js';
+import { defaults, examplePath, pricesPath } from '../helpers/capacity.js';
 
 const fileText = `
 volume:

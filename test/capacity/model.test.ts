@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { EXPIRY_HOLDS_PER_SECOND, HOURS_PER_MONTH, MEASURED } from '../../src/capacity/constants.js';
 import { burstReport, capacityModel, deliveryCapacity, quotaReport, rowsReport, statementsReport, steadyReport } from '../../src/capacity/model.js';
-import { prices, workload } from './fixtures.js';
+import { prices, workload } from '../helpers/capacity.js';
 
 /**
  * The model's arithmetic on cases worked out by hand. Provider latency is

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { MEASURED } from '../../src/capacity/constants.js';
 import { migrate } from '../../src/db/migrate.js';
 import { createPool } from '../../src/db/pool.js';
-import { measureRows, type RowMeasurement } from './measure.js';
+import { measureRows, type RowMeasurement } from '../helpers/capacity-measure.js';
 
 /**
  * The byte constants the capacity model uses were measured by this

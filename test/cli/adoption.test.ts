@@ -9,7 +9,7 @@ import { ident } from '../../src/db/pool.js';
 import { createLogger, wantsPrettyLogs } from '../../src/observability/logger.js';
 import { testDatabase, type TestDatabase } from '../helpers/database.js';
 import { cliPath } from '../helpers/processes.js';
-import { runCli } from './run.js';
+import { runCli } from '../helpers/cli.js';
 
 let db: TestDatabase;
 beforeAll(async () => {

@@ -2,7 +2,7 @@ import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { testDatabase, type TestDatabase } from '../helpers/database.js';
 import { cliPath, startNode, type Child } from '../helpers/processes.js';
-import { runCli } from './run.js';
+import { runCli } from '../helpers/cli.js';
 
 /**
  * Which interface the API listens on, and that what `start`/`api` print is

@@ -7,7 +7,7 @@ import { ExpiryWorker } from '../../src/holds/expiry-worker.js';
 import { intentsGet } from '../../src/tables/outbox.js';
 import { testDatabase, type TestDatabase } from '../helpers/database.js';
 import { insertDueHolds } from '../helpers/holds.js';
-import { runCli } from './run.js';
+import { runCli } from '../helpers/cli.js';
 
 let db: TestDatabase;
 beforeAll(async () => {

@@ -2,8 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ident } from '../../src/db/pool.js';
 import { testDatabase, type TestDatabase } from '../helpers/database.js';
 import { cliPath, startNode } from '../helpers/processes.js';
-import { ids, writeStory } from '../retention/stories.js';
-import { runCli } from './run.js';
+import { ids, writeStory } from '../helpers/retention-stories.js';
+import { runCli } from '../helpers/cli.js';
 
 let db: TestDatabase;
 beforeAll(async () => {

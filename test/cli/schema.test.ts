@@ -7,7 +7,7 @@ import { migrate } from '../../src/db/migrate.js';
 import { ident } from '../../src/db/pool.js';
 import { ValidationError } from '../../src/errors.js';
 import { testDatabase, type TestDatabase } from '../helpers/database.js';
-import { runCli } from './run.js';
+import { runCli } from '../helpers/cli.js';
 
 // `db` gives a connection to the shared server; the schemas under test are
 // other, unmigrated ones.

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ident } from '../../src/db/pool.js';
 import { testDatabase, type TestDatabase } from '../helpers/database.js';
-import { runCli } from './run.js';
+import { runCli } from '../helpers/cli.js';
 
 /** `leasehold suppressions list|add|remove` as a child process against a real database. */
 

@@ -13,7 +13,7 @@ import { rateLimiterTake } from '../../src/tables/rate-limiter.js';
 import { testDatabase, type TestDatabase } from '../helpers/database.js';
 import { insertDueHolds } from '../helpers/holds.js';
 import { ScriptedGateway } from '../helpers/scripted-gateway.js';
-import { LogCapture } from '../server/harness.js';
+import { LogCapture } from '../helpers/server.js';
 
 let db: TestDatabase;
 beforeAll(async () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { CHART_COLORS, niceStep, renderDrillChart, type DrillChartInput } from '../../src/drill/chart.js';
-import { findAll, parseXml, type XmlElement } from './xml.js';
+import { findAll, parseXml, type XmlElement } from '../helpers/xml.js';
 
 function input(overrides: Partial<DrillChartInput> = {}): DrillChartInput {
   return {

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ident } from '../../src/db/pool.js';
 import { SnsUnavailableError, SnsVerifier } from '../../src/events/sns.js';
-import { apiHarness, type ApiHarness } from '../server/harness.js';
+import { apiHarness, type ApiHarness } from '../helpers/server.js';
 import { LocalSns, SNS_HOST, TOPIC_ARN } from '../helpers/local-sns.js';
 import { sentIntent } from '../helpers/sent-intent.js';
 

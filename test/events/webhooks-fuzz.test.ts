@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import fc from 'fast-check';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { apiHarness, TOKEN, type ApiHarness } from '../server/harness.js';
+import { apiHarness, TOKEN, type ApiHarness } from '../helpers/server.js';
 import { LocalSns, SNS_HOST, TOPIC_ARN } from '../helpers/local-sns.js';
 
 /**

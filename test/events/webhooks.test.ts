@@ -2,7 +2,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ident } from '../../src/db/pool.js';
-import { apiHarness, type ApiHarness } from '../server/harness.js';
+import { apiHarness, type ApiHarness } from '../helpers/server.js';
 import { recordAcceptance, sentIntent } from '../helpers/sent-intent.js';
 
 /**

@@ -4,11 +4,20 @@ import path from 'node:path';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 
-/** Path of a compiled test fixture (npm test compiles before vitest runs). */
+/**
+ * Path of a child-process fixture's TypeScript source (test/helpers/fixtures/).
+ * startNode runs .ts files through tsx, so a fixture runs the code under
+ * test as it is now, with or without a prior `tsc`.
+ */
 export function fixture(name: string): string {
-  return path.join(root, 'dist', 'test', 'fixtures', `${name}.js`);
+  return path.join(root, 'test', 'helpers', 'fixtures', `${name}.ts`);
 }
 
+/**
+ * The shipped command, bin/leasehold.js, which loads dist/src/: tests that
+ * spawn it test the built package, so they need a build first (`npm test`
+ * runs tsc before vitest; after `npx vitest` alone they run the last build).
+ */
 export const cliPath = path.join(root, 'bin', 'leasehold.js');
 
 export interface Child {
@@ -20,8 +29,10 @@ export interface Child {
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
+/** Start `script` with this Node; a .ts script runs from source through tsx. */
 export function startNode(script: string, args: string[], env: Record<string, string>): Child {
-  const child = spawn(process.execPath, [script, ...args], {
+  const loader = script.endsWith('.ts') ? ['--import', 'tsx'] : [];
+  const child = spawn(process.execPath, [...loader, script, ...args], {
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

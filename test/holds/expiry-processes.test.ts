@@ -1,7 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ExpiryWorker } from '../../src/holds/expiry-worker.js';
 import { ident } from '../../src/db/pool.js';
-import { loadMigrations } from '../../src/db/migrate.js';
 import { testDatabase, type TestDatabase } from '../helpers/database.js';
 import { countBy, insertDueHolds } from '../helpers/holds.js';
 import { cliPath, fixture, kill9, startNode } from '../helpers/processes.js';
@@ -82,21 +81,5 @@ describe('expiry worker processes', () => {
     const { code } = await child.exited;
     expect(code).toBe(0);
     expect(child.stderr()).toContain('"event":"shutdown.done"');
-  });
-});
-
-describe('migrations', () => {
-  it('run concurrently from several processes, applying each migration once', async () => {
-    const schema = `${db.schema}_fresh`;
-    const env = { ...db.env, LEASEHOLD_SCHEMA: schema };
-    const children = Array.from({ length: 4 }, () => startNode(cliPath, ['migrate'], env));
-    const exits = await Promise.all(children.map((c) => c.exited));
-    expect(exits.map((e) => e.code)).toEqual([0, 0, 0, 0]);
-    const { rows } = await db.pool.query<{ id: number }>(`SELECT id FROM ${ident(schema)}.migrations ORDER BY id`);
-    const known = await loadMigrations();
-    expect(rows.map((r) => r.id)).toEqual(known.map((m) => m.id));
-    const last = known.at(-1)!;
-    for (const c of children) expect(c.stdout()).toContain(`is at ${last.name} (${known.length} applied)`);
-    await db.pool.query(`DROP SCHEMA ${ident(schema)} CASCADE`);
   });
 });

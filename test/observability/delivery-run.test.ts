@@ -4,7 +4,7 @@ import { DeliveryWorker } from '../../src/delivery/worker.js';
 import { ident } from '../../src/db/pool.js';
 import { ExpiryWorker } from '../../src/holds/expiry-worker.js';
 import { SandboxGateway } from '../../src/providers/sandbox.js';
-import { apiHarness, type ApiHarness } from '../server/harness.js';
+import { apiHarness, type ApiHarness } from '../helpers/server.js';
 
 /**
  * A full run through both lanes with one captured logger: holds created

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { apiHarness, type ApiHarness } from '../server/harness.js';
+import { apiHarness, type ApiHarness } from '../helpers/server.js';
 
 /**
  * The alert rules and the dashboard are only worth something if every metric

@@ -2,7 +2,7 @@ import net from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { PostmarkGateway } from '../../src/providers/postmark.js';
 import { FakePostmark } from '../helpers/fake-postmark.js';
-import { context, message } from './message.js';
+import { context, message } from '../helpers/message.js';
 
 let fake: FakePostmark;
 let gateway: PostmarkGateway;

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ResendGateway } from '../../src/providers/resend.js';
 import { FakeResend } from '../helpers/fake-resend.js';
-import { context, message } from './message.js';
+import { context, message } from '../helpers/message.js';
 
 let fake: FakeResend;
 let gateway: ResendGateway;

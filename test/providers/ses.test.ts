@@ -3,7 +3,7 @@ import { SES_DAILY_QUOTA_PAUSE_MS } from '../../src/providers/classify-ses.js';
 import { SesGateway } from '../../src/providers/ses.js';
 import type { FakeHttpServer } from '../helpers/fake-http.js';
 import { sesError, sesErrorServer, startSesLocal, type SesLocal } from '../helpers/fake-ses.js';
-import { context, message } from './message.js';
+import { context, message } from '../helpers/message.js';
 
 const credentials = { accessKeyId: 'AKIDLOCAL', secretAccessKey: 'local-secret' };
 

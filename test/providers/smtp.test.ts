@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SMTP_CONNECTION_PAUSE_MS } from '../../src/providers/classify-smtp.js';
 import { SmtpGateway } from '../../src/providers/smtp.js';
 import { FakeSmtp } from '../helpers/fake-smtp.js';
-import { context, message } from './message.js';
+import { context, message } from '../helpers/message.js';
 
 let smtp: FakeSmtp;
 let gateway: SmtpGateway;

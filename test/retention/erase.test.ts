@@ -5,9 +5,9 @@ import { ValidationError } from '../../src/errors.js';
 import { createLogger } from '../../src/observability/logger.js';
 import { intentsRecord, intentsLease } from '../../src/tables/outbox.js';
 import { eraseAddress } from '../../src/retention/erase.js';
-import { LogCapture } from '../server/harness.js';
+import { LogCapture } from '../helpers/server.js';
 import { testDatabase, type TestDatabase } from '../helpers/database.js';
-import { writeStory, nonZero } from './stories.js';
+import { writeStory, nonZero } from '../helpers/retention-stories.js';
 
 let db: TestDatabase;
 beforeEach(async () => {

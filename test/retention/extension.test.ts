@@ -7,7 +7,7 @@ import { DEFAULT_RETENTION } from '../../src/model/retention-policy.js';
 import { Pruner } from '../../src/retention/prune.js';
 import { retentionOldest, retentionPreview } from '../../src/retention/queries.js';
 import { testDatabase, type TestDatabase } from '../helpers/database.js';
-import { writeStory } from './stories.js';
+import { writeStory } from '../helpers/retention-stories.js';
 
 /**
  * The tables later migrations added (email_messages 0006; email_events and

@@ -10,9 +10,9 @@ import { DEFAULT_RETENTION, type RetentionPolicy } from '../../src/model/retenti
 import { retentionPreview } from '../../src/retention/queries.js';
 import { formatTimeline } from '../../src/cli/commands/trace.js';
 import { holdTimeline } from '../../src/read/timeline.js';
-import { LogCapture } from '../server/harness.js';
+import { LogCapture } from '../helpers/server.js';
 import { testDatabase, type TestDatabase } from '../helpers/database.js';
-import { ids, writeStory, nonZero } from './stories.js';
+import { ids, writeStory, nonZero } from '../helpers/retention-stories.js';
 
 let db: TestDatabase;
 beforeEach(async () => {

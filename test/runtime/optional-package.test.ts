@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { MissingPackageError } from '../../src/errors.js';
 import { importOptional } from '../../src/runtime/optional-package.js';
-import { runCli } from '../cli/run.js';
+import { runCli } from '../helpers/cli.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 
@@ -37,7 +37,7 @@ describe('optional packages', () => {
 
   // A real resolution failure in a real process (a loader hook hides the package): the CLI exits 2 with one line, before touching a database.
   const hidden = (pkg: string) => ({
-    NODE_OPTIONS: `--import ${path.join(root, 'test/fixtures/missing-package.mjs')}`,
+    NODE_OPTIONS: `--import ${path.join(root, 'test/helpers/fixtures/missing-package.mjs')}`,
     LEASEHOLD_TEST_MISSING_PACKAGE: pkg,
     LEASEHOLD_DATA_DIR: path.join(root, 'dist', 'never-created'),
   });

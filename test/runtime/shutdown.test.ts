@@ -1,7 +1,10 @@
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { silentLogger } from '../../src/observability/logger.js';
 import { onShutdownSignals } from '../../src/runtime/shutdown.js';
-import { ServiceLoop } from '../../src/runtime/loop.js';
+
+afterEach(() => {
+  vi.useRealTimers();
+});
 
 describe('two-stage shutdown', () => {
   it('the first signal drains, a second one forces', async () => {
@@ -24,59 +27,16 @@ describe('two-stage shutdown', () => {
 
   it('a drain that never finishes is forced after the timeout', async () => {
     const exits: number[] = [];
+    vi.useFakeTimers();
     const remove = onShutdownSignals(() => new Promise(() => {}), silentLogger, { exit: (code) => exits.push(code), forceAfterMs: 20 });
     try {
       process.emit('SIGTERM');
-      await new Promise((r) => setTimeout(r, 60));
+      await vi.advanceTimersByTimeAsync(19);
+      expect(exits).toEqual([]); // still draining
+      await vi.advanceTimersByTimeAsync(1);
       expect(exits).toEqual([1]);
     } finally {
       remove();
     }
-  });
-});
-
-describe('service loop', () => {
-  it('stop() waits for the tick in flight and is idempotent', async () => {
-    let release!: () => void;
-    let ticks = 0;
-    const loop = new ServiceLoop({
-      name: 'test',
-      intervalMs: 10,
-      logger: silentLogger,
-      tick: async () => {
-        ticks += 1;
-        await new Promise<void>((r) => (release = r));
-        return { full: false };
-      },
-    });
-    loop.start();
-    await new Promise((r) => setImmediate(r));
-    let stopped = false;
-    const stopping = loop.stop().then(() => (stopped = true));
-    await new Promise((r) => setTimeout(r, 20));
-    expect(stopped).toBe(false); // the tick is still running
-    release();
-    await stopping;
-    await loop.stop();
-    expect(ticks).toBe(1);
-  });
-
-  it('backs off and keeps going when a tick throws', async () => {
-    let ticks = 0;
-    const loop = new ServiceLoop({
-      name: 'test',
-      intervalMs: 1,
-      logger: silentLogger,
-      maxBackoffMs: 5,
-      tick: async () => {
-        ticks += 1;
-        if (ticks < 3) throw new Error('connection terminated');
-        return { full: false };
-      },
-    });
-    loop.start();
-    while (ticks < 4) await new Promise((r) => setTimeout(r, 5));
-    await loop.stop();
-    expect(ticks).toBeGreaterThanOrEqual(4);
   });
 });

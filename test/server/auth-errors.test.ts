@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createMetrics } from '../../src/observability/metrics.js';
 import { startApiServer } from '../../src/server/app.js';
 import { loadConfig } from '../../src/config.js';
-import { apiHarness, TOKEN, type ApiHarness } from './harness.js';
+import { apiHarness, TOKEN, type ApiHarness } from '../helpers/server.js';
 
 let h: ApiHarness;
 beforeAll(async () => {

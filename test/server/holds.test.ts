@@ -3,7 +3,7 @@ import { ExpiryWorker } from '../../src/holds/expiry-worker.js';
 import { createHold } from '../../src/holds/holds.js';
 import { ManualClock } from '../../src/runtime/clock.js';
 import { ident } from '../../src/db/pool.js';
-import { apiHarness, type ApiHarness } from './harness.js';
+import { apiHarness, type ApiHarness } from '../helpers/server.js';
 
 let h: ApiHarness;
 beforeAll(async () => {

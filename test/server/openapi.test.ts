@@ -7,7 +7,7 @@ import { silentLogger } from '../../src/observability/logger.js';
 import { createMetrics } from '../../src/observability/metrics.js';
 import { buildApp } from '../../src/server/app.js';
 import { packageVersion } from '../../src/runtime/version.js';
-import { apiHarness, TOKEN, type ApiHarness } from './harness.js';
+import { apiHarness, TOKEN, type ApiHarness } from '../helpers/server.js';
 
 let h: ApiHarness;
 beforeAll(async () => {

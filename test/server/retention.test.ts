@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ids, writeStory } from '../retention/stories.js';
-import { apiHarness, type ApiHarness } from './harness.js';
+import { ids, writeStory } from '../helpers/retention-stories.js';
+import { apiHarness, type ApiHarness } from '../helpers/server.js';
 
 let h: ApiHarness;
 beforeAll(async () => {

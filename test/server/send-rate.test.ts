@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ident } from '../../src/db/pool.js';
 import { ExpiryWorker } from '../../src/holds/expiry-worker.js';
 import { insertDueHolds } from '../helpers/holds.js';
-import { apiHarness, type ApiHarness } from './harness.js';
+import { apiHarness, type ApiHarness } from '../helpers/server.js';
 
 let h: ApiHarness;
 beforeAll(async () => {

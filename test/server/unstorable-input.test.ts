@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ident } from '../../src/db/pool.js';
-import { apiHarness, type ApiHarness } from './harness.js';
+import { apiHarness, type ApiHarness } from '../helpers/server.js';
 
 /**
  * Input PostgreSQL cannot store (NUL, unpaired surrogates), JSON nested deep

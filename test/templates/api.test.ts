@@ -4,7 +4,7 @@ import { DeliveryWorker } from '../../src/delivery/worker.js';
 import { ExpiryWorker } from '../../src/holds/expiry-worker.js';
 import { SandboxGateway } from '../../src/providers/sandbox.js';
 import { insertDueHolds } from '../helpers/holds.js';
-import { apiHarness, type ApiHarness } from '../server/harness.js';
+import { apiHarness, type ApiHarness } from '../helpers/server.js';
 
 let h: ApiHarness;
 beforeAll(async () => {

@@ -9,8 +9,8 @@ import { SmtpGateway } from '../../src/providers/smtp.js';
 import { loadTemplates } from '../../src/templates/templates.js';
 import type { TestDatabase } from '../helpers/database.js';
 import { FakeSmtp } from '../helpers/fake-smtp.js';
-import { e2eDatabase, outbox } from '../providers/e2e-harness.js';
-import { templateFiles, writeTemplateDir } from './fixtures.js';
+import { e2eDatabase, outbox } from '../helpers/provider-e2e.js';
+import { templateFiles, writeTemplateDir } from '../helpers/templates.js';
 
 let db: TestDatabase;
 let smtp: FakeSmtp;

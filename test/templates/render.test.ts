@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { readTemplateDirectory } from '../../src/templates/source.js';
 import { loadTemplates, shippedTemplates, TemplateRenderError, type Templates } from '../../src/templates/templates.js';
-import { input, templateFiles } from './fixtures.js';
+import { input, templateFiles } from '../helpers/templates.js';
 
 const KIND = 'reservation-expired';
 

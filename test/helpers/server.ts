@@ -4,7 +4,7 @@ import { loadConfig } from '../../src/config.js';
 import { createLogger, type Logger } from '../../src/observability/logger.js';
 import { createMetrics, type Metrics } from '../../src/observability/metrics.js';
 import { buildApp, type ApiOptions } from '../../src/server/app.js';
-import { testDatabase, type TestDatabase } from '../helpers/database.js';
+import { testDatabase, type TestDatabase } from './database.js';
 
 export const TOKEN = 'test-token-0123456789abcdef';
 

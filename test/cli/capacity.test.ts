@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { runCli } from '../cli/run.js';
+import { runCli } from '../helpers/cli.js';
 
 /** `leasehold capacity` as a real child process: no database, nothing fetched. */
 

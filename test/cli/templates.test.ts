@@ -9,8 +9,8 @@ import { createHold } from '../../src/holds/holds.js';
 import { ExpiryWorker } from '../../src/holds/expiry-worker.js';
 import { SandboxGateway } from '../../src/providers/sandbox.js';
 import { testDatabase, type TestDatabase } from '../helpers/database.js';
-import { runCli } from '../cli/run.js';
-import { templateFiles, writeTemplateDir } from './fixtures.js';
+import { runCli } from '../helpers/cli.js';
+import { templateFiles, writeTemplateDir } from '../helpers/templates.js';
 
 let db: TestDatabase;
 beforeAll(async () => {

@@ -3,9 +3,9 @@ import { rateLimiterSet } from '../../src/tables/rate-limiter.js';
 import { DeliveryWorker } from '../../src/delivery/worker.js';
 import { ExpiryWorker } from '../../src/holds/expiry-worker.js';
 import type { EmailGateway } from '../../src/providers/gateway.js';
-import { testDatabase, type TestDatabase } from '../helpers/database.js';
-import { insertDueHolds } from '../helpers/holds.js';
-import { fixture, kill9, startNode } from '../helpers/processes.js';
+import { testDatabase, type TestDatabase } from './database.js';
+import { insertDueHolds } from './holds.js';
+import { fixture, kill9, startNode } from './processes.js';
 
 /**
  * The end-to-end story per provider: due holds expire, the delivery worker

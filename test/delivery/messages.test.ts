@@ -17,7 +17,7 @@ import { prepareMessages } from '../../src/delivery/messages.js';
 import { loadTemplates } from '../../src/templates/templates.js';
 import { testDatabase, type TestDatabase } from '../helpers/database.js';
 import { ScriptedGateway } from '../helpers/scripted-gateway.js';
-import { templateFiles } from './fixtures.js';
+import { templateFiles } from '../helpers/templates.js';
 
 let db: TestDatabase;
 beforeAll(async () => {

@@ -1,4 +1,4 @@
-import { cliPath, startNode } from '../helpers/processes.js';
+import { cliPath, startNode } from './processes.js';
 
 export interface CliResult {
   code: number | null;

@@ -11,7 +11,7 @@ import { intentsGet } from '../../src/tables/outbox.js';
 import { addressHash } from '../../src/model/address.js';
 import { suppressionsAdd } from '../../src/tables/suppressions.js';
 import { ScriptedGateway } from '../helpers/scripted-gateway.js';
-import { apiHarness, type ApiHarness } from '../server/harness.js';
+import { apiHarness, type ApiHarness } from '../helpers/server.js';
 
 /**
  * The suppression list: keyed by the hash of the normalised address, fed by

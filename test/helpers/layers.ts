@@ -39,7 +39,7 @@ export function unitOf(file: string): { unit: string; layer: number } {
       if (unit.endsWith('/') ? file.startsWith(unit) : file === unit) return { unit, layer };
     }
   }
-  throw new Error(`src/${file} belongs to no layer: add its folder to LAYERS (test/architecture/layers.ts) and docs/architecture.md`);
+  throw new Error(`src/${file} belongs to no layer: add its folder to LAYERS (test/helpers/layers.ts) and docs/architecture.md`);
 }
 
 /** Every module under src/ with its relative imports resolved to paths under src/. */

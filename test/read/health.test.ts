@@ -6,7 +6,7 @@ import { createLogger } from '../../src/observability/logger.js';
 import { createMetrics } from '../../src/observability/metrics.js';
 import { buildApp } from '../../src/server/app.js';
 import { insertDueHolds } from '../helpers/holds.js';
-import { apiHarness, LogCapture, TOKEN, type ApiHarness } from '../server/harness.js';
+import { apiHarness, LogCapture, TOKEN, type ApiHarness } from '../helpers/server.js';
 
 let h: ApiHarness;
 beforeAll(async () => {

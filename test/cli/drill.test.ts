@@ -8,9 +8,9 @@ import { silentLogger } from '../../src/observability/logger.js';
 import { startApiServer, type ApiServer } from '../../src/server/app.js';
 import { rateLimiterGet, rateLimiterSet } from '../../src/tables/rate-limiter.js';
 import { deliveryControlGet } from '../../src/tables/delivery-control.js';
-import { runCli } from '../cli/run.js';
+import { runCli } from '../helpers/cli.js';
 import { testDatabase, type TestDatabase } from '../helpers/database.js';
-import { findAll, parseXml } from './xml.js';
+import { findAll, parseXml } from '../helpers/xml.js';
 
 /**
  * `leasehold drill` end to end at a small size against a real PostgreSQL:

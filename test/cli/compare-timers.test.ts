@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CompareTimersResult } from '../../src/timers/run.js';
 import { testDatabase, type TestDatabase } from '../helpers/database.js';
-import { runCli } from '../cli/run.js';
+import { runCli } from '../helpers/cli.js';
 
 let db: TestDatabase;
 beforeAll(async () => {
