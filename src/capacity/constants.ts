@@ -8,7 +8,7 @@
  * Measured 2026-11-30 on PostgreSQL 17.10 (the embedded server, default
  * settings) against the schema of migrations 0001-0004 (the hold row again
  * after 0011 added the holds listing index), by the procedure in
- * test/capacity/measure.ts: 3,000 holds created with createHold (generated
+ * test/helpers/capacity-measure.ts: 3,000 holds created with createHold (generated
  * UUID id, a 26-character address, metadata `{"ticket":"T-100000"}`),
  * expired by ExpiryWorker and sent by DeliveryWorker through the sandbox,
  * then VACUUM FULL with no other transaction open in the database; bytes = growth of heap + TOAST + all indexes (main

@@ -84,7 +84,7 @@ function storyBatch(s: string, extra: string): string {
           -- Invariant 12: a story whose email is pending (or ended after the
           -- cutoff) is not touched, nor is its hold. A scalar subquery, not
           -- NOT EXISTS: the planner turned that into a hash anti-join against
-          -- a scan of the whole outbox (test/db/indexes.test.ts); this stays
+          -- a scan of the whole outbox (test/tables/indexes.test.ts); this stays
           -- one lookup in the outbox's unique reservation_id index per hold,
           -- in index order, so LIMIT stops the walk early.
           AND NOT coalesce((SELECT o.state = 'pending' OR o.finished_at >= ${CUTOFF}
