@@ -62,7 +62,7 @@ export interface DeliveryRun {
 
 const outcomeOf: Record<SendResult['kind'], AttemptOutcome> = {
   accepted: 'accepted',
-  'rate-limited': 'rate_limited',
+  rate_limited: 'rate_limited',
   rejected: 'rejected',
   failed: 'failed',
   paused: 'paused',
@@ -225,7 +225,7 @@ export class DeliveryWorker extends LoopWorker<DeliveryEvents> {
     if (result.kind === 'accepted') await this.faults.at('delivery.accepted', { intentId: intent.id, receipt: result.receipt });
     const outcome = outcomeOf[result.kind];
     let delayMs = 0;
-    if (result.kind === 'rate-limited') delayMs = rateLimitDelayMs(result.retryAfterMs, this.random);
+    if (result.kind === 'rate_limited') delayMs = rateLimitDelayMs(result.retryAfterMs, this.random);
     if (result.kind === 'failed') delayMs = failureDelayMs(intent.failedAttempts, this.options.retryPolicy ?? defaultRetryPolicy, this.random);
     return {
       id: intent.id,
@@ -241,7 +241,7 @@ export class DeliveryWorker extends LoopWorker<DeliveryEvents> {
       durationMs: Date.now() - started,
       duplicateRisk:
         result.kind === 'accepted' && !result.reconciled && !this.gateway.idempotent && intent.previousOutcomeUnknown,
-      ...(result.kind === 'rate-limited' ? { providerWaitMs: result.retryAfterMs } : {}),
+      ...(result.kind === 'rate_limited' ? { providerWaitMs: result.retryAfterMs } : {}),
       ...(result.kind === 'paused' && result.resumeAfterMs !== undefined ? { providerWaitMs: result.resumeAfterMs } : {}),
     };
   }

@@ -56,7 +56,7 @@ export function classifyPostmarkError(input: PostmarkErrorInput): SendResult {
   // Rate limiting arrives as HTTP 429 (ErrorCode 429 "Rate Limit Exceeded" in the same table).
   if (status === 429 || errorCode === 429) {
     return {
-      kind: 'rate-limited',
+      kind: 'rate_limited',
       retryAfterMs: postmarkRateLimitBackoffMs(input.consecutiveRateLimits ?? 1),
       reason: why('rate limit exceeded'),
       ...detail,

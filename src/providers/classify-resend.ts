@@ -55,7 +55,7 @@ export function classifyResendError(input: ResendErrorInput, now: Date = new Dat
   switch (name) {
     case 'rate_limit_exceeded':
       return {
-        kind: 'rate-limited',
+        kind: 'rate_limited',
         retryAfterMs: retryAfterMs(input.headers, now) ?? RESEND_DEFAULT_RETRY_MS,
         reason: why('Resend rate limit exceeded'),
         ...detail,
@@ -136,7 +136,7 @@ export function classifyResendError(input: ResendErrorInput, now: Date = new Dat
 
   if (status === 429) {
     return {
-      kind: 'rate-limited',
+      kind: 'rate_limited',
       retryAfterMs: retryAfterMs(input.headers, now) ?? RESEND_DEFAULT_RETRY_MS,
       reason: why('Resend answered 429'),
       ...detail,

@@ -56,13 +56,13 @@ export function classifySesError(input: SesErrorInput): SendResult {
   }
   // The quota messages decide whatever exception name carries them.
   if (/maximum sending rate exceeded/i.test(message)) {
-    return { kind: 'rate-limited', retryAfterMs: SES_RATE_RETRY_MS, reason: why('sending rate exceeded'), ...detail };
+    return { kind: 'rate_limited', retryAfterMs: SES_RATE_RETRY_MS, reason: why('sending rate exceeded'), ...detail };
   }
   switch (name) {
     case 'TooManyRequestsException':
     case 'ThrottlingException':
     case 'Throttling':
-      return { kind: 'rate-limited', retryAfterMs: SES_RATE_RETRY_MS, reason: why('sending rate exceeded'), ...detail };
+      return { kind: 'rate_limited', retryAfterMs: SES_RATE_RETRY_MS, reason: why('sending rate exceeded'), ...detail };
     case 'MessageRejected':
       if (UNVERIFIED_IDENTITY.test(message)) {
         return { kind: 'paused', reason: why('identity not verified (sandbox account or unverified sender)'), ...detail };
@@ -92,7 +92,7 @@ export function classifySesError(input: SesErrorInput): SendResult {
       break;
   }
   if (input.status === 429 || SENDING_RATE.test(message)) {
-    return { kind: 'rate-limited', retryAfterMs: SES_RATE_RETRY_MS, reason: why('sending rate exceeded'), ...detail };
+    return { kind: 'rate_limited', retryAfterMs: SES_RATE_RETRY_MS, reason: why('sending rate exceeded'), ...detail };
   }
   if (input.status === 401 || input.status === 403) {
     return { kind: 'paused', reason: why('credentials refused (check the AWS credentials and region)'), ...detail };

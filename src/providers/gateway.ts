@@ -51,7 +51,7 @@ export type SendResult =
   /** The provider took the message: the intent is sent and the receipt stored. */
   | ({ kind: 'accepted'; receipt: string; /** Found by lookup instead of sent again. */ reconciled?: boolean } & Detail)
   /** Too fast: retry after retryAfterMs; does not use up the attempt budget; the shared limiter cools down. */
-  | ({ kind: 'rate-limited'; retryAfterMs: number; reason: string } & Detail)
+  | ({ kind: 'rate_limited'; retryAfterMs: number; reason: string } & Detail)
   /** The message itself is refused (bad/suppressed recipient): terminal, never retried. */
   | ({ kind: 'rejected'; reason: string } & Detail)
   /** Transient failure: back off and retry, counting against max attempts. */
@@ -59,7 +59,6 @@ export type SendResult =
   /** Not the message's fault (bad key, unverified sender, suspended, quota): pause delivery fleet-wide. */
   | ({ kind: 'paused'; reason: string; /** The pause lifts itself after this long (quota reset). */ resumeAfterMs?: number } & Detail);
 
-export type SendOutcome = SendResult['kind'];
 
 export interface EmailGateway {
   /** `sandbox`, `resend`, `postmark`, `ses`, `smtp`. */

@@ -64,7 +64,7 @@ export class SandboxGateway implements EmailGateway {
     await this.delay(context.signal);
     if (this.bucket && this.bucket.take(1) === 0) {
       return {
-        kind: 'rate-limited',
+        kind: 'rate_limited',
         retryAfterMs: Math.max(1, this.bucket.waitMs(1)),
         reason: 'sandbox rate limit exceeded',
         providerStatus: 429,

@@ -72,7 +72,7 @@ async function acceptedDiedThen(gateway: ScriptedGateway | PostmarkGateway): Pro
 
 describe('an ambiguous attempt followed by a clear one', () => {
   const middles: Array<[string, SendResult, string]> = [
-    ['rate-limited (429)', { kind: 'rate-limited', retryAfterMs: 1000, reason: '429 too many requests' }, 'rate_limited'],
+    ['rate-limited (429)', { kind: 'rate_limited', retryAfterMs: 1000, reason: '429 too many requests' }, 'rate_limited'],
     ['failed, never sent', { kind: 'failed', reason: 'connection refused', outcomeUnknown: false }, 'failed'],
     ['paused', { kind: 'paused', reason: 'sender not verified' }, 'paused'],
   ];
@@ -95,7 +95,7 @@ describe('an ambiguous attempt followed by a clear one', () => {
     const gateway = new ScriptedGateway().script(
       intentId,
       { kind: 'failed', reason: 'timeout', outcomeUnknown: true },
-      { kind: 'rate-limited', retryAfterMs: 1000, reason: '429' },
+      { kind: 'rate_limited', retryAfterMs: 1000, reason: '429' },
       { kind: 'accepted', receipt: 'third' },
     );
     await worker(gateway).runOnce();
@@ -112,7 +112,7 @@ describe('an ambiguous attempt followed by a clear one', () => {
     const gateway = new ScriptedGateway(undefined, true).script(
       intentId,
       { kind: 'accepted', receipt: 'first' },
-      { kind: 'rate-limited', retryAfterMs: 1000, reason: '429' },
+      { kind: 'rate_limited', retryAfterMs: 1000, reason: '429' },
       { kind: 'accepted', receipt: 'third' },
     );
     await acceptedDiedThen(gateway);
@@ -124,7 +124,7 @@ describe('an ambiguous attempt followed by a clear one', () => {
     const gateway = new ScriptedGateway().script(
       intentId,
       { kind: 'failed', reason: 'connection refused', outcomeUnknown: false },
-      { kind: 'rate-limited', retryAfterMs: 1000, reason: '429' },
+      { kind: 'rate_limited', retryAfterMs: 1000, reason: '429' },
       { kind: 'accepted', receipt: 'third' },
     );
     await worker(gateway).runOnce();

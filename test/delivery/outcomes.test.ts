@@ -51,7 +51,7 @@ describe('send outcomes', () => {
   });
 
   it('rate-limited keeps the row and its attempt budget, moves available_at, and cools the fleet down', async () => {
-    const gateway = new ScriptedGateway().script(intentId, { kind: 'rate-limited', retryAfterMs: 30_000, reason: '429' });
+    const gateway = new ScriptedGateway().script(intentId, { kind: 'rate_limited', retryAfterMs: 30_000, reason: '429' });
     const before = clock.now();
     await worker(gateway).runOnce();
     const intent = (await intentsGet(db.pool, db.schema, intentId))!;

@@ -32,13 +32,13 @@ describe('Postmark classification table', () => {
 
   it('HTTP 429 is rate-limited with the adapter backoff', () => {
     expect(classifyPostmarkError({ status: 429, errorCode: 0, message: 'Rate limit exceeded', consecutiveRateLimits: 3 })).toMatchObject({
-      kind: 'rate-limited',
+      kind: 'rate_limited',
       retryAfterMs: 4000,
     });
   });
 
   it('ErrorCode 429 is rate-limited whatever the HTTP status', () => {
-    expect(classifyPostmarkError({ status: 422, errorCode: 429, message: 'Rate Limit Exceeded' }).kind).toBe('rate-limited');
+    expect(classifyPostmarkError({ status: 422, errorCode: 429, message: 'Rate Limit Exceeded' }).kind).toBe('rate_limited');
   });
 
   it('the 429 backoff doubles from one second and stops at a minute', () => {

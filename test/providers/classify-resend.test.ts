@@ -12,7 +12,7 @@ const input = (status: number | null, name: string, message = '', headers: Recor
 describe('Resend classification table', () => {
   it('rate_limit_exceeded (429) is rate-limited for retry-after seconds', () => {
     expect(classifyResendError(input(429, 'rate_limit_exceeded', 'Too many requests', { 'retry-after': '2' }), now)).toMatchObject({
-      kind: 'rate-limited',
+      kind: 'rate_limited',
       retryAfterMs: 2000,
       providerStatus: 429,
       providerCode: 'rate_limit_exceeded',
@@ -26,7 +26,7 @@ describe('Resend classification table', () => {
 
   it('an undocumented 429 is still rate-limited', () => {
     expect(classifyResendError(input(429, 'something_new', '', { 'Retry-After': '1' }), now)).toMatchObject({
-      kind: 'rate-limited',
+      kind: 'rate_limited',
       retryAfterMs: 1000,
     });
   });

@@ -4,7 +4,7 @@ import { classifySesError, SES_DAILY_QUOTA_PAUSE_MS, SES_RATE_RETRY_MS } from '.
 describe('SES v2 classification table', () => {
   it('TooManyRequestsException is rate-limited', () => {
     expect(classifySesError({ name: 'TooManyRequestsException', message: 'Too many requests', status: 429 })).toMatchObject({
-      kind: 'rate-limited',
+      kind: 'rate_limited',
       retryAfterMs: SES_RATE_RETRY_MS,
       providerStatus: 429,
       providerCode: 'TooManyRequestsException',
@@ -12,9 +12,9 @@ describe('SES v2 classification table', () => {
   });
 
   it('"Maximum sending rate exceeded" is rate-limited whatever the exception name', () => {
-    expect(classifySesError({ name: 'ThrottlingException', message: 'Maximum sending rate exceeded.', status: 400 }).kind).toBe('rate-limited');
-    expect(classifySesError({ name: 'Throttling', message: 'Maximum sending rate exceeded.', status: 400 }).kind).toBe('rate-limited');
-    expect(classifySesError({ name: 'LimitExceededException', message: 'Maximum sending rate exceeded.', status: 400 }).kind).toBe('rate-limited');
+    expect(classifySesError({ name: 'ThrottlingException', message: 'Maximum sending rate exceeded.', status: 400 }).kind).toBe('rate_limited');
+    expect(classifySesError({ name: 'Throttling', message: 'Maximum sending rate exceeded.', status: 400 }).kind).toBe('rate_limited');
+    expect(classifySesError({ name: 'LimitExceededException', message: 'Maximum sending rate exceeded.', status: 400 }).kind).toBe('rate_limited');
   });
 
   it('"Daily message quota exceeded" pauses delivery and lifts itself after the probe interval', () => {

@@ -299,8 +299,8 @@ describe.each(adapters)('$name keeps the EmailGateway contract', (adapter) => {
 
   check(adapter, 'rateLimited')(`a 429 or throttle is rate-limited with a retry-after${why(adapter, 'rateLimited')}`, async () => {
     const { result, m } = await sendArranged(adapter, 'rateLimited');
-    expect(result).toMatchObject({ kind: 'rate-limited', retryAfterMs: expect.any(Number) });
-    if (result.kind === 'rate-limited') expect(result.retryAfterMs).toBeGreaterThan(0);
+    expect(result).toMatchObject({ kind: 'rate_limited', retryAfterMs: expect.any(Number) });
+    if (result.kind === 'rate_limited') expect(result.retryAfterMs).toBeGreaterThan(0);
     expectNoAddress(result, m);
   });
 

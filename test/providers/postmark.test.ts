@@ -136,8 +136,8 @@ describe('Postmark adapter against a local Postmark API', () => {
     const local = new PostmarkGateway({ serverToken: fake.serverToken, baseUrl: fake.url });
     const first = await local.send(msg(), context());
     const second = await local.send(msg(), context());
-    expect(first).toMatchObject({ kind: 'rate-limited', retryAfterMs: 1000, providerStatus: 429 });
-    expect(second).toMatchObject({ kind: 'rate-limited', retryAfterMs: 2000 });
+    expect(first).toMatchObject({ kind: 'rate_limited', retryAfterMs: 1000, providerStatus: 429 });
+    expect(second).toMatchObject({ kind: 'rate_limited', retryAfterMs: 2000 });
     expect(await local.send(msg(), context())).toMatchObject({ kind: 'accepted' });
   });
 

@@ -79,7 +79,7 @@ describe('Resend adapter against a local Resend API', () => {
       body: { statusCode: 429, name: 'rate_limit_exceeded', message: 'Too many requests. You can only make 5 requests per second.' },
       headers: { 'retry-after': '2', 'ratelimit-limit': '5', 'ratelimit-remaining': '0', 'ratelimit-reset': '1' },
     });
-    expect(await gateway.send(msg(), context())).toMatchObject({ kind: 'rate-limited', retryAfterMs: 2000, providerStatus: 429 });
+    expect(await gateway.send(msg(), context())).toMatchObject({ kind: 'rate_limited', retryAfterMs: 2000, providerStatus: 429 });
   });
 
   it('rate_limit_exceeded without retry-after uses ratelimit-reset', async () => {
@@ -88,7 +88,7 @@ describe('Resend adapter against a local Resend API', () => {
       body: { statusCode: 429, name: 'rate_limit_exceeded', message: 'Too many requests.' },
       headers: { 'ratelimit-reset': '4' },
     });
-    expect(await gateway.send(msg(), context())).toMatchObject({ kind: 'rate-limited', retryAfterMs: 4000 });
+    expect(await gateway.send(msg(), context())).toMatchObject({ kind: 'rate_limited', retryAfterMs: 4000 });
   });
 
   it('daily_quota_exceeded pauses delivery with a resume time', async () => {

@@ -69,7 +69,7 @@ describe('SES adapter against SES v2 error answers', () => {
   it('TooManyRequestsException is rate-limited', async () => {
     server.queue(sesError(429, 'TooManyRequestsException', 'Too many requests have been made to the operation.'));
     expect(await gateway.send(message('s4'), context())).toMatchObject({
-      kind: 'rate-limited',
+      kind: 'rate_limited',
       providerStatus: 429,
       providerCode: 'TooManyRequestsException',
     });
@@ -77,7 +77,7 @@ describe('SES adapter against SES v2 error answers', () => {
 
   it('"Maximum sending rate exceeded" is rate-limited', async () => {
     server.queue(sesError(400, 'ThrottlingException', 'Maximum sending rate exceeded.'));
-    expect(await gateway.send(message('s5'), context())).toMatchObject({ kind: 'rate-limited' });
+    expect(await gateway.send(message('s5'), context())).toMatchObject({ kind: 'rate_limited' });
   });
 
   it('"Daily message quota exceeded" pauses delivery until the quota can have freed', async () => {
