@@ -61,7 +61,13 @@ export class SandboxGateway implements EmailGateway {
   }
 
   async send(message: EmailMessage, context: SendContext): Promise<SendResult> {
-    await this.delay(context.signal);
+    try {
+      await this.delay(context.signal);
+    } catch {
+      // The gateway contract: a timeout is an answer, not an exception. A
+      // send still under way may have reached the provider: outcome unknown.
+      return { kind: 'failed', reason: 'sandbox send timed out', outcomeUnknown: true, providerCode: 'timeout' };
+    }
     if (this.bucket && this.bucket.take(1) === 0) {
       return {
         kind: 'rate_limited',

@@ -86,10 +86,6 @@ const sandbox: Adapter = (() => {
       // It has no credentials; its account-level refusal is a suspended account.
       paused: async () => ({ gateway: new SandboxGateway({ pauseRate: 1 }) }),
     },
-    breaches: {
-      // The delivery worker records a throwing send as failed with outcomeUnknown, so the lane is safe; the adapter is not.
-      unknown: 'send() rejects with the abort reason at the timeout instead of returning failed',
-    },
   };
 })();
 
