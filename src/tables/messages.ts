@@ -56,8 +56,8 @@ function fromRow(row: MessageRow): StoredMessage {
  * `messageFromLeaseRow`. A lease thus brings each intent's snapshot along
  * instead of a statement of its own.
  */
-export const messagesJoinForLease = (s: string, intentId: string, intentIds: string): string =>
-  `LEFT JOIN ${s}.email_messages m ON m.intent_id = ${intentId} AND m.intent_id = ANY (${intentIds})`;
+export const messagesJoinForLease = (s: string, intentId: string): string =>
+  `LEFT JOIN ${s}.email_messages m ON m.intent_id = ${intentId}`;
 export const MESSAGE_LEASE_COLUMNS = COLUMNS.split(',')
   .map((c) => `m.${c.trim()} AS m_${c.trim()}`)
   .join(', ');

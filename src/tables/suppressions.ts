@@ -42,9 +42,8 @@ const hashInSql = (recipient: string): string =>
   `encode(sha256(convert_to(translate(${recipient}, 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz'), 'UTF8')), 'hex')`;
 /** The suppressions key of `recipient` computed in SQL, or NULL when it is not printable ASCII (then TypeScript checks it). */
 export const suppressionKeyInSql = (recipient: string): string => `CASE WHEN ${ASCII_ADDRESS(recipient)} THEN ${hashInSql(recipient)} END`;
-/** Join the suppression of each row's key (`key`: a column holding suppressionKeyInSql), `keys`: an array of them for an index probe. */
-export const suppressionsJoinForLease = (s: string, key: string, keys: string): string =>
-  `LEFT JOIN ${s}.suppressions su ON su.address_hash = ${key} AND su.address_hash = ANY (${keys})`;
+/** Join the suppression of each row's key (`key`: a column holding suppressionKeyInSql). */
+export const suppressionsJoinForLease = (s: string, key: string): string => `LEFT JOIN ${s}.suppressions su ON su.address_hash = ${key}`;
 export const SUPPRESSION_LEASE_COLUMNS =
   COLUMNS.split(',').map((c) => `su.${c.trim()} AS su_${c.trim()}`).join(', ');
 
