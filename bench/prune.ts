@@ -9,6 +9,7 @@ import { eraseAddress } from '../src/retention/erase.js';
 import { DEFAULT_RETENTION, type RetentionPolicy } from '../src/retention/policy.js';
 import { Pruner } from '../src/retention/prune.js';
 import { PruneWorker } from '../src/retention/prune-worker.js';
+import { shippedTemplates } from '../src/templates/templates.js';
 import type { Benchmark, BenchResult, Figure } from './common.js';
 import { median, percentile, round, sleep } from './common.js';
 import type { BenchDatabase, BenchSchema } from './database.js';
@@ -40,7 +41,26 @@ const HOT_HOLDS = 20_000;
 
 const policy = (p: Partial<RetentionPolicy>): RetentionPolicy => ({ ...DEFAULT_RETENTION, batchSize: BATCH, ...p });
 
-/** Stories g in [from, to], ending at `end(g)` (SQL over g and $3 = HOLDS). */
+/**
+ * The message every seeded intent stores: the shipped template rendered once
+ * for a stand-in hold, whose id each row then substitutes (so rows differ
+ * and compress as real ones would).
+ */
+const SAMPLE_HOLD = 'HOLDID';
+const sample = shippedTemplates().render('reservation-expired', {
+  intentId: `reservation-expired:${SAMPLE_HOLD}`,
+  holdId: SAMPLE_HOLD,
+  metadata: { slot: 'callback', channel: 'web' },
+  expiresAt: new Date('2026-11-01T10:00:00Z'),
+  expiredAt: new Date('2026-11-01T10:00:00Z'),
+  from: 'Support <support@example.com>',
+});
+
+/**
+ * Stories g in [from, to], ending at `end(g)` (SQL over g and $3 = HOLDS),
+ * in one statement: holds, the expired ones' intents, their attempts, the
+ * rendered message of every intent and a `delivered` event for every sent one.
+ */
 async function seedStories(pool: pg.Pool, schema: string, from: number, to: number, end: string, prefix: string): Promise<void> {
   const s = ident(schema);
   await pool.query(
@@ -67,29 +87,47 @@ async function seedStories(pool: pg.Pool, schema: string, from: number, to: numb
          FROM h, LATERAL (SELECT CASE WHEN abs(hashtext(h.id)) % 100 < 90 THEN 'sent'
                                       WHEN abs(hashtext(h.id)) % 100 < 97 THEN 'rejected' ELSE 'dead' END AS state) st
         WHERE h.status = 'expired'
-       RETURNING id, attempts, state, finished_at, recipient
+       RETURNING id, reservation_id, attempts, state, finished_at, recipient, receipt
+     ), a AS (
+       INSERT INTO ${s}.email_attempts (intent_id, attempt, lease_token, provider, started_at, finished_at, outcome, provider_status,
+                                        receipt, error, duration_ms)
+       SELECT i.id, a, gen_random_uuid(), 'sandbox', i.finished_at - interval '1 second', i.finished_at - interval '900 ms',
+              CASE WHEN a < i.attempts THEN 'failed' WHEN i.state = 'sent' THEN 'accepted' WHEN i.state = 'rejected' THEN 'rejected' ELSE 'failed' END,
+              CASE WHEN a < i.attempts THEN 450 ELSE 200 END,
+              CASE WHEN a = i.attempts AND i.state = 'sent' THEN i.receipt END,
+              CASE WHEN a < i.attempts THEN '450 <' || i.recipient || '> mailbox busy' END, 40
+         FROM i, generate_series(1, i.attempts) a
+       RETURNING 1
+     ), m AS (
+       INSERT INTO ${s}.email_messages (intent_id, subject, text_body, html_body, from_address, reply_to, headers, template,
+                                        template_locale, locale, time_zone, template_version, rendered_at)
+       SELECT i.id, replace($5, $11, i.reservation_id), replace($6, $11, i.reservation_id), replace($7, $11, i.reservation_id),
+              $8, NULL, replace($9, $11, i.reservation_id)::jsonb, 'reservation-expired', 'en', 'en', 'UTC', $10,
+              i.finished_at - interval '1 second'
+         FROM i
+       RETURNING 1
      )
-     INSERT INTO ${s}.email_attempts (intent_id, attempt, lease_token, provider, started_at, finished_at, outcome, provider_status,
-                                      receipt, error, duration_ms)
-     SELECT i.id, a, gen_random_uuid(), 'sandbox', i.finished_at - interval '1 second', i.finished_at - interval '900 ms',
-            CASE WHEN a < i.attempts THEN 'failed' WHEN i.state = 'sent' THEN 'accepted' WHEN i.state = 'rejected' THEN 'rejected' ELSE 'failed' END,
-            CASE WHEN a < i.attempts THEN 450 ELSE 200 END,
-            CASE WHEN a = i.attempts AND i.state = 'sent' THEN 'msg' END,
-            CASE WHEN a < i.attempts THEN '450 <' || i.recipient || '> mailbox busy' END, 40
-       FROM i, generate_series(1, i.attempts) a`,
-    [from, to, HOLDS, prefix],
+     INSERT INTO ${s}.email_events (provider, provider_event_id, provider_message_id, intent_id, kind, occurred_at, received_at)
+     SELECT 'sandbox', 'evt-' || i.receipt, i.receipt, i.id, 'delivered', i.finished_at + interval '2 seconds', i.finished_at + interval '3 seconds'
+       FROM i WHERE i.state = 'sent'`,
+    [from, to, HOLDS, prefix, sample.subject, sample.text, sample.html, sample.from, JSON.stringify(sample.headers), sample.templateVersion, SAMPLE_HOLD],
   );
 }
 
+/** The tables a story spans, parents first. */
+const STORY_TABLES = ['support_reservations', 'email_outbox', 'email_attempts', 'email_messages', 'email_events'];
+
 interface Sizes {
-  tables: Record<string, { heapMB: number; indexesMB: number }>;
+  /** Table size (heap, TOAST, free space and visibility maps) and its indexes, in MB, and live rows. */
+  tables: Record<string, { tableMB: number; indexesMB: number; rows: number }>;
   indexes: Record<string, number>;
 }
 
 async function sizes(pool: pg.Pool, schema: string): Promise<Sizes> {
-  const { rows } = await pool.query<{ name: string; kind: string; bytes: string; heap: string }>(
-    `SELECT c.relname AS name, c.relkind AS kind, pg_relation_size(c.oid)::text AS bytes,
-            CASE WHEN c.relkind = 'r' THEN pg_indexes_size(c.oid)::text END AS heap
+  const { rows } = await pool.query<{ name: string; kind: string; bytes: string; indexes: string | null }>(
+    `SELECT c.relname AS name, c.relkind AS kind,
+            CASE WHEN c.relkind = 'r' THEN pg_table_size(c.oid) ELSE pg_relation_size(c.oid) END::text AS bytes,
+            CASE WHEN c.relkind = 'r' THEN pg_indexes_size(c.oid)::text END AS indexes
        FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
       WHERE n.nspname = $1 AND c.relkind IN ('r', 'i')`,
     [schema],
@@ -97,8 +135,12 @@ async function sizes(pool: pg.Pool, schema: string): Promise<Sizes> {
   const mb = (b: string) => Number(b) / 2 ** 20;
   const out: Sizes = { tables: {}, indexes: {} };
   for (const r of rows) {
-    if (r.kind === 'r') out.tables[r.name] = { heapMB: mb(r.bytes), indexesMB: mb(r.heap) };
-    else out.indexes[r.name] = mb(r.bytes);
+    if (r.kind !== 'r') {
+      out.indexes[r.name] = mb(r.bytes);
+    } else if (STORY_TABLES.includes(r.name)) {
+      const count = await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${ident(schema)}.${ident(r.name)}`);
+      out.tables[r.name] = { tableMB: mb(r.bytes), indexesMB: mb(r.indexes!), rows: count.rows[0]!.n };
+    }
   }
   return out;
 }
@@ -272,18 +314,25 @@ export const prune: Benchmark = {
         const to = Math.min(HOLDS, from + SEED_CHUNK - 1);
         // Ending evenly from 60 days ago to 1 day ago, oldest first.
         await seedStories(pool, schema, from, to, `now() - interval '60 days' + (g::float8 / $3::int) * interval '59 days'`, 'p');
-        process.stdout.write(`  seeded ${to.toLocaleString('en')} stories\n`);
+        process.stdout.write(`  seeded ${to.toLocaleString('en')} stories (${Math.round((Date.now() - seedStarted) / 1000)} s)\n`);
       }
-      for (const t of ['support_reservations', 'email_outbox', 'email_attempts']) await pool.query(`VACUUM ANALYZE ${ident(schema)}.${t}`);
+      for (const t of STORY_TABLES) await pool.query(`VACUUM ANALYZE ${ident(schema)}.${t}`);
       details.seedSeconds = (Date.now() - seedStarted) / 1000;
       await db.checkpoint();
 
       const seeded = await sizes(pool, schema);
       details.sizes = seeded;
-      for (const [table, size] of Object.entries(seeded.tables)) {
-        if (!['support_reservations', 'email_outbox', 'email_attempts'].includes(table)) continue;
-        figures.push({ name: `${table}: heap / indexes per 1M holds`, value: perMillion(size.heapMB), unit: `MB / ${perMillion(size.indexesMB)} MB` });
+      let total = 0;
+      for (const table of STORY_TABLES) {
+        const size = seeded.tables[table]!;
+        total += size.tableMB + size.indexesMB;
+        figures.push({
+          name: `${table}: rows / table / indexes per 1M holds`,
+          value: Math.round((size.rows * 1_000_000) / HOLDS),
+          unit: `rows / ${perMillion(size.tableMB)} MB / ${perMillion(size.indexesMB)} MB`,
+        });
       }
+      figures.push({ name: 'all five tables with indexes, per 1M holds', value: perMillion(total), unit: 'MB' });
       for (const index of ['support_reservations_finished', 'support_reservations_unerased']) {
         figures.push({ name: `${index} (0009) per 1M holds`, value: perMillion(seeded.indexes[index] ?? 0), unit: 'MB' });
       }
