@@ -28,9 +28,11 @@ import { seedHolds } from './seed.js';
  *     every story past 7 days erased, in batches of 1,000;
  *  4. erase --email for one address (scans: no address index);
  *  5. steady state: an ExpiryWorker expires RATE holds a second, first
- *     alone, then while RATE new finished stories a second are written past
- *     the retention and a PruneWorker deletes them; reported: the prune
- *     backlog, the prune worker's busy share, expiry lateness in both.
+ *     alone, then while a PruneWorker has what a deployment of RATE holds a
+ *     second gives it: RATE stories a second passing the retention (to
+ *     delete) and RATE a second passing the erasure age (to erase);
+ *     reported: both backlogs, the prune worker's busy share, expiry
+ *     lateness in both.
  */
 const HOLDS = Number(process.env.BENCH_PRUNE_HOLDS ?? 2_000_000);
 const BATCH = Number(process.env.BENCH_PRUNE_BATCH ?? DEFAULT_RETENTION.batchSize);
@@ -184,13 +186,17 @@ async function drain(pruner: Pruner): Promise<{ seconds: number; rounds: number;
   return { seconds: Number(process.hrtime.bigint() - started) / 1e9, rounds: roundMs.length, pruned, erased, roundMs };
 }
 
-/** RATE stories a second that are already past the retention, in 10 inserts a second. */
-async function produce(pool: pg.Pool, schema: string, seconds: number, stop: () => boolean): Promise<number> {
+/**
+ * Every second, RATE stories that have just passed the retention and RATE
+ * that have just passed the erasure age (8 days), in 10 inserts of each.
+ */
+async function produce(pool: pg.Pool, schema: string, seconds: number): Promise<number> {
   const perTick = Math.max(1, Math.round(RATE / 10));
   const started = Date.now();
   let next = 1;
-  for (let tick = 0; tick < seconds * 10 && !stop(); tick++) {
-    await seedStories(pool, schema, next, next + perTick - 1, `now() - interval '31 days' - make_interval(secs => g::float8 / $3::int)`, 'live');
+  for (let tick = 0; tick < seconds * 10; tick++) {
+    await seedStories(pool, schema, next, next + perTick - 1, `now() - interval '31 days' - make_interval(secs => g::float8 / $3::int)`, 'old');
+    await seedStories(pool, schema, next, next + perTick - 1, `now() - interval '8 days' - make_interval(secs => g::float8 / $3::int)`, 'week');
     next += perTick;
     const wait = started + (tick + 1) * 100 - Date.now();
     if (wait > 0) await sleep(wait);
@@ -237,17 +243,21 @@ async function steadyState(target: BenchSchema): Promise<Record<string, number>>
   await expiryPhase(pool, schema, 'alone', () => sleep(2000 + SECONDS * 1000));
   const alone = await lateness(pool, schema, 'alone');
 
-  // B: the same, while RATE stories a second pass the retention and a prune worker deletes them.
+  // B: the same, while RATE stories a second pass the retention and RATE the erasure age, and a prune worker acts on them.
   const metrics = createMetrics();
   const prune = new PruneWorker({ pool, schema, policy: policy({ intervalMs: 1000 }), logger: silentLogger, metrics });
+  // Stories the policy wants gone (or erased) now, read through the same partial indexes as the passes.
   const backlog = async () =>
     (
-      await pool.query<{ n: number }>(
-        `SELECT count(*)::int AS n FROM ${s}.support_reservations r
-          WHERE r.status <> 'held' AND coalesce(r.confirmed_at, r.cancelled_at, r.expired_at) < now() - interval '30 days'`,
+      await pool.query<{ prune: number; erase: number }>(
+        `SELECT (SELECT count(*) FROM ${s}.support_reservations r
+                  WHERE r.status <> 'held' AND coalesce(r.confirmed_at, r.cancelled_at, r.expired_at) < now() - interval '30 days')::int AS prune,
+                (SELECT count(*) FROM ${s}.support_reservations r
+                  WHERE r.status <> 'held' AND r.customer_email IS NOT NULL
+                    AND coalesce(r.confirmed_at, r.cancelled_at, r.expired_at) < now() - interval '7 days')::int AS erase`,
       )
-    ).rows[0]!.n;
-  const samples: number[] = [];
+    ).rows[0]!;
+  const samples: Array<{ prune: number; erase: number }> = [];
   let produced = 0;
   let producedSeconds = 0;
   const pruneStarted = Date.now();
@@ -261,7 +271,7 @@ async function steadyState(target: BenchSchema): Promise<Record<string, number>>
       }
     })();
     const started = Date.now();
-    produced = await produce(pool, schema, SECONDS, () => false);
+    produced = await produce(pool, schema, SECONDS);
     producedSeconds = (Date.now() - started) / 1000;
     // The last second's stories go too: the worker sleeps at most its interval.
     await sleep(2000);
@@ -272,12 +282,16 @@ async function steadyState(target: BenchSchema): Promise<Record<string, number>>
   const pruneSeconds = (Date.now() - pruneStarted) / 1000;
   const busy = (await metrics.retentionBatchSeconds.get()).values.find((v) => v.metricName === 'leasehold_retention_batch_seconds_sum')?.value ?? 0;
   const withPrune = await lateness(pool, schema, 'pruned');
+  const atEnd = await backlog();
   return {
     produced,
     producedPerSecond: round(produced / producedSeconds),
-    backlogMax: Math.max(0, ...samples),
-    backlogP50: percentile(samples, 50),
-    backlogAtEnd: await backlog(),
+    backlogMax: Math.max(0, ...samples.map((b) => b.prune)),
+    backlogP50: percentile(samples.map((b) => b.prune), 50),
+    eraseBacklogMax: Math.max(0, ...samples.map((b) => b.erase)),
+    eraseBacklogP50: percentile(samples.map((b) => b.erase), 50),
+    backlogAtEnd: atEnd.prune,
+    eraseBacklogAtEnd: atEnd.erase,
     pruneBusyShare: round(busy / pruneSeconds, 3),
     aloneP50: alone.p50,
     aloneP99: alone.p99,
@@ -379,8 +393,9 @@ export const prune: Benchmark = {
       await db.checkpoint();
       const steady = await steadyState(target);
       details.steady = steady;
-      figures.push({ name: `steady state: new prunable stories/s for ${SECONDS} s`, value: steady.producedPerSecond!, unit: 'stories/s' });
+      figures.push({ name: `steady state: stories/s to delete, and to erase, for ${SECONDS} s`, value: steady.producedPerSecond!, unit: 'stories/s each' });
       figures.push({ name: 'steady state: prune backlog max / at end', value: steady.backlogMax!, unit: `stories / ${steady.backlogAtEnd}`, target: `<= ${RATE * 5}` });
+      figures.push({ name: 'steady state: erase backlog max / at end', value: steady.eraseBacklogMax!, unit: `stories / ${steady.eraseBacklogAtEnd}`, target: `<= ${RATE * 5}` });
       figures.push({ name: 'steady state: prune worker busy (share of wall time)', value: steady.pruneBusyShare!, unit: '' });
       figures.push({ name: 'expiry lateness alone: p50 / p99 / max', value: steady.aloneP50!, unit: `ms / ${steady.aloneP99} / ${steady.aloneMax} ms` });
       figures.push({ name: 'expiry lateness with prune: p50 / p99 / max', value: steady.expiryP50!, unit: `ms / ${steady.expiryP99} / ${steady.expiryMax} ms` });
