@@ -22,8 +22,9 @@ import { seedHolds } from './seed.js';
  * the address for a quarter of them), ending evenly over the last 60 days
  * (oldest first on disk, as a real table fills). Then:
  *  1. table and index sizes per million holds;
- *  2. the hot paths with that history against an empty schema: one expiry
- *     batch of 500 and one lease of 50, median ms;
+ *  2. the hot paths with that history against an empty schema, measured in
+ *     turn, twice: one expiry batch of 500 and one lease of 50, median ms
+ *     (BENCH_PRUNE_ONLY=hot stops after this);
  *  3. prune throughput: every story past 30 days deleted (erasure off), then
  *     every story past 7 days erased, in batches of 1,000;
  *  4. erase --email for one address (scans: no address index);
