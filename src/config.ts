@@ -1,14 +1,10 @@
 import { isIP } from 'node:net';
-import { z } from 'zod';
+import type { z } from 'zod';
 import { MAX_BURST, PER_SECOND_RULE, isValidPerSecond } from './model/delivery-policy.js';
 import { ConfigError, ValidationError } from './errors.js';
 import { checkEraseWithinRetention, DEFAULT_RETENTION, MAX_PRUNE_BATCH, parseErasePiiAfterDays, parseRetentionDays, type RetentionPolicy } from './model/retention-policy.js';
 import { validLocale, validTimeZone } from './model/locale.js';
-
-const int = (min: number, max: number) => {
-  const message = `must be a whole number from ${min} to ${max}`;
-  return z.coerce.number({ error: message }).int(message).min(min, message).max(max, message);
-};
+import { onFirstUse } from './zod.js';
 
 const HOST_NAME = /^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/;
 
@@ -71,67 +67,73 @@ export function isExampleSender(from: string): boolean {
  * fails on the first bad variable with a ConfigError naming it; the CLI
  * prints that one line and exits 2.
  */
-const schema = z.object({
-  DATABASE_URL: z
-    .string()
-    .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// or postgresql:// URL')
-    .optional(),
-  // A session connection for the delivery lane's LISTEN, when DATABASE_URL
-  // goes through a transaction-mode pooler (PgBouncer), where LISTEN is lost.
-  LEASEHOLD_LISTEN_URL: z
-    .string()
-    .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// or postgresql:// URL')
-    .optional(),
-  LEASEHOLD_LISTEN: z.enum(['on', 'off'], { error: 'must be on or off' }).default('on'),
-  LEASEHOLD_POOL_SIZE: int(2, 1000).optional(),
-  LEASEHOLD_DATA_DIR: z.string().min(1).default('./.leasehold'),
-  LEASEHOLD_SCHEMA: z
-    .string()
-    .regex(/^[a-z_][a-z0-9_]{0,62}$/, 'must be a lowercase SQL identifier (letters, digits, underscore)')
-    .refine((name) => !isReservedSchemaName(name), 'must not be a PostgreSQL system schema (pg_* or information_schema)')
-    .default(DEFAULTS.schema),
-  PORT: int(0, 65535).default(8787),
-  // Loopback unless the operator chooses to expose the API (and its open
-  // /healthz, /metrics and dashboard) on other interfaces.
-  LEASEHOLD_HOST: z.string().refine(isListenHost, LISTEN_HOST_MESSAGE).default('127.0.0.1'),
-  // The token travels in `Authorization: Bearer <token>`, where whitespace
-  // ends it and only ASCII arrives intact: any other token could never match.
-  LEASEHOLD_API_TOKEN: z
-    .string()
-    .min(16, 'must be at least 16 characters')
-    .regex(/^[\x21-\x7e]+$/, 'must be printable ASCII without whitespace (it is sent in an Authorization: Bearer header)')
-    .optional(),
-  EMAIL_PROVIDER: z.enum(['sandbox', 'resend', 'postmark', 'ses', 'smtp']).default('sandbox'),
-  EMAIL_FROM: z.string().min(3).default(DEFAULTS.emailFrom),
-  LEASEHOLD_RATE_PER_SECOND: z.coerce.number({ error: PER_SECOND_RULE }).refine(isValidPerSecond, PER_SECOND_RULE).default(DEFAULTS.ratePerSecond),
-  LEASEHOLD_RATE_BURST: int(1, MAX_BURST).default(DEFAULTS.rateBurst),
-  LEASEHOLD_EXPIRY_INTERVAL_MS: int(10, 3_600_000).default(DEFAULTS.expiryIntervalMs),
-  LEASEHOLD_EXPIRY_BATCH: int(1, 100_000).default(DEFAULTS.expiryBatch),
-  LEASEHOLD_LEASE_MS: int(1000, 3_600_000).default(DEFAULTS.leaseMs),
-  LEASEHOLD_DELIVERY_BATCH: int(1, 10_000).default(DEFAULTS.deliveryBatch),
-  LEASEHOLD_DELIVERY_CONCURRENCY: int(1, 1000).default(DEFAULTS.deliveryConcurrency),
-  LEASEHOLD_SEND_TIMEOUT_MS: int(100, 3_600_000).optional(),
-  LEASEHOLD_MAX_ATTEMPTS: int(1, 1000).default(DEFAULTS.maxAttempts),
-  LEASEHOLD_EXPIRY_PROMISE_S: int(1, 31_536_000).default(60),
-  LEASEHOLD_EMAIL_PROMISE_S: int(1, 31_536_000).default(900),
-  // Whole days or `off`; read by the retention policy's own rule below.
-  LEASEHOLD_RETENTION_DAYS: z.string().default(String(DEFAULT_RETENTION.retentionDays)),
-  LEASEHOLD_ERASE_PII_AFTER_DAYS: z.string().default(String(DEFAULT_RETENTION.erasePiiAfterDays)),
-  LEASEHOLD_PRUNE_INTERVAL_MS: int(1000, 86_400_000).default(DEFAULT_RETENTION.intervalMs),
-  LEASEHOLD_PRUNE_BATCH: int(1, MAX_PRUNE_BATCH).default(DEFAULT_RETENTION.batchSize),
-  LEASEHOLD_TEMPLATES_DIR: z.string().min(1).optional(),
-  LEASEHOLD_DEFAULT_LOCALE: z
-    .string()
-    .refine((v) => validLocale(v) !== undefined, 'must be a locale this Node can format (e.g. en, en-GB, de)')
-    .default('en'),
-  LEASEHOLD_DEFAULT_TIME_ZONE: z
-    .string()
-    .refine((v) => validTimeZone(v) !== undefined, 'must be an IANA time zone (e.g. UTC, Europe/Berlin)')
-    .default('UTC'),
-  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+const schema = onFirstUse((z) => {
+  const int = (min: number, max: number) => {
+    const message = `must be a whole number from ${min} to ${max}`;
+    return z.coerce.number({ error: message }).int(message).min(min, message).max(max, message);
+  };
+  return z.object({
+    DATABASE_URL: z
+      .string()
+      .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// or postgresql:// URL')
+      .optional(),
+    // A session connection for the delivery lane's LISTEN, when DATABASE_URL
+    // goes through a transaction-mode pooler (PgBouncer), where LISTEN is lost.
+    LEASEHOLD_LISTEN_URL: z
+      .string()
+      .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// or postgresql:// URL')
+      .optional(),
+    LEASEHOLD_LISTEN: z.enum(['on', 'off'], { error: 'must be on or off' }).default('on'),
+    LEASEHOLD_POOL_SIZE: int(2, 1000).optional(),
+    LEASEHOLD_DATA_DIR: z.string().min(1).default('./.leasehold'),
+    LEASEHOLD_SCHEMA: z
+      .string()
+      .regex(/^[a-z_][a-z0-9_]{0,62}$/, 'must be a lowercase SQL identifier (letters, digits, underscore)')
+      .refine((name) => !isReservedSchemaName(name), 'must not be a PostgreSQL system schema (pg_* or information_schema)')
+      .default(DEFAULTS.schema),
+    PORT: int(0, 65535).default(8787),
+    // Loopback unless the operator chooses to expose the API (and its open
+    // /healthz, /metrics and dashboard) on other interfaces.
+    LEASEHOLD_HOST: z.string().refine(isListenHost, LISTEN_HOST_MESSAGE).default('127.0.0.1'),
+    // The token travels in `Authorization: Bearer <token>`, where whitespace
+    // ends it and only ASCII arrives intact: any other token could never match.
+    LEASEHOLD_API_TOKEN: z
+      .string()
+      .min(16, 'must be at least 16 characters')
+      .regex(/^[\x21-\x7e]+$/, 'must be printable ASCII without whitespace (it is sent in an Authorization: Bearer header)')
+      .optional(),
+    EMAIL_PROVIDER: z.enum(['sandbox', 'resend', 'postmark', 'ses', 'smtp']).default('sandbox'),
+    EMAIL_FROM: z.string().min(3).default(DEFAULTS.emailFrom),
+    LEASEHOLD_RATE_PER_SECOND: z.coerce.number({ error: PER_SECOND_RULE }).refine(isValidPerSecond, PER_SECOND_RULE).default(DEFAULTS.ratePerSecond),
+    LEASEHOLD_RATE_BURST: int(1, MAX_BURST).default(DEFAULTS.rateBurst),
+    LEASEHOLD_EXPIRY_INTERVAL_MS: int(10, 3_600_000).default(DEFAULTS.expiryIntervalMs),
+    LEASEHOLD_EXPIRY_BATCH: int(1, 100_000).default(DEFAULTS.expiryBatch),
+    LEASEHOLD_LEASE_MS: int(1000, 3_600_000).default(DEFAULTS.leaseMs),
+    LEASEHOLD_DELIVERY_BATCH: int(1, 10_000).default(DEFAULTS.deliveryBatch),
+    LEASEHOLD_DELIVERY_CONCURRENCY: int(1, 1000).default(DEFAULTS.deliveryConcurrency),
+    LEASEHOLD_SEND_TIMEOUT_MS: int(100, 3_600_000).optional(),
+    LEASEHOLD_MAX_ATTEMPTS: int(1, 1000).default(DEFAULTS.maxAttempts),
+    LEASEHOLD_EXPIRY_PROMISE_S: int(1, 31_536_000).default(60),
+    LEASEHOLD_EMAIL_PROMISE_S: int(1, 31_536_000).default(900),
+    // Whole days or `off`; read by the retention policy's own rule below.
+    LEASEHOLD_RETENTION_DAYS: z.string().default(String(DEFAULT_RETENTION.retentionDays)),
+    LEASEHOLD_ERASE_PII_AFTER_DAYS: z.string().default(String(DEFAULT_RETENTION.erasePiiAfterDays)),
+    LEASEHOLD_PRUNE_INTERVAL_MS: int(1000, 86_400_000).default(DEFAULT_RETENTION.intervalMs),
+    LEASEHOLD_PRUNE_BATCH: int(1, MAX_PRUNE_BATCH).default(DEFAULT_RETENTION.batchSize),
+    LEASEHOLD_TEMPLATES_DIR: z.string().min(1).optional(),
+    LEASEHOLD_DEFAULT_LOCALE: z
+      .string()
+      .refine((v) => validLocale(v) !== undefined, 'must be a locale this Node can format (e.g. en, en-GB, de)')
+      .default('en'),
+    LEASEHOLD_DEFAULT_TIME_ZONE: z
+      .string()
+      .refine((v) => validTimeZone(v) !== undefined, 'must be an IANA time zone (e.g. UTC, Europe/Berlin)')
+      .default('UTC'),
+    LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  });
 });
 
-type Env = z.infer<typeof schema>;
+type Env = z.infer<ReturnType<typeof schema>>;
 
 // Never echoed in an error line: that would put a secret (the token, a
 // database password) in logs and terminals.
@@ -180,7 +182,7 @@ export interface Config {
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
   // Empty strings mean "unset", as in most shells' `VAR= cmd`.
   const cleaned = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== ''));
-  const parsed = schema.safeParse(cleaned);
+  const parsed = schema().safeParse(cleaned);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
     const variable = String(issue.path[0] ?? 'environment');

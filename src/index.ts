@@ -7,7 +7,9 @@
  * transaction. A `get` returns undefined for a missing row.
  *
  * The HTTP API and dashboard are in `leasehold/server`, so importing this
- * entry loads neither Fastify nor any provider SDK (those load on first use).
+ * entry loads neither Fastify nor any provider SDK (those load on first use),
+ * and of the other dependencies only pg: zod and pino also wait for first use
+ * (test/architecture/entry-imports.test.ts).
  */
 export { loadConfig, DEFAULTS, type Config } from './config.js';
 export {

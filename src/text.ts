@@ -1,5 +1,5 @@
-import { z } from 'zod';
 import { ValidationError } from './errors.js';
+import { zod } from './zod.js';
 
 /**
  * The one rule for strings that arrive from outside and may reach the
@@ -25,7 +25,7 @@ export function isStorableText(value: string): boolean {
  * says so, rather than "must be an email address").
  */
 export function storableText(typeMessage = 'must be a string') {
-  return z.string(typeMessage).refine(isStorableText, { message: UNSTORABLE_TEXT_MESSAGE, abort: true });
+  return zod().string(typeMessage).refine(isStorableText, { message: UNSTORABLE_TEXT_MESSAGE, abort: true });
 }
 
 /**

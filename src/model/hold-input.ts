@@ -1,38 +1,42 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { z } from 'zod';
+import type { z } from 'zod';
 import { ValidationError } from '../errors.js';
 import { checkJsonValue, storableText } from '../text.js';
+import { onFirstUse } from '../zod.js';
 
 export const HOLD_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
 export const MAX_TTL_SECONDS = 30 * 24 * 3600;
 export const MAX_METADATA_BYTES = 16 * 1024;
 
-export const holdIdSchema = storableText()
-  .regex(HOLD_ID_PATTERN, 'must be 1-128 characters of letters, digits, ".", "_", ":" or "-", starting with a letter or digit');
+export const holdIdSchema = onFirstUse(() =>
+  storableText().regex(HOLD_ID_PATTERN, 'must be 1-128 characters of letters, digits, ".", "_", ":" or "-", starting with a letter or digit'),
+);
 
 /**
  * The create-hold request, as the library and the HTTP API accept it.
  * Exactly one of expiresAt (ISO 8601 or Date, in the future, within 30 days)
  * and ttlSeconds (1..2592000).
  */
-export const createHoldSchema = z
-  .object({
-    id: holdIdSchema.optional(),
-    customerEmail: storableText().max(254, 'must be at most 254 characters').pipe(z.email('must be an email address')),
-    expiresAt: z
-      .union([z.iso.datetime({ offset: true, message: 'must be an ISO 8601 date-time with a time zone' }), z.date()])
-      .optional(),
-    ttlSeconds: z
-      .number('must be a number')
-      .int('must be a whole number of seconds')
-      .min(1, 'must be at least 1')
-      .max(MAX_TTL_SECONDS, `must be at most ${MAX_TTL_SECONDS} (30 days)`)
-      .optional(),
-    metadata: z.record(z.string(), z.unknown()).optional(),
-  })
-  .strict();
+export const createHoldSchema = onFirstUse((z) =>
+  z
+    .object({
+      id: holdIdSchema().optional(),
+      customerEmail: storableText().max(254, 'must be at most 254 characters').pipe(z.email('must be an email address')),
+      expiresAt: z
+        .union([z.iso.datetime({ offset: true, message: 'must be an ISO 8601 date-time with a time zone' }), z.date()])
+        .optional(),
+      ttlSeconds: z
+        .number('must be a number')
+        .int('must be a whole number of seconds')
+        .min(1, 'must be at least 1')
+        .max(MAX_TTL_SECONDS, `must be at most ${MAX_TTL_SECONDS} (30 days)`)
+        .optional(),
+      metadata: z.record(z.string(), z.unknown()).optional(),
+    })
+    .strict(),
+);
 
-export type CreateHoldInput = z.input<typeof createHoldSchema>;
+export type CreateHoldInput = z.input<ReturnType<typeof createHoldSchema>>;
 
 export interface ValidHold {
   id: string;
@@ -70,7 +74,7 @@ export function toValidationError(error: z.ZodError, prefix = ''): ValidationErr
  * passed (see checkExpiresAt, applied only to requests that create).
  */
 export function validateCreateHold(input: unknown): ValidHold {
-  const parsed = createHoldSchema.safeParse(input);
+  const parsed = createHoldSchema().safeParse(input);
   if (!parsed.success) throw toValidationError(parsed.error);
   const v = parsed.data;
   if ((v.expiresAt === undefined) === (v.ttlSeconds === undefined)) {
@@ -117,7 +121,7 @@ export function checkExpiresAt(hold: ValidHold, now: Date): void {
 }
 
 export function validateHoldId(id: unknown, field = 'id'): string {
-  const parsed = holdIdSchema.safeParse(id);
+  const parsed = holdIdSchema().safeParse(id);
   if (!parsed.success) throw new ValidationError(field, parsed.error.issues[0]!.message);
   return parsed.data;
 }

@@ -1,8 +1,10 @@
-import { pino, type Logger } from 'pino';
 import { createRequire } from 'node:module';
+import type { DestinationStream, Logger, pino as Pino } from 'pino';
 
-// pino-pretty is loaded only for a person's terminal, not when the library is imported.
+// pino is loaded when the first logger is made, and pino-pretty only for a
+// person's terminal, not when the library is imported (BENCHMARKS.md, import time).
 const require = createRequire(import.meta.url);
+const loadPino = () => (require('pino') as { pino: typeof Pino }).pino;
 
 export type { Logger };
 
@@ -14,6 +16,7 @@ export type { Logger };
  */
 export function createLogger(options: { level?: string; destination?: NodeJS.WritableStream; pretty?: boolean } = {}): Logger {
   const destination = options.destination ?? process.stdout;
+  const pino = loadPino();
   return pino(
     {
       name: 'leasehold',
@@ -25,7 +28,7 @@ export function createLogger(options: { level?: string; destination?: NodeJS.Wri
         censor: '[redacted]',
       },
     },
-    (options.pretty ? prettyStream(destination) : destination) as pino.DestinationStream,
+    (options.pretty ? prettyStream(destination) : destination) as DestinationStream,
   );
 }
 
@@ -50,8 +53,32 @@ export function wantsPrettyLogs(stream: { isTTY?: boolean }): boolean {
   return stream.isTTY === true;
 }
 
-/** A logger that drops everything: pass it as `logger` for a silent worker. */
-export const silentLogger: Logger = pino({ level: 'silent' });
+/**
+ * A logger that drops everything: pass it as `logger` for a silent worker.
+ * Every worker defaults to it, so it is made (and pino loaded) when first
+ * touched; until then it stands in for that pino logger, forwarding everything.
+ */
+export const silentLogger: Logger = madeOnFirstUse(() => loadPino()({ level: 'silent' }));
+
+function madeOnFirstUse<T extends object>(make: () => T): T {
+  let made: T | undefined;
+  const target = () => (made ??= make());
+  // An object made from it (pino's child() is Object.create(this)) keeps itself as `this`.
+  const self = (receiver: unknown) => (receiver === proxy ? target() : receiver);
+  const proxy: T = new Proxy({} as T, {
+    get: (_, key, receiver) => Reflect.get(target(), key, self(receiver)),
+    set: (_, key, value, receiver) => Reflect.set(target(), key, value, self(receiver)),
+    has: (_, key) => Reflect.has(target(), key),
+    ownKeys: () => Reflect.ownKeys(target()),
+    getOwnPropertyDescriptor: (_, key) => {
+      const descriptor = Reflect.getOwnPropertyDescriptor(target(), key);
+      // A proxy may not report a property its (empty) target lacks as non-configurable.
+      return descriptor && { ...descriptor, configurable: true };
+    },
+    getPrototypeOf: () => Reflect.getPrototypeOf(target()),
+  });
+  return proxy;
+}
 
 let libraryLogger: Logger | undefined;
 

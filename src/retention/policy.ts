@@ -1,5 +1,5 @@
-import { z } from 'zod';
 import { ValidationError } from '../errors.js';
+import { onFirstUse } from '../zod.js';
 
 /**
  * The retention policy and the tables it reaches, as data. Pure: no database
@@ -160,16 +160,18 @@ export const ERASED = '[erased]';
 /** What `erase --email` writes into a pending intent it rejects. */
 export const ERASED_ON_REQUEST = 'erased on request';
 
-const addressSchema = z
-  .string('must be a string')
-  .trim()
-  .min(3, 'must be an email address')
-  .max(254, 'must be at most 254 characters')
-  .pipe(z.email('must be an email address'));
+const addressSchema = onFirstUse((z) =>
+  z
+    .string('must be a string')
+    .trim()
+    .min(3, 'must be an email address')
+    .max(254, 'must be at most 254 characters')
+    .pipe(z.email('must be an email address')),
+);
 
 /** Validate an address given for erasure; the comparison is trimmed and case-insensitive. */
 export function validateErasureAddress(value: unknown, field = 'email'): string {
-  const parsed = addressSchema.safeParse(value);
+  const parsed = addressSchema().safeParse(value);
   if (!parsed.success) throw new ValidationError(field, parsed.error.issues[0]!.message);
   return parsed.data.toLowerCase();
 }

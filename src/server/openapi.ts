@@ -83,9 +83,9 @@ const DeliveryShape = z.looseObject({ paused: z.boolean(), reason: z.string().nu
 const AnyObject = z.looseObject({});
 
 // The /v1 create-hold body over HTTP: expiresAt is a string (the library also takes a Date).
-const createHoldBody = createHoldSchema.extend({
+const createHoldBody = createHoldSchema().extend({
   expiresAt: timestamp.optional().describe('ISO 8601 with a zone, in the future and within 30 days; exactly one of expiresAt and ttlSeconds'),
-  ttlSeconds: createHoldSchema.shape.ttlSeconds.describe('1..2592000; exactly one of expiresAt and ttlSeconds'),
+  ttlSeconds: createHoldSchema().shape.ttlSeconds.describe('1..2592000; exactly one of expiresAt and ttlSeconds'),
 });
 
 const json = (schema: z.ZodType, description: string) => ({

@@ -1,6 +1,7 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
-import { z } from 'zod';
+import type { z } from 'zod';
+import { onFirstUse } from '../zod.js';
 
 /**
  * Where templates come from: a directory (`LEASEHOLD_TEMPLATES_DIR`, or the
@@ -49,42 +50,44 @@ const RESERVED_HEADERS = new Set([
 // `Name <address>` or a bare address; no line breaks (header injection).
 const ADDRESS = /^(?:[^<>\r\n]{0,200}<[^\s@<>]+@[^\s@<>]+>|[^\s@<>]+@[^\s@<>]+)$/;
 
-const address = (what: string) => z.string(`must be a string`).max(320).regex(ADDRESS, `must be an address or "Name <address>" (${what})`);
-
-const headers = z
-  .record(
-    z.string().regex(/^[A-Za-z0-9][A-Za-z0-9-]{0,75}$/, 'header names are letters, digits and "-"').refine((name) => !RESERVED_HEADERS.has(name.toLowerCase()), {
-      message: 'is set by leasehold itself (use from/replyTo for those)',
-    }),
-    z.string().max(998, 'must be at most 998 characters').regex(/^[^\r\n]*$/, 'must be one line'),
-  )
-  .refine((h) => Object.keys(h).length <= 20, { message: 'at most 20 headers' });
-
 /** Per-locale meta: who the message is from and extra headers. */
-export const localeMetaSchema = z
-  .object({
-    from: address('from').optional(),
-    replyTo: address('replyTo').optional(),
-    headers: headers.optional(),
-  })
-  .strict();
+export const localeMetaSchema = onFirstUse((z) => {
+  const address = (what: string) => z.string(`must be a string`).max(320).regex(ADDRESS, `must be an address or "Name <address>" (${what})`);
+  const headers = z
+    .record(
+      z.string().regex(/^[A-Za-z0-9][A-Za-z0-9-]{0,75}$/, 'header names are letters, digits and "-"').refine((name) => !RESERVED_HEADERS.has(name.toLowerCase()), {
+        message: 'is set by leasehold itself (use from/replyTo for those)',
+      }),
+      z.string().max(998, 'must be at most 998 characters').regex(/^[^\r\n]*$/, 'must be one line'),
+    )
+    .refine((h) => Object.keys(h).length <= 20, { message: 'at most 20 headers' });
+  return z
+    .object({
+      from: address('from').optional(),
+      replyTo: address('replyTo').optional(),
+      headers: headers.optional(),
+    })
+    .strict();
+});
 
 /** Per-kind meta: the same defaults, plus sample metadata for `templates check` and `preview --sample`. */
-export const kindMetaSchema = localeMetaSchema
-  .extend({
-    sample: z
-      .object({
-        metadata: z.record(z.string(), z.unknown()).optional(),
-        /** The sample hold's deadline (default: a minute ago). */
-        expiresAt: z.iso.datetime({ offset: true, message: 'must be an ISO 8601 date-time with a time zone' }).optional(),
-      })
-      .strict()
-      .optional(),
-  })
-  .strict();
+export const kindMetaSchema = onFirstUse((z) =>
+  localeMetaSchema()
+    .extend({
+      sample: z
+        .object({
+          metadata: z.record(z.string(), z.unknown()).optional(),
+          /** The sample hold's deadline (default: a minute ago). */
+          expiresAt: z.iso.datetime({ offset: true, message: 'must be an ISO 8601 date-time with a time zone' }).optional(),
+        })
+        .strict()
+        .optional(),
+    })
+    .strict(),
+);
 
-export type LocaleMeta = z.infer<typeof localeMetaSchema>;
-export type KindMeta = z.infer<typeof kindMetaSchema>;
+export type LocaleMeta = z.infer<ReturnType<typeof localeMetaSchema>>;
+export type KindMeta = z.infer<ReturnType<typeof kindMetaSchema>>;
 
 /** A problem found while loading or checking templates, located by file where possible. */
 export interface TemplateProblem {

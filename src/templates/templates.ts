@@ -143,7 +143,7 @@ export class Templates {
       return;
     }
     const metaText = files[`${name}/${META_FILE}`];
-    const parsedMeta = parseMeta(kindMetaSchema, `${name}/${META_FILE}`, metaText);
+    const parsedMeta = parseMeta(kindMetaSchema(), `${name}/${META_FILE}`, metaText);
     if (parsedMeta.problem) this.problems.push(parsedMeta.problem);
     const meta: KindMeta = parsedMeta.meta ?? {};
     const kind: Kind = {
@@ -172,7 +172,7 @@ export class Templates {
     from: { meta: KindMeta; metaText: string | undefined; metaProblem: string | undefined; partialsHash: string },
   ): Variant {
     const metaText = files[`${kind}/${locale}/${META_FILE}`];
-    const localeMeta = parseMeta(localeMetaSchema, `${kind}/${locale}/${META_FILE}`, metaText);
+    const localeMeta = parseMeta(localeMetaSchema(), `${kind}/${locale}/${META_FILE}`, metaText);
     if (localeMeta.problem) this.problems.push(localeMeta.problem);
     const parts = Object.keys(PART_FILES) as Part[];
     const sources = Object.fromEntries(parts.map((part) => [part, files[fileOf(kind, locale, part)]])) as Record<Part, string | undefined>;
