@@ -309,11 +309,20 @@ export class Templates {
       expiredAt: localTime(input.expiredAt ?? input.expiresAt, locale, timeZone),
     };
     const run = (part: Part): string => {
+      // LiquidJS answers each `{% if metadata.x %}` on a missing key (lenientIf)
+      // by throwing and catching an Error internally; capturing a stack trace
+      // for each was a third of the delivery lane's CPU at batch 1,000 (463 of
+      // ~1,400 ms per 10,000 messages). Rendering is synchronous, so stack
+      // capture is off exactly for its duration; no stack is read from it.
+      const stackTraceLimit = Error.stackTraceLimit;
+      Error.stackTraceLimit = 0;
       try {
         // Variables are globals so partials ({% render %}) see them too.
         return String((part === 'html' ? this.engines.html : this.engines.text).renderSync(parts[part], {}, { globals: scope }));
       } catch (error) {
         throw new TemplateRenderError(fileOf(variant.kind, variant.locale, part), false, detailOf(error));
+      } finally {
+        Error.stackTraceLimit = stackTraceLimit;
       }
     };
     const subject = run('subject').replace(/\s+/g, ' ').trim();
