@@ -19,10 +19,11 @@ import { expiryLateness } from './expiry-lateness.js';
 import { expiryThroughput } from './expiry-throughput.js';
 import { prune } from './prune.js';
 import { statusCost } from './status.js';
+import { countTriggers } from './count-triggers.js';
 
 process.env.LOG_LEVEL ??= 'silent';
 
-const benchmarks: Benchmark[] = [expiryThroughput, expiryLateness, deliveryThroughput, deliveryLimiter, deliveryLatency, prune, compare, statusCost];
+const benchmarks: Benchmark[] = [expiryThroughput, expiryLateness, deliveryThroughput, deliveryLimiter, deliveryLatency, prune, compare, statusCost, countTriggers];
 
 // dist/bench/run.js -> repository root
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
