@@ -20,10 +20,11 @@ import { expiryThroughput } from './expiry-throughput.js';
 import { importTime } from './import.js';
 import { prune } from './prune.js';
 import { statusCost } from './status.js';
+import { countTriggers } from './count-triggers.js';
 
 process.env.LOG_LEVEL ??= 'silent';
 
-const benchmarks: Benchmark[] = [expiryThroughput, expiryLateness, deliveryThroughput, deliveryLimiter, deliveryLatency, prune, compare, statusCost, importTime];
+const benchmarks: Benchmark[] = [expiryThroughput, expiryLateness, deliveryThroughput, deliveryLimiter, deliveryLatency, prune, compare, statusCost, countTriggers, importTime];
 
 // dist/bench/run.js -> repository root
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');

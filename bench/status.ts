@@ -4,6 +4,8 @@ import { loadConfig } from '../src/config.js';
 import { migrate } from '../src/db/migrate.js';
 import { ident, type Queryable } from '../src/db/pool.js';
 import { createDatabaseMetrics } from '../src/read/db-metrics.js';
+import { registerEventMetrics } from '../src/read/event-metrics.js';
+import { createRetentionMetrics } from '../src/retention/metrics.js';
 import { checkHealth } from '../src/read/health.js';
 import { silentLogger } from '../src/observability/logger.js';
 import { createMetrics } from '../src/observability/metrics.js';
@@ -16,8 +18,10 @@ import type { BenchDatabase } from './database.js';
 /**
  * What the status surfaces cost once history has piled up:
  * BENCH_STATUS_ROWS (2,000,000) terminal rows in each of support_reservations,
- * email_outbox and email_attempts (finished over the last 30 days), plus a
- * live set (held holds, some due; pending intents). Each surface is called
+ * email_outbox, email_attempts, email_events (one delivery event per intent,
+ * 1 in 100 a hard bounce, 1 in 1,000 a complaint) and suppressions, finished
+ * evenly over the last 30 days, plus a live set (held holds, some due;
+ * pending intents). Each surface is called
  * BENCH_STATUS_REPEAT times after two warm-up calls:
  *
  * - GET /healthz, GET /metrics and GET /v1/status through the real Fastify
@@ -65,6 +69,20 @@ async function seedHistory(pool: pg.Pool, schema: string): Promise<void> {
             o.receipt, o.last_error, 50
        FROM ${s}.email_outbox o`,
   );
+  await pool.query(
+    `INSERT INTO ${s}.email_events (provider, provider_event_id, provider_message_id, intent_id, kind, bounce_type, occurred_at)
+     SELECT 'sandbox', 'event-' || o.id, o.id, o.id, k.kind, CASE WHEN k.kind = 'bounced' THEN 'hard' END, o.finished_at + interval '1 second'
+       FROM ${s}.email_outbox o,
+            LATERAL (SELECT CASE WHEN abs(hashtext(o.id || 'e')) % 1000 < 10 THEN 'bounced'
+                                 WHEN abs(hashtext(o.id || 'e')) % 1000 = 10 THEN 'complained'
+                                 ELSE 'delivered' END AS kind) AS k`,
+  );
+  await pool.query(
+    `INSERT INTO ${s}.suppressions (address_hash, address, reason, created_at)
+     SELECT encode(sha256(convert_to(a, 'UTF8')), 'hex'), a, 'hard_bounce', now() - make_interval(secs => (g::float8 / $1) * 30 * 86400)
+       FROM generate_series(1, $1::int) AS g, LATERAL (SELECT 'suppressed' || g || '@example.com' AS a) AS x`,
+    [ROWS],
+  );
   // The live set: 1,000 held holds (100 of them already due), 500 pending intents.
   await pool.query(
     `INSERT INTO ${s}.support_reservations (id, customer_email, status, expires_at, request_hash)
@@ -81,7 +99,7 @@ async function seedHistory(pool: pg.Pool, schema: string): Promise<void> {
      SELECT 'reservation-expired:' || id, id, customer_email, 'reservation-expired', 'pending', expired_at, expired_at
        FROM ${s}.support_reservations WHERE id LIKE 'pend%'`,
   );
-  for (const table of ['support_reservations', 'email_outbox', 'email_attempts']) await pool.query(`VACUUM ANALYZE ${s}.${table}`);
+  for (const table of ['support_reservations', 'email_outbox', 'email_attempts', 'email_events', 'suppressions']) await pool.query(`VACUUM ANALYZE ${s}.${table}`);
 }
 
 /** A Queryable that times every statement it passes on, keyed by its text. */
@@ -164,11 +182,15 @@ export const statusCost: Benchmark = {
       // Every statement behind the four surfaces, timed on its own.
       const statementTimes = new Map<string, number[]>();
       const timed = timingQueryable(target.pool, statementTimes);
+      // /metrics serves the lane gauges, the reputation gauges and the retention gauges.
       const registry = createDatabaseMetrics({ db: timed, schema: target.schema, promises: config, snapshotTtlMs: 0 });
+      registerEventMetrics(registry, { db: timed, schema: target.schema, snapshotTtlMs: 0 });
+      const retentionRegistry = createRetentionMetrics({ db: timed, schema: target.schema, policy: config.retention, snapshotTtlMs: 0 });
       for (let i = 0; i < REPEAT + 2; i++) {
         await checkHealth({ db: timed, schema: target.schema, promises: config });
         await readStatus(timed, target.schema, config);
         await registry.metrics();
+        await retentionRegistry.metrics();
       }
       const statements = [...statementTimes.entries()]
         .map(([text, times]) => ({ statement: label(text, target.schema), calls: times.length, medianMs: round(median(times), 2), maxMs: round(Math.max(...times), 2) }))

@@ -29,8 +29,8 @@ export const MEASURED = {
     hold: 422,
     /** email_outbox row once finished: heap + pkey, reservation_id unique, two listing indexes. */
     intent: 672,
-    /** email_attempts row: heap + pkey + finished_at index. */
-    attempt: 333,
+    /** email_attempts row: heap + pkey + finished_at index + the accepted-window partial index (0014; measured 422, 410 before it). */
+    attempt: 422,
   },
   /**
    * Structured log bytes per expired hold: what the lanes' pino logger wrote

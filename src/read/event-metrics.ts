@@ -1,7 +1,7 @@
 import { Gauge, type Registry } from 'prom-client';
 import type { Queryable } from '../db/pool.js';
 import { eventsWindowStats, type EventWindowStats } from '../tables/events.js';
-import { suppressionsCount } from '../tables/suppressions.js';
+import { suppressionCountGet } from '../tables/suppression-count.js';
 
 /**
  * Reputation gauges read from the database at scrape time, so every
@@ -27,7 +27,7 @@ export function registerEventMetrics(registry: Registry, options: { db: Queryabl
     if (!cached || now - cached.at > ttl) {
       cached = {
         at: now,
-        value: Promise.all([eventsWindowStats(options.db, options.schema, EVENT_WINDOW_HOURS), suppressionsCount(options.db, options.schema)])
+        value: Promise.all([eventsWindowStats(options.db, options.schema, EVENT_WINDOW_HOURS), suppressionCountGet(options.db, options.schema)])
           .then(([stats, suppressions]) => ({ ...stats, suppressions }))
           .catch(() => undefined),
       };

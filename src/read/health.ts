@@ -77,7 +77,7 @@ export function judgeHealth(stats: LaneStats, promises: HealthOptions['promises'
 export async function checkHealth(options: HealthOptions): Promise<HealthReport> {
   let stats: LaneStats;
   try {
-    stats = await withTimeout(laneStats(options.db, options.schema, { byState: false }), options.timeoutMs ?? 3000);
+    stats = await withTimeout(laneStats(options.db, options.schema), options.timeoutMs ?? 3000);
   } catch (error) {
     // /healthz is open to anyone who can reach it, and a driver error names
     // the database's host and port (connect ECONNREFUSED 10.0.0.5:5432):

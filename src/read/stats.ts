@@ -2,7 +2,8 @@ import type { Queryable } from '../db/pool.js';
 import { deliveryControlGet, type DeliveryControl } from '../tables/delivery-control.js';
 import { rateLimiterGet, type RateLimitState } from '../tables/rate-limiter.js';
 import { holdsOldestDueAge } from '../tables/holds.js';
-import { intentsCountByState, intentsPendingStats } from '../tables/outbox.js';
+import { intentsOldestPendingAge } from '../tables/outbox.js';
+import { intentCountsByState } from '../tables/intent-counts.js';
 import { IntentState } from '../model/intent-states.js';
 
 /**
@@ -36,17 +37,14 @@ export interface LaneStats {
 }
 
 /**
- * `byState` counts every intent by state, which reads the whole outbox (an
- * index-only scan, but still proportional to history): status and metrics
- * want it; health, which may be polled every few seconds, skips it.
+ * The delivery lane's numbers: the counts come from email_outbox_counts
+ * (kept by triggers, exact, 256 rows to sum), the age from one end of a
+ * partial index, so neither grows with history or with the backlog.
  */
-export async function outboxStats(db: Queryable, schema: string, options: { byState?: boolean } = {}): Promise<DeliveryLaneStats> {
-  const pending = await intentsPendingStats(db, schema);
-  const intentsByState =
-    options.byState === false
-      ? (Object.fromEntries(Object.values(IntentState).map((state) => [state, 0])) as Record<IntentState, number>)
-      : await intentsCountByState(db, schema);
-  return { ...pending, intentsByState };
+export async function outboxStats(db: Queryable, schema: string): Promise<DeliveryLaneStats> {
+  const intentsByState = await intentCountsByState(db, schema);
+  const oldestPendingAgeSeconds = await intentsOldestPendingAge(db, schema);
+  return { backlog: intentsByState.pending, oldestPendingAgeSeconds, intentsByState };
 }
 
 /**
@@ -54,9 +52,9 @@ export async function outboxStats(db: Queryable, schema: string, options: { bySt
  * `db` may be a single client (an application's), which runs one query at
  * a time anyway.
  */
-export async function laneStats(db: Queryable, schema: string, options: { byState?: boolean } = {}): Promise<LaneStats> {
+export async function laneStats(db: Queryable, schema: string): Promise<LaneStats> {
   const due = await holdsOldestDueAge(db, schema, null);
-  const delivery = await outboxStats(db, schema, options);
+  const delivery = await outboxStats(db, schema);
   const control = await deliveryControlGet(db, schema);
   const limiter = await rateLimiterGet(db, schema);
   return {

@@ -364,28 +364,16 @@ export async function intentsReplay(db: Queryable, schema: string, id: string, n
   return rowCount === 1;
 }
 
-export interface OutboxStats {
-  /** Pending intents (including leased and backed-off ones). */
-  backlog: number;
-  /** Seconds since the oldest pending intent became available (created); 0 when none. */
-  oldestPendingAgeSeconds: number;
-}
-
-/** Backlog and oldest pending age, through the partial index on pending intents. */
-export async function intentsPendingStats(db: Queryable, schema: string): Promise<OutboxStats> {
-  const { rows } = await db.query<{ backlog: number; age: number | null }>(
-    `SELECT count(*)::int AS backlog, extract(epoch FROM now() - min(created_at))::float8 AS age
+/**
+ * Seconds since the oldest pending intent was created (0 when none): one end
+ * of the partial index email_outbox_pending_age, whatever the backlog or the
+ * history. The backlog itself is counted in email_outbox_counts
+ * (tables/intent-counts.ts), not here.
+ */
+export async function intentsOldestPendingAge(db: Queryable, schema: string): Promise<number> {
+  const { rows } = await db.query<{ age: number | null }>(
+    `SELECT extract(epoch FROM now() - min(created_at))::float8 AS age
        FROM ${ident(schema)}.email_outbox WHERE state = 'pending'`,
   );
-  return { backlog: rows[0]?.backlog ?? 0, oldestPendingAgeSeconds: Math.max(0, rows[0]?.age ?? 0) };
-}
-
-/** Intents by state. Reads the whole outbox (an index-only scan): for status and metrics, not for health. */
-export async function intentsCountByState(db: Queryable, schema: string): Promise<Record<IntentState, number>> {
-  const { rows } = await db.query<{ state: IntentState; n: number }>(
-    `SELECT state, count(*)::int AS n FROM ${ident(schema)}.email_outbox GROUP BY state`,
-  );
-  const counts = Object.fromEntries(Object.values(IntentState).map((state) => [state, 0])) as Record<IntentState, number>;
-  for (const row of rows) counts[row.state] = row.n;
-  return counts;
+  return Math.max(0, rows[0]?.age ?? 0);
 }

@@ -163,9 +163,3 @@ export async function suppressionsList(
   const more = rows.length > options.limit;
   return { suppressions: page.map(fromRow), nextCursor: more && page.length > 0 ? encodeCursor(page.at(-1)!) : null };
 }
-
-/** Suppressions in total (a gauge). */
-export async function suppressionsCount(db: Queryable, schema: string): Promise<number> {
-  const { rows } = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${ident(schema)}.suppressions`);
-  return rows[0]?.n ?? 0;
-}

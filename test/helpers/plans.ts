@@ -23,3 +23,24 @@ export async function planOf(pool: pg.Pool, call: (db: Queryable) => Promise<unk
   const { rows } = await pool.query(`EXPLAIN ${captured.text}`, captured.values);
   return rows.map((r: { 'QUERY PLAN': string }) => r['QUERY PLAN']).join('\n');
 }
+
+/**
+ * EXPLAIN every statement a call sends (a read model sends several): the
+ * text of each and its plan, in the order sent.
+ */
+export async function plansOfAll(pool: pg.Pool, call: (db: Queryable) => Promise<unknown>): Promise<Array<{ text: string; plan: string }>> {
+  const captured: Array<{ text: string; values: unknown[] }> = [];
+  const recorder: Queryable = {
+    query: async (text: string, values?: unknown[]) => {
+      captured.push({ text, values: values ?? [] });
+      return { rows: [], rowCount: 0, command: '', oid: 0, fields: [] };
+    },
+  };
+  await call(recorder).catch(() => {});
+  const plans = [];
+  for (const { text, values } of captured) {
+    const { rows } = await pool.query(`EXPLAIN ${text}`, values);
+    plans.push({ text, plan: rows.map((r: { 'QUERY PLAN': string }) => r['QUERY PLAN']).join('\n') });
+  }
+  return plans;
+}

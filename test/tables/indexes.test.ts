@@ -3,12 +3,17 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { intentsChannel } from '../../src/db/listener.js';
 import { ident, type Queryable } from '../../src/db/pool.js';
 import { holdsExpireDue, holdsList } from '../../src/tables/holds.js';
-import { outboxStats } from '../../src/read/stats.js';
 import { attemptsRecentOutcomes } from '../../src/tables/attempts.js';
-import { intentsLease } from '../../src/tables/outbox.js';
+import { intentsLease, intentsOldestPendingAge } from '../../src/tables/outbox.js';
 import { retentionOldest, storiesErase, storiesPrune } from '../../src/retention/queries.js';
+import { loadConfig } from '../../src/config.js';
+import { createDatabaseMetrics } from '../../src/read/db-metrics.js';
+import { registerEventMetrics } from '../../src/read/event-metrics.js';
+import { checkHealth } from '../../src/read/health.js';
+import { readStatus } from '../../src/read/status.js';
+import { createRetentionMetrics } from '../../src/retention/metrics.js';
 import { testDatabase, type TestDatabase } from '../helpers/database.js';
-import { planOf as planRecorded } from '../helpers/plans.js';
+import { planOf as planRecorded, plansOfAll } from '../helpers/plans.js';
 
 /**
  * The hot paths must not grow with history: with many finished rows and a
@@ -38,6 +43,15 @@ beforeAll(async () => {
     `INSERT INTO ${s}.support_reservations (id, customer_email, expires_at, request_hash)
      SELECT 'live-' || i, 'c@example.com', now() + make_interval(secs => i), 'x' FROM generate_series(1, 20) i`,
   );
+  // One provider event per sent intent, a few of them hard bounces and complaints.
+  await db.pool.query(
+    `INSERT INTO ${s}.email_events (provider, provider_event_id, provider_message_id, intent_id, kind, bounce_type, occurred_at)
+     SELECT 'sandbox', 'e-' || o.id, o.id, o.id, k.kind, CASE WHEN k.kind = 'bounced' THEN 'hard' END, now() - interval '2 days'
+       FROM ${s}.email_outbox o, generate_series(1, 1) g,
+            LATERAL (SELECT CASE WHEN abs(hashtext(o.id)) % 100 = 0 THEN 'bounced'
+                                 WHEN abs(hashtext(o.id)) % 1000 = 1 THEN 'complained' ELSE 'delivered' END AS kind) k`,
+  );
+  await db.pool.query(`ANALYZE ${s}.email_events`);
   await db.pool.query(`ANALYZE ${s}.support_reservations`);
   await db.pool.query(`ANALYZE ${s}.email_outbox`);
   await db.pool.query(`ANALYZE ${s}.email_attempts`);
@@ -84,7 +98,7 @@ describe('hot paths use partial indexes', () => {
   });
 
   it('the oldest-pending age reads email_outbox_pending_age', async () => {
-    const text = await planOf((q) => outboxStats(q, db.schema, { byState: false }));
+    const text = await planOf((q) => intentsOldestPendingAge(q, db.schema));
     expect(text).toContain('email_outbox_pending_age');
   });
 });
@@ -108,5 +122,47 @@ describe('retention reaches finished stories through the partial indexes of 0009
     expect(text).toContain('support_reservations_finished');
     expect(text).toContain('support_reservations_unerased');
     expect(text).not.toMatch(/Seq Scan/);
+  });
+});
+
+describe('status, health and metrics read no history (issue 10)', () => {
+  // Every statement /v1/status, `leasehold status`, /healthz and /metrics send,
+  // planned against 50,000 finished stories (attempts and events included).
+  const statusStatements = async () => {
+    const config = loadConfig({});
+    const all = [
+      ...(await plansOfAll(db.pool, (q) => readStatus(q, db.schema, config))),
+      ...(await plansOfAll(db.pool, (q) => checkHealth({ db: q, schema: db.schema, promises: config }))),
+      ...(await plansOfAll(db.pool, (q) => {
+        const registry = createDatabaseMetrics({ db: q, schema: db.schema, promises: config, snapshotTtlMs: 0 });
+        registerEventMetrics(registry, { db: q, schema: db.schema, snapshotTtlMs: 0 });
+        return registry.metrics();
+      })),
+      ...(await plansOfAll(db.pool, (q) =>
+        createRetentionMetrics({ db: q, schema: db.schema, policy: config.retention, snapshotTtlMs: 0 }).metrics(),
+      )),
+    ];
+    return all;
+  };
+
+  it('no statement scans a history table; counts come from the counter tables', async () => {
+    const plans = await statusStatements();
+    expect(plans.length).toBeGreaterThan(8);
+    for (const { text, plan } of plans) {
+      expect(plan, `${text}\n${plan}`).not.toMatch(/Seq Scan on (support_reservations|email_outbox|email_attempts|email_events|suppressions)\b/);
+      // A GROUP BY over the outbox or a count of the suppression list is gone for good.
+      expect(text).not.toMatch(/FROM \S+\.email_outbox GROUP BY|count\(\*\)[^)]*FROM \S+\.suppressions\b/);
+    }
+    const texts = plans.map((p) => p.text).join('\n');
+    expect(texts).toContain('email_outbox_counts');
+    expect(texts).toContain('suppression_count');
+  });
+
+  it('the 24 h reputation counts read only their own partial indexes', async () => {
+    const plans = await statusStatements();
+    const window = plans.find((p) => p.text.includes('email_events'))!;
+    expect(window.plan).toContain('email_attempts_accepted');
+    expect(window.plan).toContain('email_events_hard_bounces');
+    expect(window.plan).toContain('email_events_complaints');
   });
 });
