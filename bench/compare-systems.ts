@@ -14,8 +14,7 @@ import { intentsChannel, Listener } from '../src/db/listener.js';
 import { migrate } from '../src/db/migrate.js';
 import { createPool, ident } from '../src/db/pool.js';
 import { rateLimiterSet } from '../src/tables/rate-limiter.js';
-import { DeliveryWorker } from '../src/delivery/worker.js';
-import { ExpiryWorker } from '../src/holds/expiry-worker.js';
+import { deliveryWorkerFor, expiryWorkerFor } from '../src/service.js';
 import { silentLogger } from '../src/observability/logger.js';
 import type { EmailGateway } from '../src/providers/gateway.js';
 import { seedPendingIntents } from './seed.js';
@@ -218,22 +217,11 @@ async function startLeasehold(o: StartOptions): Promise<Handle> {
       return { kind: 'accepted', receipt: `noop-${message.intentId}` };
     },
   };
-  const delivery = new DeliveryWorker({
-    pool,
-    schema: o.schema,
-    gateway,
-    from: config.emailFrom,
-    batchSize: tuned ? TUNED.leasehold.batchSize : config.deliveryBatch,
-    concurrency: tuned ? TUNED.leasehold.concurrency : config.deliveryConcurrency,
-    leaseMs: config.leaseMs,
-    sendTimeoutMs: config.sendTimeoutMs,
-    maxAttempts: config.maxAttempts,
-    logger: silentLogger,
-  });
+  // Built as `leasehold start` builds them (src/service.ts), tuned settings on top.
+  const base = { pool, schema: o.schema, logger: silentLogger };
+  const delivery = deliveryWorkerFor(config, base, gateway, tuned ? TUNED.leasehold : {});
   const listener = new Listener(o.url, intentsChannel(o.schema), () => delivery.wake(), silentLogger);
-  const expiry = o.withExpiry
-    ? new ExpiryWorker({ pool, schema: o.schema, intervalMs: config.expiryIntervalMs, batchSize: config.expiryBatch, logger: silentLogger })
-    : undefined;
+  const expiry = o.withExpiry ? expiryWorkerFor(config, base) : undefined;
   listener.start();
   delivery.start();
   expiry?.start();

@@ -11,7 +11,8 @@
  * Prints `READY` once connected and `DONE <sent>` before exiting.
  */
 import { createPool } from '../src/db/pool.js';
-import { DeliveryWorker } from '../src/delivery/worker.js';
+import { loadConfig } from '../src/config.js';
+import { deliveryWorkerFor } from '../src/service.js';
 import { silentLogger } from '../src/observability/logger.js';
 import { SandboxGateway } from '../src/providers/sandbox.js';
 
@@ -27,7 +28,8 @@ const mode = process.env.BENCH_MODE ?? 'drain';
 
 const pool = createPool({ connectionString: url, max: 4, applicationName: 'leasehold-bench-delivery' });
 const gateway = new SandboxGateway({ latencyMs: 0 });
-const worker = new DeliveryWorker({ pool, schema, gateway, batchSize, concurrency, logger: silentLogger });
+// Built as the service builds it (src/service.ts): the configured defaults, the benchmark's batch on top.
+const worker = deliveryWorkerFor(loadConfig(process.env), { pool, schema, logger: silentLogger }, gateway, { batchSize, concurrency });
 await pool.query('SELECT 1');
 process.stdout.write('READY\n');
 

@@ -117,7 +117,9 @@ export function deliveryWorkerFor(
     batchSize: config.deliveryBatch,
     concurrency: config.deliveryConcurrency,
     leaseMs: config.leaseMs,
-    sendTimeoutMs: config.sendTimeoutMs,
+    // A lease shortened in `extra` (tests, benchmarks) takes the default
+    // timeout for that lease, not the configured lease's.
+    sendTimeoutMs: extra.leaseMs !== undefined && extra.sendTimeoutMs === undefined ? DEFAULTS.sendTimeoutMs(extra.leaseMs) : config.sendTimeoutMs,
     maxAttempts: config.maxAttempts,
     initialRate: { perSecond: config.ratePerSecond, burst: config.rateBurst },
     logger: base.logger,
