@@ -70,7 +70,8 @@ export { DEFAULT_RETENTION, type RetentionPolicy } from './model/retention-polic
 export { Pruner, type PrunerOptions, type PruneRound, type PruneRun } from './retention/prune.js';
 export { PruneWorker } from './retention/prune-worker.js';
 export { eraseAddress, type EraseOptions } from './retention/erase.js';
-export type { RetentionPreview, AddressErasure } from './retention/queries.js';
+export type { AddressErasure } from './retention/address-erasure.js';
+export type { RetentionPreview } from './retention/preview.js';
 export type { EmailGateway, EmailMessage, SendContext, SendResult } from './providers/gateway.js';
 export { SandboxGateway, type SandboxOptions } from './providers/sandbox.js';
 export { createGateway } from './providers/registry.js';

@@ -12,7 +12,7 @@ import { defaultLibraryLogger, type Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import { Operations } from '../ops.js';
 import type { RetentionTables } from '../retention/policy.js';
-import { retentionPreview, type RetentionPreview } from '../retention/queries.js';
+import { retentionPreview, type RetentionPreview } from '../retention/preview.js';
 import type { Clock } from '../runtime/clock.js';
 import { attemptsList } from '../tables/attempts.js';
 import type { DeliveryControl } from '../tables/delivery-control.js';

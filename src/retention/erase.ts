@@ -4,7 +4,7 @@ import type { Logger } from '../observability/logger.js';
 import { silentLogger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import { RETENTION_TABLES, validateErasureAddress, validateTables, type RetentionTables } from './policy.js';
-import { addressErase, type AddressErasure } from './queries.js';
+import { addressErase, type AddressErasure } from './address-erasure.js';
 
 export interface EraseOptions {
   schema?: string;

@@ -2,7 +2,7 @@ import { Gauge, Registry } from 'prom-client';
 import type { Queryable } from '../db/pool.js';
 import { RETENTION_TABLES, type RetentionTables } from './policy.js';
 import { type RetentionPolicy } from '../model/retention-policy.js';
-import { retentionOldest, type OldestRetained } from './queries.js';
+import { retentionOldest, type OldestRetained } from './preview.js';
 
 /**
  * Retention gauges, read from the database at scrape time like the lane

@@ -7,7 +7,8 @@ import type { Clock } from '../runtime/clock.js';
 import { databaseClock } from '../runtime/clock.js';
 import { holdsPersonalData, RETENTION_TABLES, validateTables, type RetentionTables } from './policy.js';
 import { type RetentionPolicy } from '../model/retention-policy.js';
-import { standaloneErase, standalonePrune, storiesErase, storiesPrune, type TableCounts } from './queries.js';
+import { standaloneErase, standalonePrune, storiesErase, storiesPrune } from './queries.js';
+import { type TableCounts } from './sql.js';
 
 export interface PrunerOptions {
   pool: pg.Pool;

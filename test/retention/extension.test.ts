@@ -5,7 +5,7 @@ import { RETENTION_TABLES, type RetentionTables } from '../../src/retention/poli
 import { addressHash } from '../../src/model/address.js';
 import { DEFAULT_RETENTION } from '../../src/model/retention-policy.js';
 import { Pruner } from '../../src/retention/prune.js';
-import { retentionOldest, retentionPreview } from '../../src/retention/queries.js';
+import { retentionOldest, retentionPreview } from '../../src/retention/preview.js';
 import { testDatabase, type TestDatabase } from '../helpers/database.js';
 import { writeStory } from '../helpers/retention-stories.js';
 

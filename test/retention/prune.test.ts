@@ -7,7 +7,7 @@ import { replayIntent } from '../../src/ops.js';
 import { Pruner } from '../../src/retention/prune.js';
 import { PruneWorker } from '../../src/retention/prune-worker.js';
 import { DEFAULT_RETENTION, type RetentionPolicy } from '../../src/model/retention-policy.js';
-import { retentionPreview } from '../../src/retention/queries.js';
+import { retentionPreview } from '../../src/retention/preview.js';
 import { formatTimeline } from '../../src/cli/commands/trace.js';
 import { holdTimeline } from '../../src/read/timeline.js';
 import { LogCapture } from '../helpers/server.js';

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { eraseAddress } from '../../retention/erase.js';
 import { DEFAULT_RETENTION } from '../../model/retention-policy.js';
 import { Pruner } from '../../retention/prune.js';
-import { retentionOldest, retentionPreview } from '../../retention/queries.js';
+import { retentionOldest, retentionPreview } from '../../retention/preview.js';
 import { ApiError } from '../errors.js';
 import { parse, type ApiContext } from '../context.js';
 
