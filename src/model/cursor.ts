@@ -1,59 +1,53 @@
 import { ValidationError } from '../errors.js';
-import { isStorableText } from '../text.js';
 
 /**
- * Keyset cursors for the listing routes: `[created_at, id]` of the last row
- * of a page, as PostgreSQL prints it in UTC, base64url-encoded. Opaque to
- * clients and checked like any other input when it comes back.
- *
- * The SQL expression that prints created_at the way a cursor keeps it.
+ * Keyset cursors for every listing (intents, holds, suppressions), newest
+ * first by `(created_at, key)`: the last row's created_at in whole
+ * microseconds since the epoch (PostgreSQL's precision; a JavaScript Date has
+ * only milliseconds, and the expiry lane writes a whole batch with one
+ * captured now, so a millisecond cursor would skip the rest of that batch)
+ * and its key, base64url-encoded JSON. Opaque to clients and checked like any
+ * other input when it comes back: the time can only be digits and the key
+ * must match the listing's own key rule, so a forged cursor is a 400, never
+ * text the database must parse.
  */
-export const CURSOR_AT_SQL = (column: string): string => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
-
-// A cursor carries created_at to the microsecond, as PostgreSQL keeps it: the
-// expiry lane writes a whole batch with one captured now, and a cursor cut to
-// milliseconds (a JS Date) would skip the rest of that batch on the next page.
-export function encodeCursor(at: string, id: string): string {
-  return Buffer.from(JSON.stringify([at, id])).toString('base64url');
+export interface ListingCursor {
+  /** created_at in microseconds since the epoch, as digits. */
+  timeUs: string;
+  key: string;
 }
 
-// Exactly the UTC form encodeCursor writes (older cursors had milliseconds).
-const CURSOR_TIME = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.\d{1,6})?Z$/;
+/** SQL selecting a row's cursor time (`column` is its created_at). */
+export const cursorTimeSql = (column: string): string => `((extract(epoch FROM ${column}) * 1000000)::bigint)::text`;
 
 /**
- * A cursor comes back from the client, so it is input like any other: what
- * it decodes to must be something PostgreSQL accepts, or a tampered cursor
- * would be a 5xx. Date.parse is too lenient for that ("1" is the year 2001,
- * February 31st rolls over, year 0 does not exist in PostgreSQL).
+ * SQL keeping the rows after the cursor in $timeParam / $keyParam (both null
+ * on the first page), for `ORDER BY column DESC, key DESC`.
  */
-export function decodeCursor(cursor: string): [string, string] {
+export const afterCursorSql = (column: string, key: string, timeParam: string, keyParam: string): string =>
+  `(${timeParam}::bigint IS NULL OR (${column}, ${key}) < (timestamptz 'epoch' + ${timeParam}::bigint * interval '1 microsecond', ${keyParam}::text))`;
+
+export function encodeCursor(cursor: ListingCursor): string {
+  return Buffer.from(JSON.stringify([cursor.timeUs, cursor.key])).toString('base64url');
+}
+
+export function decodeCursor(cursor: string, isKey: (key: string) => boolean): ListingCursor {
   let value: unknown;
   try {
     value = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
   } catch {
     value = undefined;
   }
-  if (Array.isArray(value) && value.length === 2 && typeof value[0] === 'string' && typeof value[1] === 'string') {
-    const [at, id] = value as [string, string];
-    const time = CURSOR_TIME.exec(at);
-    if (time && isStorableText(id) && isRealUtcTime(time)) return [at, id];
+  if (Array.isArray(value) && value.length === 2) {
+    const [timeUs, key] = value as unknown[];
+    if (typeof timeUs === 'string' && /^-?\d{1,16}$/.test(timeUs) && typeof key === 'string' && isKey(key)) return { timeUs, key };
   }
   throw new ValidationError('cursor', 'is not a cursor returned by this API');
 }
 
-function isRealUtcTime(parts: RegExpExecArray): boolean {
-  const [year, month, day, hour, minute, second] = parts.slice(1, 7).map(Number) as [number, number, number, number, number, number];
-  const date = new Date(Date.UTC(year, month - 1, day, hour, minute, second));
-  // Date.UTC rolls an out-of-range field over (February 31st -> March 2nd)
-  // and maps years 0-99 to 19xx, so a round trip that changes anything means
-  // PostgreSQL could refuse it; no cursor this API wrote is refused.
-  return (
-    year >= 1 &&
-    date.getUTCFullYear() === year &&
-    date.getUTCMonth() === month - 1 &&
-    date.getUTCDate() === day &&
-    date.getUTCHours() === hour &&
-    date.getUTCMinutes() === minute &&
-    date.getUTCSeconds() === second
-  );
+/** One page of a listing: the rows fetched with `LIMIT limit + 1`, cut to `limit`, and the next cursor. */
+export function pageOf<R extends { cursor_us: string }>(rows: R[], limit: number, keyOf: (row: R) => string): { page: R[]; nextCursor: string | null } {
+  const page = rows.slice(0, limit);
+  const last = page.at(-1);
+  return { page, nextCursor: rows.length > limit && last ? encodeCursor({ timeUs: last.cursor_us, key: keyOf(last) }) : null };
 }

@@ -1,8 +1,8 @@
 import type { Queryable } from '../db/pool.js';
 import { ident } from '../db/pool.js';
-import { ValidationError } from '../errors.js';
 import { EXPIRED_INTENT_PREFIX, EXPIRED_TEMPLATE, type Hold, type HoldStatus } from '../model/hold-states.js';
 import { intentsInsertExpired } from './outbox.js';
+import { afterCursorSql, cursorTimeSql, decodeCursor, pageOf } from '../model/cursor.js';
 import { HOLD_ID_PATTERN } from '../model/hold-input.js';
 
 /**
@@ -103,52 +103,23 @@ export interface HoldPage {
   nextCursor: string | null;
 }
 
-// The cursor carries created_at in whole microseconds since the epoch (the
-// database's precision: holds created in one millisecond are neither skipped
-// nor repeated) and the id, both checked on the way back in, so a forged
-// cursor is a 400, never text the database must parse.
-function encodeHoldCursor(row: { cursor_us: string; id: string }): string {
-  return Buffer.from(JSON.stringify([row.cursor_us, row.id])).toString('base64url');
-}
-
-function decodeHoldCursor(cursor: string): [string, string] {
-  try {
-    const value = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown;
-    if (
-      Array.isArray(value) &&
-      value.length === 2 &&
-      typeof value[0] === 'string' &&
-      /^-?\d{1,16}$/.test(value[0]) &&
-      typeof value[1] === 'string' &&
-      HOLD_ID_PATTERN.test(value[1])
-    ) {
-      return [value[0], value[1]];
-    }
-  } catch {
-    // fall through
-  }
-  throw new ValidationError('cursor', 'is not a cursor returned by this API');
-}
-
 /** Holds newest first, optionally of one status, keyset-paged (stable under inserts). */
 export async function holdsList(
   db: Queryable,
   schema: string,
   options: { status?: HoldStatus; limit: number; cursor?: string },
 ): Promise<HoldPage> {
-  const after = options.cursor ? decodeHoldCursor(options.cursor) : null;
+  const after = options.cursor ? decodeCursor(options.cursor, (key) => HOLD_ID_PATTERN.test(key)) : null;
   const { rows } = await db.query<HoldRow & { cursor_us: string }>(
-    `SELECT r.*, ((extract(epoch FROM r.created_at) * 1000000)::bigint)::text AS cursor_us
+    `SELECT r.*, ${cursorTimeSql('r.created_at')} AS cursor_us
        FROM ${ident(schema)}.support_reservations r
-      WHERE ($1::text IS NULL OR r.status = $1)
-        AND ($2::bigint IS NULL OR (r.created_at, r.id) < (timestamptz 'epoch' + $2::bigint * interval '1 microsecond', $3::text))
+      WHERE ($1::text IS NULL OR r.status = $1) AND ${afterCursorSql('r.created_at', 'r.id', '$2', '$3')}
       ORDER BY r.created_at DESC, r.id DESC
       LIMIT $4`,
-    [options.status ?? null, after?.[0] ?? null, after?.[1] ?? null, options.limit + 1],
+    [options.status ?? null, after?.timeUs ?? null, after?.key ?? null, options.limit + 1],
   );
-  const page = rows.slice(0, options.limit);
-  const more = rows.length > options.limit;
-  return { holds: page.map(holdFromRow), nextCursor: more && page.length > 0 ? encodeHoldCursor(page.at(-1)!) : null };
+  const { page, nextCursor } = pageOf(rows, options.limit, (row) => row.id);
+  return { holds: page.map(holdFromRow), nextCursor };
 }
 
 /**

@@ -1,7 +1,7 @@
 import type { Queryable } from '../db/pool.js';
 import { ident } from '../db/pool.js';
-import { CURSOR_AT_SQL, decodeCursor, encodeCursor } from '../model/cursor.js';
-import { IntentState, type AttemptOutcome, type Intent } from '../model/intent-states.js';
+import { afterCursorSql, cursorTimeSql, decodeCursor, pageOf } from '../model/cursor.js';
+import { INTENT_ID_PATTERN, IntentState, type AttemptOutcome, type Intent } from '../model/intent-states.js';
 import type { Suppression } from '../model/suppression-reasons.js';
 import { attemptsCloseExpired, attemptsFinish, attemptsOpen } from './attempts.js';
 import { MESSAGE_LEASE_COLUMNS, messageFromLeaseRow, messagesJoinForLease, type StoredMessage } from './messages.js';
@@ -329,19 +329,17 @@ export async function intentsList(
   schema: string,
   options: { state?: IntentState; limit: number; cursor?: string },
 ): Promise<IntentPage> {
-  const after = options.cursor ? decodeCursor(options.cursor) : null;
-  const { rows } = await db.query<IntentRow & { cursor_at: string }>(
-    `SELECT ${INTENT_COLUMNS}, ${CURSOR_AT_SQL('created_at')} AS cursor_at
+  const after = options.cursor ? decodeCursor(options.cursor, (key) => INTENT_ID_PATTERN.test(key)) : null;
+  const { rows } = await db.query<IntentRow & { cursor_us: string }>(
+    `SELECT ${INTENT_COLUMNS}, ${cursorTimeSql('created_at')} AS cursor_us
        FROM ${ident(schema)}.email_outbox
-      WHERE ($1::text IS NULL OR state = $1)
-        AND ($2::timestamptz IS NULL OR (created_at, id) < ($2::timestamptz, $3::text))
+      WHERE ($1::text IS NULL OR state = $1) AND ${afterCursorSql('created_at', 'id', '$2', '$3')}
       ORDER BY created_at DESC, id DESC
       LIMIT $4`,
-    [options.state ?? null, after?.[0] ?? null, after?.[1] ?? null, options.limit + 1],
+    [options.state ?? null, after?.timeUs ?? null, after?.key ?? null, options.limit + 1],
   );
-  const page = rows.slice(0, options.limit);
-  const more = rows.length > options.limit;
-  return { intents: page.map(intentFromRow), nextCursor: more && page.length > 0 ? encodeCursor(page.at(-1)!.cursor_at, page.at(-1)!.id) : null };
+  const { page, nextCursor } = pageOf(rows, options.limit, (row) => row.id);
+  return { intents: page.map(intentFromRow), nextCursor };
 }
 
 /**

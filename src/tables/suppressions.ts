@@ -1,6 +1,7 @@
 import type { Queryable } from '../db/pool.js';
 import { ident } from '../db/pool.js';
 import { ValidationError } from '../errors.js';
+import { afterCursorSql, cursorTimeSql, decodeCursor, pageOf } from '../model/cursor.js';
 import { addressHash, normalizeAddress } from '../model/address.js';
 import type { Suppression, SuppressionReason } from '../model/suppression-reasons.js';
 
@@ -116,50 +117,21 @@ export interface SuppressionPage {
   nextCursor: string | null;
 }
 
-// The cursor carries created_at in whole microseconds since the epoch (the
-// database's precision, where a JavaScript Date has milliseconds), so rows
-// created within one millisecond are neither skipped nor repeated, and a
-// forged cursor can only ever be a number, never text the database must parse.
-function encodeCursor(row: SuppressionRow & { cursor_us: string }): string {
-  return Buffer.from(JSON.stringify([row.cursor_us, row.address_hash])).toString('base64url');
-}
-
-function decodeCursor(cursor: string): [string, string] {
-  try {
-    const value = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown;
-    if (
-      Array.isArray(value) &&
-      value.length === 2 &&
-      typeof value[0] === 'string' &&
-      /^-?\d{1,16}$/.test(value[0]) &&
-      typeof value[1] === 'string' &&
-      /^[0-9a-f]{64}$/.test(value[1])
-    ) {
-      return [value[0], value[1]];
-    }
-  } catch {
-    // fall through
-  }
-  throw new ValidationError('cursor', 'is not a cursor returned by this API');
-}
-
 /** Newest first, optionally of one reason, keyset-paged. */
 export async function suppressionsList(
   db: Queryable,
   schema: string,
   options: { limit: number; cursor?: string; reason?: SuppressionReason },
 ): Promise<SuppressionPage> {
-  const after = options.cursor ? decodeCursor(options.cursor) : null;
+  const after = options.cursor ? decodeCursor(options.cursor, (key) => /^[0-9a-f]{64}$/.test(key)) : null;
   const { rows } = await db.query<SuppressionRow & { cursor_us: string }>(
-    `SELECT ${COLUMNS}, ((extract(epoch FROM created_at) * 1000000)::bigint)::text AS cursor_us
+    `SELECT ${COLUMNS}, ${cursorTimeSql('created_at')} AS cursor_us
        FROM ${ident(schema)}.suppressions
-      WHERE ($1::text IS NULL OR reason = $1)
-        AND ($2::bigint IS NULL OR (created_at, address_hash) < (timestamptz 'epoch' + $2::bigint * interval '1 microsecond', $3::text))
+      WHERE ($1::text IS NULL OR reason = $1) AND ${afterCursorSql('created_at', 'address_hash', '$2', '$3')}
       ORDER BY created_at DESC, address_hash DESC
       LIMIT $4`,
-    [options.reason ?? null, after?.[0] ?? null, after?.[1] ?? null, options.limit + 1],
+    [options.reason ?? null, after?.timeUs ?? null, after?.key ?? null, options.limit + 1],
   );
-  const page = rows.slice(0, options.limit);
-  const more = rows.length > options.limit;
-  return { suppressions: page.map(fromRow), nextCursor: more && page.length > 0 ? encodeCursor(page.at(-1)!) : null };
+  const { page, nextCursor } = pageOf(rows, options.limit, (row) => row.address_hash);
+  return { suppressions: page.map(fromRow), nextCursor };
 }

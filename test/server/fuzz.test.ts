@@ -49,6 +49,7 @@ const deepJson = fc
 // What a client could hand back as a cursor: the right shape with wrong content, or anything base64url.
 const cursorTime = fc.oneof(
   fc.date({ noInvalidDate: true }).map((d) => d.toISOString()),
+  fc.bigInt({ min: -(10n ** 17n), max: 10n ** 17n }).map(String),
   fc.constantFrom('1', '0', '2024-02-31T00:00:00.000Z', '0000-01-01T00:00:00Z', '2024-01-01T24:00:00Z', '2024-01-01T00:00:00', 'infinity', 'epoch'),
   fc.string({ maxLength: 30 }),
   nastyString,
