@@ -1,7 +1,8 @@
 import { Gauge, Registry } from 'prom-client';
 import type { Queryable } from '../db/pool.js';
 import { IntentState } from '../model/intent-states.js';
-import { laneStats, type LaneStats } from './stats.js';
+import { laneStats } from './stats.js';
+import { scrapeSnapshot, snapshotGauges } from '../observability/scrape.js';
 
 /**
  * Gauges of shared state, collected from the database at scrape time. Every
@@ -37,31 +38,9 @@ export const DATABASE_METRIC_NAMES = [
  * usual choice, so several apps in one process never collide).
  */
 export function registerDatabaseMetrics(registry: Registry, options: DatabaseMetricsOptions): Registry {
-  const ttl = options.snapshotTtlMs ?? 500;
-  let cached: { at: number; value: Promise<LaneStats | undefined> } | undefined;
-  // prom-client collects every gauge of a scrape in parallel: one snapshot
-  // serves them all instead of one round of queries per gauge.
-  const snapshot = (): Promise<LaneStats | undefined> => {
-    const now = Date.now();
-    if (!cached || now - cached.at > ttl) {
-      cached = { at: now, value: laneStats(options.db, options.schema).catch(() => undefined) };
-    }
-    return cached.value;
-  };
+  const snapshot = scrapeSnapshot(() => laneStats(options.db, options.schema), options.snapshotTtlMs);
   const registers = [registry];
-  const gauge = (name: string, help: string, read: (s: LaneStats) => number | undefined) =>
-    new Gauge({
-      name,
-      help,
-      registers,
-      async collect() {
-        const stats = await snapshot();
-        const value = stats ? read(stats) : undefined;
-        // With the database unreachable, NaN rather than a stale or made-up
-        // number (alert rules comparing it stay quiet; leasehold_database_up says why).
-        this.set(value ?? Number.NaN);
-      },
-    });
+  const gauge = snapshotGauges(registry, snapshot);
 
   new Gauge({
     name: 'leasehold_database_up',

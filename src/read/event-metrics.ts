@@ -1,4 +1,5 @@
-import { Gauge, type Registry } from 'prom-client';
+import type { Registry } from 'prom-client';
+import { scrapeSnapshot, snapshotGauges } from '../observability/scrape.js';
 import type { Queryable } from '../db/pool.js';
 import { eventsWindowStats, type EventWindowStats } from '../tables/events.js';
 import { suppressionCountGet } from '../tables/suppression-count.js';
@@ -20,33 +21,15 @@ export const EVENT_METRIC_NAMES = [
 ] as const;
 
 export function registerEventMetrics(registry: Registry, options: { db: Queryable; schema: string; snapshotTtlMs?: number }): Registry {
-  const ttl = options.snapshotTtlMs ?? 500;
-  let cached: { at: number; value: Promise<(EventWindowStats & { suppressions: number }) | undefined> } | undefined;
-  const snapshot = () => {
-    const now = Date.now();
-    if (!cached || now - cached.at > ttl) {
-      cached = {
-        at: now,
-        value: Promise.all([eventsWindowStats(options.db, options.schema, EVENT_WINDOW_HOURS), suppressionCountGet(options.db, options.schema)])
-          .then(([stats, suppressions]) => ({ ...stats, suppressions }))
-          .catch(() => undefined),
-      };
-    }
-    return cached.value;
-  };
-  const registers = [registry];
+  const snapshot = scrapeSnapshot(
+    () =>
+      Promise.all([eventsWindowStats(options.db, options.schema, EVENT_WINDOW_HOURS), suppressionCountGet(options.db, options.schema)]).then(
+        ([stats, suppressions]) => ({ ...stats, suppressions }),
+      ),
+    options.snapshotTtlMs,
+  );
   const rate = (part: number, whole: number) => (whole > 0 ? part / whole : 0);
-  const gauge = (name: string, help: string, read: (s: EventWindowStats & { suppressions: number }) => number) =>
-    new Gauge({
-      name,
-      help,
-      registers,
-      async collect() {
-        const stats = await snapshot();
-        // Unreachable database: NaN, not a made-up number (leasehold_database_up says why).
-        this.set(stats ? read(stats) : Number.NaN);
-      },
-    });
+  const gauge = snapshotGauges(registry, snapshot);
   gauge(
     'leasehold_email_bounce_rate',
     `Hard bounces per accepted send over the last ${EVENT_WINDOW_HOURS} h (providers review accounts above about 0.05).`,

@@ -2,7 +2,8 @@ import { Gauge, Registry } from 'prom-client';
 import type { Queryable } from '../db/pool.js';
 import { RETENTION_TABLES, type RetentionTables } from './policy.js';
 import { type RetentionPolicy } from '../model/retention-policy.js';
-import { retentionOldest, type OldestRetained } from './preview.js';
+import { retentionOldest } from './preview.js';
+import { scrapeSnapshot } from '../observability/scrape.js';
 
 /**
  * Retention gauges, read from the database at scrape time like the lane
@@ -22,15 +23,7 @@ export interface RetentionMetricsOptions {
 export function createRetentionMetrics(options: RetentionMetricsOptions): Registry {
   const registry = new Registry();
   const registers = [registry];
-  const ttl = options.snapshotTtlMs ?? 500;
-  let cached: { at: number; value: Promise<OldestRetained | undefined> } | undefined;
-  const snapshot = (): Promise<OldestRetained | undefined> => {
-    const now = Date.now();
-    if (!cached || now - cached.at > ttl) {
-      cached = { at: now, value: retentionOldest(options.db, options.schema, options.tables ?? RETENTION_TABLES).catch(() => undefined) };
-    }
-    return cached.value;
-  };
+  const snapshot = scrapeSnapshot(() => retentionOldest(options.db, options.schema, options.tables ?? RETENTION_TABLES), options.snapshotTtlMs);
   // `off` is NaN, not 0 or -1: a rule comparing an age against it never fires.
   const days = (value: number | null) => value ?? Number.NaN;
 
