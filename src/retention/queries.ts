@@ -102,15 +102,7 @@ export async function storiesPrune(
     `intents_done AS (DELETE FROM ${s}.email_outbox o WHERE o.id = ANY (ARRAY(SELECT id FROM story_intents)) RETURNING 1)`,
     `holds_done AS (DELETE FROM ${s}.support_reservations r WHERE r.id = ANY (ARRAY(SELECT id FROM whole)) RETURNING 1)`,
   ];
-  const { rows } = await db.query<Record<string, number>>(
-    `WITH ${ctes.join(',\n     ')}
-     SELECT (SELECT count(*) FROM roots)::int AS locked,
-            ${children.map((_, i) => `(SELECT count(*) FROM c${i})::int AS c${i},`).join('\n            ')}
-            (SELECT count(*) FROM intents_done)::int AS intents,
-            (SELECT count(*) FROM holds_done)::int AS holds`,
-    [options.now, options.days, options.limit],
-  );
-  return countsOf(rows[0]!, children);
+  return storyBatchRun(db, ctes, children, [options.now, options.days, options.limit]);
 }
 
 /**
@@ -137,68 +129,81 @@ export async function storiesErase(
        UPDATE ${s}.support_reservations r SET ${HOLD_ERASURE('$4')}
         WHERE r.id = ANY (ARRAY(SELECT id FROM whole)) RETURNING 1)`,
   ];
+  return storyBatchRun(db, ctes, children, [options.now, options.days, options.limit, ADDRESS_IN_TEXT]);
+}
+
+/** Run a story batch's CTEs (storyBatch, its children, intents_done, holds_done) and count what each changed. */
+async function storyBatchRun(db: Queryable, ctes: string[], children: readonly StoryChildTable[], values: unknown[]): Promise<StoryBatchResult> {
   const { rows } = await db.query<Record<string, number>>(
     `WITH ${ctes.join(',\n     ')}
      SELECT (SELECT count(*) FROM roots)::int AS locked,
             ${children.map((_, i) => `(SELECT count(*) FROM c${i})::int AS c${i},`).join('\n            ')}
             (SELECT count(*) FROM intents_done)::int AS intents,
             (SELECT count(*) FROM holds_done)::int AS holds`,
-    [options.now, options.days, options.limit, ADDRESS_IN_TEXT],
+    values,
   );
   return countsOf(rows[0]!, children);
 }
 
 /** Delete up to `limit` rows of a standalone table older than `days`, oldest first. */
-export async function standalonePrune(
+export function standalonePrune(
   db: Queryable,
   schema: string,
   table: StandaloneTable,
   options: { now: Date | null; days: number; limit: number },
 ): Promise<number> {
-  const t = `${ident(schema)}.${ident(table.table)}`;
-  const key = ident(table.key);
-  const age = `t.${ident(table.age)}`;
-  const { rows } = await db.query<{ n: number }>(
-    `WITH batch AS MATERIALIZED (
-       SELECT t.${key} AS key FROM ${t} t
-        WHERE (${table.applies}) AND ${age} < ${CUTOFF}
-        ORDER BY ${age} LIMIT $3
-          FOR UPDATE OF t SKIP LOCKED
-     ), done AS (DELETE FROM ${t} t WHERE t.${key} = ANY (ARRAY(SELECT key FROM batch)) RETURNING 1)
-     SELECT count(*)::int AS n FROM done`,
-    [options.now, options.days, options.limit],
-  );
-  return rows[0]!.n;
+  return standaloneBatchRun(db, schema, table, '', (t, key) => `DELETE FROM ${t} t WHERE t.${key} = ANY (ARRAY(SELECT key FROM batch)) RETURNING 1`, [
+    options.now,
+    options.days,
+    options.limit,
+  ]);
 }
 
 /** Erase up to `limit` not-yet-erased rows of a standalone table older than `days`. */
-export async function standaloneErase(
+export function standaloneErase(
   db: Queryable,
   schema: string,
   table: StandaloneTable,
   options: { now: Date | null; days: number; limit: number },
 ): Promise<number> {
-  const t = `${ident(schema)}.${ident(table.table)}`;
-  const key = ident(table.key);
-  const age = `t.${ident(table.age)}`;
   const unerased = Object.entries(table.erase)
     .filter(([, how]) => how === 'null')
     .map(([column]) => `t.${ident(column)} IS NOT NULL`)
     .join(' OR ');
-  const { rows } = await db.query<{ n: number }>(
-    `WITH batch AS MATERIALIZED (
-       SELECT t.${key} AS key FROM ${t} t
-        WHERE (${table.applies}) AND ${age} < ${CUTOFF} AND (${unerased})
-        ORDER BY ${age} LIMIT $3
-          FOR UPDATE OF t SKIP LOCKED
-     ), done AS (
-       UPDATE ${t} t SET ${setClause(table.erase, 't', '$4')}
-        WHERE t.${key} = ANY (ARRAY(SELECT key FROM batch)) RETURNING 1)
-     SELECT count(*)::int AS n FROM done`,
+  return standaloneBatchRun(
+    db,
+    schema,
+    table,
+    `AND (${unerased})`,
+    (t, key) => `UPDATE ${t} t SET ${setClause(table.erase, 't', '$4')} WHERE t.${key} = ANY (ARRAY(SELECT key FROM batch)) RETURNING 1`,
     // $4 only when a column is scrubbed: PostgreSQL refuses a parameter it cannot type.
     Object.values(table.erase).some((how) => how.startsWith('scrub'))
       ? [options.now, options.days, options.limit, ADDRESS_IN_TEXT]
       : [options.now, options.days, options.limit],
+  );
+}
+
+/** Lock the oldest `$3` rows past the cutoff (plus `extra`), skipping locked ones, and apply `action` to them. */
+async function standaloneBatchRun(
+  db: Queryable,
+  schema: string,
+  table: StandaloneTable,
+  extra: string,
+  action: (t: string, key: string) => string,
+  values: unknown[],
+): Promise<number> {
+  const t = `${ident(schema)}.${ident(table.table)}`;
+  const key = ident(table.key);
+  const age = `t.${ident(table.age)}`;
+  const { rows } = await db.query<{ n: number }>(
+    `WITH batch AS MATERIALIZED (
+       SELECT t.${key} AS key FROM ${t} t
+        WHERE (${table.applies}) AND ${age} < ${CUTOFF} ${extra}
+        ORDER BY ${age} LIMIT $3
+          FOR UPDATE OF t SKIP LOCKED
+     ), done AS (${action(t, key)})
+     SELECT count(*)::int AS n FROM done`,
+    values,
   );
   return rows[0]!.n;
 }
