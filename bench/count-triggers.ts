@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import type pg from 'pg';
-import { ident, withTransaction } from '../src/db/pool.js';
+import { ident, withClient, withTransaction } from '../src/db/pool.js';
 import { holdsExpireDue } from '../src/tables/holds.js';
 import { intentsLease, intentsRecord, type AttemptResult } from '../src/tables/outbox.js';
 import type { Benchmark, BenchResult, Figure } from './common.js';
@@ -37,16 +37,18 @@ async function setMode(pool: pg.Pool, schema: string, mode: Mode, functions: { s
   // Fire each trigger once on every pooled connection (no rows), so the timed
   // statements do not pay for compiling the replaced function or reloading the table.
   await Promise.all(
-    Array.from({ length: pool.options.max ?? 1 }, async () => {
-      const client = await pool.connect();
-      try {
+    Array.from({ length: pool.options.max ?? 1 }, () =>
+      withClient(pool, async (client) => {
         await client.query(`UPDATE ${s}.email_outbox SET attempts = attempts WHERE false`);
         await client.query(`INSERT INTO ${s}.email_outbox SELECT * FROM ${s}.email_outbox WHERE false`);
-      } finally {
-        client.release();
-      }
-    }),
+      }),
+    ),
   );
+}
+
+/** `n` clients checked out at once, each through withClient. */
+function withClients<T>(pool: pg.Pool, n: number, work: (clients: pg.PoolClient[]) => Promise<T>, held: pg.PoolClient[] = []): Promise<T> {
+  return held.length === n ? work(held) : withClient(pool, (client) => withClients(pool, n, work, [...held, client]));
 }
 
 const accepted = (leased: Array<{ id: string; attempts: number }>, token: string): AttemptResult[] =>
@@ -99,8 +101,8 @@ export const countTriggers: Benchmark = {
       }
 
       // Contention: WORKERS connections lease, then all record at once.
-      const clients = await Promise.all(Array.from({ length: WORKERS }, () => pool.connect()));
-      try {
+      // Each checked out through withClient (an error listener for the whole checkout), all held at once.
+      await withClients(pool, WORKERS, async (clients) => {
         for (let round = 0; round < CONCURRENT_ROUNDS; round++) {
           for (const mode of round % 2 === 0 ? MODES : [...MODES].reverse()) {
             await setMode(pool, schema, mode, functions);
@@ -115,9 +117,7 @@ export const countTriggers: Benchmark = {
             );
           }
         }
-      } finally {
-        for (const client of clients) client.release();
-      }
+      });
       await setMode(pool, schema, 'on', functions);
 
       const figures: Figure[] = [];

@@ -91,10 +91,13 @@ describe('an ambiguous attempt followed by a clear one', () => {
     expect(attempts.map((a) => a.outcome)).toEqual(['lease_expired', middleOutcome, 'accepted']);
   });
 
-  it('an ambiguous failure (timeout) two attempts back still flags the acceptance', async () => {
+  it.each([
+    ['an ambiguous failure (timeout) two attempts back still flags the acceptance', true],
+    ['clear attempts only: nothing is flagged', false],
+  ] as const)('%s', async (_name, firstUnknown) => {
     const gateway = new ScriptedGateway().script(
       intentId,
-      { kind: 'failed', reason: 'timeout', outcomeUnknown: true },
+      { kind: 'failed', reason: firstUnknown ? 'timeout' : 'connection refused', outcomeUnknown: firstUnknown },
       { kind: 'rate_limited', retryAfterMs: 1000, reason: '429' },
       { kind: 'accepted', receipt: 'third' },
     );
@@ -104,8 +107,8 @@ describe('an ambiguous attempt followed by a clear one', () => {
     await readyToSend();
     clock.advance(10 * 60_000);
     await worker(gateway).runOnce();
-    expect(gateway.calls.map((c) => c.context.previousOutcomeUnknown)).toEqual([false, true, true]);
-    expect(await intentsGet(db.pool, db.schema, intentId)).toMatchObject({ state: 'sent', possibleDuplicate: true });
+    expect(gateway.calls.map((c) => c.context.previousOutcomeUnknown)).toEqual([false, firstUnknown, firstUnknown]);
+    expect(await intentsGet(db.pool, db.schema, intentId)).toMatchObject({ state: 'sent', possibleDuplicate: firstUnknown });
   });
 
   it('a provider that deduplicates on the key is told too, but its acceptance is not flagged', async () => {
@@ -117,23 +120,6 @@ describe('an ambiguous attempt followed by a clear one', () => {
     );
     await acceptedDiedThen(gateway);
     expect(gateway.calls.map((c) => c.context.previousOutcomeUnknown)).toEqual([false, true, true]);
-    expect(await intentsGet(db.pool, db.schema, intentId)).toMatchObject({ state: 'sent', possibleDuplicate: false });
-  });
-
-  it('clear attempts only: nothing is flagged', async () => {
-    const gateway = new ScriptedGateway().script(
-      intentId,
-      { kind: 'failed', reason: 'connection refused', outcomeUnknown: false },
-      { kind: 'rate_limited', retryAfterMs: 1000, reason: '429' },
-      { kind: 'accepted', receipt: 'third' },
-    );
-    await worker(gateway).runOnce();
-    clock.advance(60_000);
-    await worker(gateway).runOnce();
-    await readyToSend();
-    clock.advance(10 * 60_000);
-    await worker(gateway).runOnce();
-    expect(gateway.calls.map((c) => c.context.previousOutcomeUnknown)).toEqual([false, false, false]);
     expect(await intentsGet(db.pool, db.schema, intentId)).toMatchObject({ state: 'sent', possibleDuplicate: false });
   });
 

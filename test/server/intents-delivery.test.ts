@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ident } from '../../src/db/pool.js';
 import { ExpiryWorker } from '../../src/holds/expiry-worker.js';
+import { deliveryControlGet } from '../../src/tables/delivery-control.js';
 import { insertDueHolds } from '../helpers/holds.js';
 import { apiHarness, type ApiHarness } from '../helpers/server.js';
 
@@ -132,6 +133,9 @@ describe('delivery controls', () => {
     const until = new Date(res.json().pausedUntil).getTime();
     expect(until - Date.now()).toBeGreaterThan(50_000);
     expect(until - Date.now()).toBeLessThanOrEqual(61_000);
+    // Read as of just before and just after its end, with no writer lifting it.
+    expect((await deliveryControlGet(h.db.pool, h.db.schema, new Date(until - 1000))).paused).toBe(true);
+    expect((await deliveryControlGet(h.db.pool, h.db.schema, new Date(until + 1))).paused).toBe(false);
     for (const forSeconds of [0, -1, 'soon', 4e7]) {
       const bad = await h.call('POST', '/v1/delivery/pause', { forSeconds });
       expect(bad.statusCode).toBe(400);
