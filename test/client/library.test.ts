@@ -22,6 +22,7 @@ import {
 import { ident } from '../../src/db/pool.js';
 import { testDatabase, type TestDatabase } from '../helpers/database.js';
 import { ScriptedGateway } from '../helpers/scripted-gateway.js';
+import { insertDueHolds } from '../helpers/holds.js';
 
 let db: TestDatabase;
 beforeAll(async () => {
@@ -181,15 +182,17 @@ describe('defaults', () => {
     const delivery = lh.deliveryWorker({ gateway, from: 'Shop <shop@shop.test>', pollIntervalMs: 60_000, initialRate: { perSecond: 1000, burst: 1000 } });
     const sent: string[] = [];
     delivery.on('sent', (e) => sent.push(e.holdId));
-    const wake = wakeOnNotify(delivery, { connectionString: db.url, schema: db.schema, logger: silentLogger });
+    // Count the wake-ups: the listener wakes once as soon as its LISTEN is in
+    // place (to catch anything committed before), then once per NOTIFY.
+    let wakes = 0;
+    const wake = wakeOnNotify({ wake: () => ((wakes += 1), delivery.wake()) }, { connectionString: db.url, schema: db.schema, logger: silentLogger });
     delivery.start();
     try {
-      // Let the idle first round and the LISTEN settle; then the worker sleeps for its 60 s poll.
-      await new Promise((r) => setTimeout(r, 500));
-      await lh.holds.create({ id: 'ev-notify', customerEmail: 'go@example.com', ttlSeconds: 1 });
-      await new Promise((r) => setTimeout(r, 1100));
+      await waitFor(() => wakes >= 1, 'the LISTEN to be in place');
+      // The worker now sleeps for its 60 s poll; only the expiry lane's NOTIFY can wake it.
+      await insertDueHolds(db.pool, db.schema, 1, { prefix: 'ev-notify' });
       await lh.expiryWorker().runOnce();
-      await waitFor(() => sent.includes('ev-notify'), 'the NOTIFY to wake the delivery lane', 5_000);
+      await waitFor(() => wakes >= 2 && sent.includes('ev-notify-0'), 'the NOTIFY to wake the delivery lane', 5_000);
     } finally {
       await wake.stop();
       await delivery.stop();
