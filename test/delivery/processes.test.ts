@@ -9,6 +9,7 @@ import { attemptsList } from '../../src/tables/attempts.js';
 import { intentsGet } from '../../src/tables/outbox.js';
 import { ident } from '../../src/db/pool.js';
 import { testDatabase, type TestDatabase } from '../helpers/database.js';
+import { acceptedStartTimes, worstWindowExcess } from '../helpers/fleet.js';
 import { insertDueHolds } from '../helpers/holds.js';
 import { fixture, kill9, startNode, type Child } from '../helpers/processes.js';
 
@@ -94,36 +95,6 @@ describe('delivery crash windows', () => {
   });
 });
 
-async function sentTimes(): Promise<number[]> {
-  // When each accepted send was released: its attempt opens in the lease
-  // statement, the round trip after the permit was granted (database clock).
-  // sent_at comes later, after rendering, the send and the record statement,
-  // and on a loaded machine those delays bunch sends the limiter spaced out.
-  const { rows } = await db.pool.query<{ t: number }>(
-    `SELECT extract(epoch FROM a.started_at)::float8 AS t
-       FROM ${ident(db.schema)}.email_attempts a
-      WHERE a.outcome = 'accepted'
-      ORDER BY a.started_at`,
-  );
-  return rows.map((r) => r.t);
-}
-
-/**
- * Worst excess over `burst + perSecond * t` across all windows between two
- * released sends. A send is released one statement after its permit was
- * granted, so windows are allowed 50 ms of that skew.
- */
-function worstWindowExcess(times: number[], perSecond: number, burst: number): number {
-  let worst = -Infinity;
-  for (let i = 0; i < times.length; i++) {
-    for (let j = i; j < times.length; j++) {
-      const allowed = burst + perSecond * (times[j]! - times[i]! + 0.05);
-      worst = Math.max(worst, j - i + 1 - allowed);
-    }
-  }
-  return worst;
-}
-
 async function waitForSent(count: number, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
@@ -147,7 +118,7 @@ describe('three delivery processes sharing one limiter', () => {
     try {
       await Promise.all(children.map((c) => c.waitForLine(/^READY/)));
       await waitForSent(160, 20_000);
-      const phaseA = await sentTimes();
+      const phaseA = await acceptedStartTimes(db.pool, db.schema);
       const elapsed = phaseA.at(-1)! - phaseA[0]!;
       const achieved = (phaseA.length - burst) / elapsed;
       expect(achieved).toBeGreaterThanOrEqual(0.95 * perSecond);
@@ -160,13 +131,13 @@ describe('three delivery processes sharing one limiter', () => {
       const pausedAt = (await db.pool.query<{ t: number }>('SELECT extract(epoch FROM now())::float8 AS t')).rows[0]!.t;
       await deliveryPause(db.pool, db.schema, { reason: 'drill', by: 'operator' });
       await new Promise((r) => setTimeout(r, 1500));
-      const duringPause = await sentTimes();
+      const duringPause = await acceptedStartTimes(db.pool, db.schema);
       expect(duringPause.filter((t) => t > pausedAt + 1).length).toBe(0);
       expect(duringPause.length).toBeLessThan(280);
 
       await deliveryResume(db.pool, db.schema);
       await waitForSent(280, 20_000);
-      const all = await sentTimes();
+      const all = await acceptedStartTimes(db.pool, db.schema);
       expect(worstWindowExcess(all, perSecond, burst)).toBeLessThanOrEqual(0);
       const afterResume = all.filter((t) => t > pausedAt + 1);
       expect(afterResume.length).toBe(280 - duringPause.length);

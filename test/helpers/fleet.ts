@@ -53,8 +53,8 @@ export async function acceptedStartTimes(pool: pg.Pool, schema: string): Promise
 /**
  * Worst excess over `burst + perSecond * t` across every window between two
  * released sends (0 or less: the bound held). A send is released one
- * statement after its permit was granted, so windows get 50 ms of that skew,
- * as in test/delivery/processes.test.ts.
+ * statement after its permit was granted, so windows get 50 ms of that skew.
+ * Used by the fleet test and test/delivery/processes.test.ts.
  */
 export function worstWindowExcess(times: number[], perSecond: number, burst: number): number {
   let worst = -Infinity;
