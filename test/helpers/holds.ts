@@ -28,3 +28,24 @@ export async function countBy(pool: pg.Pool, schema: string, table: string, colu
   );
   return Object.fromEntries(rows.map((r) => [r.k, r.n]));
 }
+
+/**
+ * History for plan tests: `count` holds expired two days ago (`old-1` ...),
+ * each with a sent intent (`reservation-expired:old-N`, receipt
+ * `receipt-old-N`, recipient `cN@example.com`). Callers add attempts,
+ * messages or events to these rows as their statements need.
+ */
+export async function insertSentStories(pool: pg.Pool, schema: string, count: number): Promise<void> {
+  const s = ident(schema);
+  await pool.query(
+    `INSERT INTO ${s}.support_reservations (id, customer_email, status, expires_at, expired_at, request_hash)
+     SELECT 'old-' || i, 'c' || i || '@example.com', 'expired', now() - interval '2 days', now() - interval '2 days', 'x'
+       FROM generate_series(1, $1::int) i`,
+    [count],
+  );
+  await pool.query(
+    `INSERT INTO ${s}.email_outbox (id, reservation_id, recipient, template, state, available_at, created_at, sent_at, finished_at, receipt)
+     SELECT 'reservation-expired:' || id, id, customer_email, 'reservation-expired', 'sent', now(), now(), now(), now(), 'receipt-' || id
+       FROM ${s}.support_reservations`,
+  );
+}

@@ -3,6 +3,7 @@ import { ident, type Queryable } from '../../src/db/pool.js';
 import { eventsForIntent, eventsInsert } from '../../src/tables/events.js';
 import { suppressionsFind } from '../../src/tables/suppressions.js';
 import { testDatabase, type TestDatabase } from '../helpers/database.js';
+import { insertSentStories } from '../helpers/holds.js';
 import { planOf as planRecorded } from '../helpers/plans.js';
 
 /**
@@ -16,16 +17,7 @@ let db: TestDatabase;
 beforeAll(async () => {
   db = await testDatabase('event_plans');
   const s = ident(db.schema);
-  await db.pool.query(
-    `INSERT INTO ${s}.support_reservations (id, customer_email, status, expires_at, expired_at, request_hash)
-     SELECT 'old-' || i, 'c' || i || '@example.com', 'expired', now() - interval '2 days', now() - interval '2 days', 'x'
-       FROM generate_series(1, 30000) i`,
-  );
-  await db.pool.query(
-    `INSERT INTO ${s}.email_outbox (id, reservation_id, recipient, template, state, available_at, created_at, sent_at, finished_at, receipt)
-     SELECT 'reservation-expired:' || id, id, customer_email, 'reservation-expired', 'sent', now(), now(), now(), now(), 'receipt-' || id
-       FROM ${s}.support_reservations`,
-  );
+  await insertSentStories(db.pool, db.schema, 30_000);
   await db.pool.query(
     `INSERT INTO ${s}.email_attempts (intent_id, attempt, lease_token, started_at, finished_at, outcome, receipt)
      SELECT id, 1, gen_random_uuid(), now() - interval '2 days', now() - interval '2 days', 'accepted', receipt FROM ${s}.email_outbox`,

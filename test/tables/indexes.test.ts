@@ -14,6 +14,7 @@ import { checkHealth } from '../../src/read/health.js';
 import { readStatus } from '../../src/read/status.js';
 import { createRetentionMetrics } from '../../src/retention/metrics.js';
 import { testDatabase, type TestDatabase } from '../helpers/database.js';
+import { insertSentStories } from '../helpers/holds.js';
 import { planOf as planRecorded, plansOfAll } from '../helpers/plans.js';
 
 /**
@@ -25,16 +26,7 @@ let db: TestDatabase;
 beforeAll(async () => {
   db = await testDatabase('indexes');
   const s = ident(db.schema);
-  await db.pool.query(
-    `INSERT INTO ${s}.support_reservations (id, customer_email, status, expires_at, expired_at, request_hash)
-     SELECT 'old-' || i, 'c@example.com', 'expired', now() - interval '2 days', now() - interval '2 days', 'x'
-       FROM generate_series(1, 50000) i`,
-  );
-  await db.pool.query(
-    `INSERT INTO ${s}.email_outbox (id, reservation_id, recipient, template, state, available_at, created_at, sent_at, finished_at, receipt)
-     SELECT 'reservation-expired:' || id, id, 'c@example.com', 'reservation-expired', 'sent', now(), now(), now(), now(), 'r'
-       FROM ${s}.support_reservations`,
-  );
+  await insertSentStories(db.pool, db.schema, 50_000);
   await db.pool.query(
     `INSERT INTO ${s}.email_attempts (intent_id, attempt, lease_token, started_at, finished_at, outcome, receipt)
      SELECT id, 1, gen_random_uuid(), now() - interval '2 days', now() - interval '2 days', 'accepted', 'r'

@@ -4,6 +4,7 @@ import { messagesStore } from '../../src/tables/messages.js';
 import { intentsLease } from '../../src/tables/outbox.js';
 import { shippedTemplates } from '../../src/templates/templates.js';
 import { testDatabase, type TestDatabase } from '../helpers/database.js';
+import { insertSentStories } from '../helpers/holds.js';
 import { planOf as planRecorded } from '../helpers/plans.js';
 
 /**
@@ -15,16 +16,7 @@ let db: TestDatabase;
 beforeAll(async () => {
   db = await testDatabase('tpl_indexes');
   const s = ident(db.schema);
-  await db.pool.query(
-    `INSERT INTO ${s}.support_reservations (id, customer_email, status, expires_at, expired_at, request_hash)
-     SELECT 'old-' || i, 'c@example.com', 'expired', now() - interval '2 days', now() - interval '2 days', 'x'
-       FROM generate_series(1, 50000) i`,
-  );
-  await db.pool.query(
-    `INSERT INTO ${s}.email_outbox (id, reservation_id, recipient, template, state, available_at, created_at, sent_at, finished_at, receipt)
-     SELECT 'reservation-expired:' || id, id, 'c@example.com', 'reservation-expired', 'sent', now(), now(), now(), now(), 'r'
-       FROM ${s}.support_reservations`,
-  );
+  await insertSentStories(db.pool, db.schema, 50_000);
   await db.pool.query(
     `INSERT INTO ${s}.email_messages (intent_id, subject, text_body, html_body, from_address, headers, template, template_locale, locale, time_zone, template_version)
      SELECT id, 'Your reservation has expired', repeat('text ', 100), repeat('<p>html</p>', 100), 'a@example.com', '{}', 'reservation-expired', 'en', 'en', 'UTC', 'v'
