@@ -18,21 +18,6 @@ export interface DatabaseMetricsOptions {
   snapshotTtlMs?: number;
 }
 
-/** Names of the gauges this module registers (alert rules and the dashboard use them). */
-export const DATABASE_METRIC_NAMES = [
-  'leasehold_database_up',
-  'leasehold_due_holds',
-  'leasehold_oldest_due_hold_age_seconds',
-  'leasehold_email_backlog',
-  'leasehold_oldest_pending_intent_age_seconds',
-  'leasehold_intents',
-  'leasehold_delivery_paused',
-  'leasehold_rate_limit_per_second',
-  'leasehold_rate_limit_burst',
-  'leasehold_expiry_promise_seconds',
-  'leasehold_email_promise_seconds',
-] as const;
-
 /**
  * Register the database gauges on `registry` (a registry of their own is the
  * usual choice, so several apps in one process never collide).

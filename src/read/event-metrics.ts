@@ -13,13 +13,6 @@ import { suppressionCountGet } from '../tables/suppression-count.js';
 
 export const EVENT_WINDOW_HOURS = 24;
 
-export const EVENT_METRIC_NAMES = [
-  'leasehold_email_bounce_rate',
-  'leasehold_email_complaint_rate',
-  'leasehold_email_accepted_24h',
-  'leasehold_suppressions',
-] as const;
-
 export function registerEventMetrics(registry: Registry, options: { db: Queryable; schema: string; snapshotTtlMs?: number }): Registry {
   const snapshot = scrapeSnapshot(
     () =>

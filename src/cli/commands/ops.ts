@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { iso } from '../../format.js';
-import { Operations } from '../../ops.js';
+import type { Operations } from '../../ops.js';
+import { operationsFor } from '../../service.js';
 import type { CommandContext, ContextFactory } from '../context.js';
 import { burstArg, intentIdArg, perSecondArg, reasonArg, secondsArg } from './args.js';
 
@@ -11,10 +12,7 @@ async function withOperations(ctx: CommandContext, work: (ops: Operations) => Pr
   // get migrated into an empty one that a pause or rate change then lands in.
   const db = await ctx.database({ poolSize: 2, migrations: 'require' });
   try {
-    const { config, logger } = ctx;
-    await work(
-      new Operations({ pool: db.pool, schema: db.schema, logger, initialRate: { perSecond: config.ratePerSecond, burst: config.rateBurst } }),
-    );
+    await work(operationsFor(ctx.config, { pool: db.pool, schema: db.schema, logger: ctx.logger }));
   } finally {
     await db.close();
   }
