@@ -1,5 +1,6 @@
 import { InvalidArgumentError } from 'commander';
-import { isListenHost, LISTEN_HOST_MESSAGE } from '../../config.js';
+import { isListenHost, isReservedSchemaName, LISTEN_HOST_MESSAGE } from '../../config.js';
+import { CliExit, EXIT_USAGE } from '../context.js';
 import { ValidationError } from '../../errors.js';
 import { PAUSE_REASON_RULE, validateBurst, validatePauseReason, validatePerSecond } from '../../model/delivery-policy.js';
 import { validateHoldId } from '../../model/hold-input.js';
@@ -56,5 +57,22 @@ export function reasonArg(value: string): string {
 /** --host: the same rule as LEASEHOLD_HOST. */
 export function hostArg(value: string): string {
   if (!isListenHost(value)) throw new InvalidArgumentError(LISTEN_HOST_MESSAGE);
+  return value;
+}
+
+/**
+ * A schema a command drops and recreates (demo, drill): only ever one whose
+ * name ends in the command's suffix, so a mistyped flag can never drop a
+ * real deployment's schema. Exit 2 otherwise.
+ */
+export function droppableSchema(command: string, suffix: string, value: string): string {
+  // 63 characters in all: the first, the rest, then _<suffix>.
+  const maxStem = 63 - 1 - (suffix.length + 1);
+  if (!new RegExp(`^[a-z_][a-z0-9_]{0,${maxStem}}_${suffix}$`).test(value) || isReservedSchemaName(value)) {
+    throw new CliExit(
+      EXIT_USAGE,
+      `leasehold ${command}: --schema must be a lowercase SQL identifier ending in _${suffix}, not starting with pg_ (it is dropped and recreated)`,
+    );
+  }
   return value;
 }

@@ -2,7 +2,6 @@ import type { Command } from 'commander';
 import { intentsChannel, Listener } from '../../db/listener.js';
 import { migrate } from '../../db/migrate.js';
 import { ident } from '../../db/pool.js';
-import { isReservedSchemaName } from '../../config.js';
 import { rateLimiterSet } from '../../tables/rate-limiter.js';
 import { silentLogger } from '../../observability/logger.js';
 import { laneStats } from '../../read/stats.js';
@@ -10,6 +9,7 @@ import { SandboxGateway } from '../../providers/sandbox.js';
 import { deliveryWorkerFor, expiryWorkerFor } from '../../service.js';
 import type { ContextFactory } from '../context.js';
 import { CliExit, EXIT_USAGE } from '../context.js';
+import { droppableSchema } from './args.js';
 
 interface DemoOptions {
   holds: string;
@@ -41,13 +41,7 @@ export function registerDemo(program: Command, context: ContextFactory): void {
       const holds = Math.floor(positive('holds', options.holds, 100_000));
       const over = positive('over', options.over, 3600);
       const rate = positive('rate', options.rate, 100_000);
-      // The demo drops its schema first: only ever one named as a demo's.
-      if (!/^[a-z_][a-z0-9_]{0,57}_demo$/.test(options.schema) || isReservedSchemaName(options.schema)) {
-        throw new CliExit(
-          EXIT_USAGE,
-          'leasehold demo: --schema must be a lowercase SQL identifier ending in _demo, not starting with pg_ (it is dropped and recreated)',
-        );
-      }
+      droppableSchema('demo', 'demo', options.schema);
       const ctx = context();
       // The demo migrates its own schema below; LEASEHOLD_SCHEMA is left alone.
       const db = await ctx.database({ poolSize: 6, migrations: 'none' });

@@ -1,7 +1,6 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { InvalidArgumentError, type Command } from 'commander';
-import { isReservedSchemaName } from '../../config.js';
 import { renderDrillChart } from '../../drill/chart.js';
 import { DrillApi } from '../../drill/client.js';
 import { startEmbeddedDeployment, type EmbeddedDeployment } from '../../drill/embedded.js';
@@ -9,7 +8,7 @@ import { REPORT_FILES, renderDrillReport } from '../../drill/report.js';
 import { runDrill } from '../../drill/run.js';
 import type { ContextFactory } from '../context.js';
 import { CliExit, EXIT_FAILURE, EXIT_USAGE } from '../context.js';
-import { burstArg, perSecondArg } from './args.js';
+import { burstArg, droppableSchema, perSecondArg } from './args.js';
 
 interface DrillCliOptions {
   url?: string;
@@ -80,13 +79,7 @@ export function registerDrill(program: Command, context: ContextFactory): void {
         target = options.url;
       } else {
         if (options.token) throw new CliExit(EXIT_USAGE, 'leasehold drill: --token goes with --url');
-        // The schema is dropped first: only ever one named as a drill's.
-        if (!/^[a-z_][a-z0-9_]{0,56}_drill$/.test(options.schema) || isReservedSchemaName(options.schema)) {
-          throw new CliExit(
-            EXIT_USAGE,
-            'leasehold drill: --schema must be a lowercase SQL identifier ending in _drill, not starting with pg_ (it is dropped and recreated)',
-          );
-        }
+        droppableSchema('drill', 'drill', options.schema);
         const ctx = context();
         const db = await ctx.database({ poolSize: 12, migrations: 'none' });
         closeDatabase = () => db.close();
