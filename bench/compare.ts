@@ -40,6 +40,17 @@ const RATE = Number(process.env.BENCH_COMPARE_RATE ?? 1000);
 const SECONDS = Number(process.env.BENCH_COMPARE_SECONDS ?? 5);
 const TIMEOUT_S = Number(process.env.BENCH_COMPARE_TIMEOUT_S ?? 30);
 const ROUNDS = Number(process.env.BENCH_COMPARE_ROUNDS ?? 1);
+/** Comma-separated subsets, to look at one cell while working on it: BENCH_COMPARE_WORKLOADS=drain BENCH_COMPARE_PROFILES=tuned. */
+const only = <T extends string>(name: string, all: readonly T[]): readonly T[] => {
+  const wanted = process.env[name]?.split(',').map((v) => v.trim()).filter(Boolean);
+  if (!wanted || wanted.length === 0) return all;
+  const unknown = wanted.filter((v) => !(all as readonly string[]).includes(v));
+  if (unknown.length > 0) throw new Error(`${name}: unknown ${unknown.join(', ')} (choose from ${all.join(', ')})`);
+  return all.filter((v) => wanted.includes(v));
+};
+const RUN_SYSTEMS = only('BENCH_COMPARE_SYSTEMS', SYSTEMS);
+const RUN_PROFILES = only('BENCH_COMPARE_PROFILES', PROFILES);
+const RUN_WORKLOADS = only('BENCH_COMPARE_WORKLOADS', ['drain', 'due'] as const);
 /** The first item falls due this long after the seeding started. */
 const LEAD_MS = 2500;
 
@@ -196,13 +207,13 @@ export const compare: Benchmark = {
       return cells.get(key)!;
     };
     for (let r = 0; r < ROUNDS; r++) {
-      const order = SYSTEMS.map((_, k) => SYSTEMS[(k + r) % SYSTEMS.length]!);
-      for (const profile of PROFILES) {
-        for (const system of order) {
+      const order = RUN_SYSTEMS.map((_, k) => RUN_SYSTEMS[(k + r) % RUN_SYSTEMS.length]!);
+      for (const profile of RUN_PROFILES) {
+        for (const system of RUN_WORKLOADS.includes('drain') ? order : []) {
           process.stdout.write(`  round ${r + 1}: drain, ${system}, ${profile}\n`);
           cell(system, profile).drain.push(await drain(db, system, profile));
         }
-        for (const system of order) {
+        for (const system of RUN_WORKLOADS.includes('due') ? order : []) {
           process.stdout.write(`  round ${r + 1}: due, ${system}, ${profile}\n`);
           cell(system, profile).due.push(await due(db, system, profile));
           await sleep(200);
@@ -215,8 +226,8 @@ export const compare: Benchmark = {
     // Ratios are taken within each round, then the median over rounds.
     const roundRatio = (profile: Profile, other: System, pick: (c: Cell, r: number) => number | null) =>
       medianOf(Array.from({ length: ROUNDS }, (_, r) => ratio(pick(cell('leasehold', profile), r), pick(cell(other, profile), r))));
-    const drainRatio = (profile: Profile, other: System) => roundRatio(profile, other, (c, r) => c.drain[r]!.perSecond);
-    const dueRatio = (profile: Profile, other: System) => roundRatio(profile, other, (c, r) => c.due[r]!.p99);
+    const drainRatio = (profile: Profile, other: System) => roundRatio(profile, other, (c, r) => c.drain[r]?.perSecond ?? null);
+    const dueRatio = (profile: Profile, other: System) => roundRatio(profile, other, (c, r) => c.due[r]?.p99 ?? null);
 
     const figures: Figure[] = [];
     const rows: string[][] = [
@@ -261,9 +272,15 @@ export const compare: Benchmark = {
       figures.push({ name: `due p99, ${profile}: leasehold / pg-boss`, value: dueRatio(profile, 'pg-boss') ?? Number.NaN, unit: 'x' });
     }
     printMatrix(rows);
+    // Only the cells this run measured (BENCH_COMPARE_SYSTEMS / _PROFILES / _WORKLOADS).
+    const measured = (f: Figure) =>
+      SYSTEMS.every((system) => RUN_SYSTEMS.includes(system) || !f.name.includes(system)) &&
+      PROFILES.every((profile) => RUN_PROFILES.includes(profile) || !f.name.includes(`, ${profile}:`)) &&
+      (RUN_WORKLOADS.includes('drain') || !f.name.startsWith('drain')) &&
+      (RUN_WORKLOADS.includes('due') || !f.name.startsWith('due'));
 
     return {
-      figures,
+      figures: figures.filter(measured),
       details: {
         items: ITEMS,
         dueRate: RATE,

@@ -38,7 +38,7 @@ export const DEFAULTS = {
   expiryBatch: 500,
   leaseMs: 30_000,
   deliveryBatch: 50,
-  deliveryConcurrency: 50,
+  deliveryConcurrency: 100,
   /** The provider call's timeout when none is set: half the lease, at most 10 s. */
   sendTimeoutMs: (leaseMs: number) => Math.min(10_000, Math.floor(leaseMs / 2)),
   maxAttempts: 10,

@@ -18,7 +18,7 @@ describe('configuration', () => {
       expiryBatch: 500,
       leaseMs: 30_000,
       deliveryBatch: 50,
-      deliveryConcurrency: 50,
+      deliveryConcurrency: 100,
       sendTimeoutMs: 10_000,
       maxAttempts: 10,
       expiryPromiseS: 60,

@@ -8,6 +8,7 @@ import {
   SECONDS_PER_DAY,
   STATEMENTS,
 } from './constants.js';
+import { sendsInFlight } from '../model/delivery-policy.js';
 import { designCosts, type DesignCost } from './costs.js';
 import type { Workload } from './input.js';
 import type { PriceTable } from './prices.js';
@@ -91,11 +92,14 @@ export interface CapacityReport {
 /** Intents one delivery round leases: the worker caps the batch at its concurrency. */
 export const roundSize = (w: Workload): number => Math.max(1, Math.min(w.deployment.deliveryBatch, w.deployment.deliveryConcurrency));
 
+/** Sends one worker keeps in flight: its rounds overlap up to its concurrency (model/delivery-policy.ts). */
+export const inFlightPerWorker = (w: Workload): number => sendsInFlight(w.deployment.deliveryBatch, w.deployment.deliveryConcurrency);
+
 /** Seconds one round takes: the provider call plus the round's own statements. */
 const roundSeconds = (w: Workload): number => (w.provider.latencyMs + DELIVERY_ROUND_OVERHEAD_MS) / 1000;
 
 export function deliveryCapacity(w: Workload): number {
-  return (w.deployment.workers * roundSize(w)) / roundSeconds(w);
+  return (w.deployment.workers * inFlightPerWorker(w)) / roundSeconds(w);
 }
 
 export function burstReport(w: Workload): BurstReport | null {
@@ -260,7 +264,7 @@ export function statementsReport(w: Workload, burst: BurstReport | null): Statem
       `expiry: each of ${workers} worker(s) ticks when the next hold falls due, at least every ${w.deployment.expiryIntervalMs} ms, ` +
         `at most every ${EXPIRY_TICK_MS} ms; a tick is BEGIN, one set-based expire statement, COMMIT, plus a look-ahead query when the batch was short`,
       `delivery: a round is rateLimiterTake + intentsLease + intentsRecord (one statement each, however many intents) and leases up to ` +
-        `min(batch, concurrency) = ${roundSize(w)}; at low rates every NOTIFY wakes all ${workers} process(es) and idle ones poll once a second`,
+        `min(batch, concurrency) = ${roundSize(w)}, with rounds side by side up to ${inFlightPerWorker(w)} sends in flight; at low rates every NOTIFY wakes all ${workers} process(es) and idle ones poll once a second`,
       'burst: holds all due at once expire in full batches at the measured 38,735 holds/s (a fraction of a second); while it drains, a delivery round carries the permits that refilled during one provider call, and idle workers\' limiter takes are refused when permits are scarcer than workers',
       'application: one INSERT per hold (createHold) and one UPDATE per confirmed or cancelled hold; reads by the API, /metrics and the dashboard are not counted',
     ],

@@ -1,6 +1,6 @@
 import { seconds, table } from '../format.js';
 import type { CostLine } from './costs.js';
-import type { CapacityReport } from './model.js';
+import { inFlightPerWorker, type CapacityReport } from './model.js';
 
 /** The human-readable report: every figure with its formula or assumption. */
 
@@ -56,7 +56,7 @@ export function renderReport(r: CapacityReport): string[] {
       ['average demand', `${dec(s.emailsPerSecond, 2)} emails/s`],
       [
         'can send',
-        `${dec(s.sendRatePerSecond, 1)}/s, paced by the ${s.pacedBy === 'limiter' ? 'shared limiter' : `workers (${w.deployment.workers} x ${Math.min(w.deployment.deliveryBatch, w.deployment.deliveryConcurrency)} per round / ${w.provider.latencyMs} ms provider latency)`}`,
+        `${dec(s.sendRatePerSecond, 1)}/s, paced by the ${s.pacedBy === 'limiter' ? 'shared limiter' : `workers (${w.deployment.workers} x ${inFlightPerWorker(w)} sends in flight / ${w.provider.latencyMs} ms provider latency)`}`,
       ],
       ['verdict', `${s.verdict} (${pct(s.utilisation)} of the sending rate)`],
     ]),

@@ -13,7 +13,7 @@ import { type RenderedMessage } from '../model/message.js';
  * stored message, so all attempts carry the same bytes even if the
  * templates changed in between. The lease brings each intent's snapshot (or
  * the hold facts to render from); when anything was rendered, one statement
- * per round stores the new ones and reads back the stored message of each.
+ * per round stores the new ones (and one more reads any stored first elsewhere).
  */
 export type PreparedMessage = { ok: true; message: StoredMessage } | { ok: false; error: TemplateRenderError };
 
@@ -48,9 +48,9 @@ export async function prepareMessages(
   }
   if (rendered.length > 0) {
     const ids = rendered.map((m) => m.intentId);
-    let stored = await messagesStore(db, schema, rendered, ids);
+    let stored = await messagesStore(db, schema, rendered);
     if (stored.length < ids.length) {
-      // A competing insert committed while the statement ran: read it now.
+      // Another worker stored its rendering first: the first stored wins.
       const seen = new Set(stored.map((m) => m.intentId));
       stored = [...stored, ...(await messagesGetMany(db, schema, ids.filter((id) => !seen.has(id))))];
     }

@@ -6,6 +6,7 @@ import { DEFAULTS, isExampleSender } from '../config.js';
 import { ValidationError } from '../errors.js';
 import { noFaults, type Faults } from '../runtime/faults.js';
 import { LoopWorker, ServiceLoop, type TickResult } from '../runtime/loop.js';
+import { Slots } from '../runtime/slots.js';
 import { defaultLibraryLogger, type Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { EmailGateway, SendResult } from '../providers/gateway.js';
@@ -15,7 +16,7 @@ import { suppressedAttempt, suppressedIntents } from './suppression-gate.js';
 import type { AttemptOutcome } from '../model/intent-states.js';
 import { deliveryPause } from '../tables/delivery-control.js';
 import { rateLimiterEnsure } from '../tables/rate-limiter.js';
-import { type RateLimitPolicy } from '../model/delivery-policy.js';
+import { MAX_ROUNDS_IN_FLIGHT, type RateLimitPolicy } from '../model/delivery-policy.js';
 import { failureDelayMs, rateLimitDelayMs, defaultRetryPolicy, type RetryPolicy } from './retry-policy.js';
 import { emailMessageFor, prepareMessages, templateFailure, TEMPLATE_ERROR_CODE, type PreparedMessage } from './messages.js';
 import { shippedTemplates, type Templates } from '../templates/templates.js';
@@ -29,9 +30,14 @@ export interface DeliveryWorkerOptions {
   from?: string;
   /** Message templates (`loadTemplates()`); default: the ones shipped in the package. Check them at start-up. */
   templates?: Templates;
-  /** Most intents leased at once. */
+  /** Most intents leased by one round (one lease statement). */
   batchSize?: number;
-  /** Most sends in flight in this worker; a lease never exceeds it. */
+  /**
+   * Most sends in flight in this worker; the leases of all its rounds never
+   * exceed it together. Above `batchSize`, rounds overlap: up to
+   * ceil(concurrency / batchSize) of them (at most MAX_ROUNDS_IN_FLIGHT), so
+   * one round's lease and rendering run while another's sends and record do.
+   */
   concurrency?: number;
   leaseMs?: number;
   /** Provider call timeout; must be shorter than the lease. */
@@ -69,11 +75,14 @@ const outcomeOf: Record<SendResult['kind'], AttemptOutcome> = {
 };
 
 /**
- * The delivery lane. One round: take permits from the shared limiter first,
- * then lease at most that many intents (never more than `concurrency`, so
- * every leased intent is sent at once and no lease waits on the limiter),
+ * The delivery lane. One round: reserve send slots (`concurrency` in all,
+ * shared by the rounds in flight), take permits from the shared limiter for
+ * at most that many, then lease at most that many intents (so every leased
+ * intent is sent at once and no lease waits on the limiter or a slot),
  * send them concurrently with a timeout shorter than the lease, and record
- * all results in one fenced statement. Permits not used are given back.
+ * all results in one fenced statement. Permits and slots not used are given
+ * back; a slot as soon as its send ends, so the next round can lease while
+ * this one records.
  *
  * At-least-once: a crash after the provider accepted and before the result
  * is recorded leaves the lease to expire, and the next attempt sends the
@@ -83,6 +92,8 @@ const outcomeOf: Record<SendResult['kind'], AttemptOutcome> = {
  */
 export class DeliveryWorker extends LoopWorker<DeliveryEvents> {
   protected readonly loop: ServiceLoop;
+  private readonly extraLoops: ServiceLoop[];
+  private readonly slots: Slots;
   private readonly schema: string;
   private readonly gateway: EmailGateway;
   private readonly from: string;
@@ -104,7 +115,9 @@ export class DeliveryWorker extends LoopWorker<DeliveryEvents> {
     this.gateway = options.gateway;
     this.from = options.from ?? DEFAULTS.emailFrom;
     this.templates = options.templates ?? shippedTemplates();
-    this.batchSize = Math.max(1, Math.min(options.batchSize ?? DEFAULTS.deliveryBatch, options.concurrency ?? DEFAULTS.deliveryConcurrency));
+    const concurrency = Math.max(1, options.concurrency ?? DEFAULTS.deliveryConcurrency);
+    this.slots = new Slots(concurrency);
+    this.batchSize = Math.max(1, Math.min(options.batchSize ?? DEFAULTS.deliveryBatch, concurrency));
     this.leaseMs = options.leaseMs ?? DEFAULTS.leaseMs;
     this.sendTimeoutMs = options.sendTimeoutMs ?? DEFAULTS.sendTimeoutMs(this.leaseMs);
     if (this.sendTimeoutMs >= this.leaseMs) throw new ValidationError('sendTimeoutMs', 'must be shorter than leaseMs');
@@ -116,24 +129,50 @@ export class DeliveryWorker extends LoopWorker<DeliveryEvents> {
     }
     this.faults = options.faults ?? noFaults;
     this.random = options.random ?? Math.random;
-    this.loop = new ServiceLoop({
-      name: 'delivery',
-      intervalMs: options.pollIntervalMs ?? DEFAULTS.deliveryPollMs,
-      logger: this.logger,
-      tick: () => this.tick(),
-    });
+    const rounds = Math.min(MAX_ROUNDS_IN_FLIGHT, Math.ceil(concurrency / this.batchSize));
+    const [first, ...more] = Array.from(
+      { length: rounds },
+      () =>
+        new ServiceLoop({
+          name: 'delivery',
+          intervalMs: options.pollIntervalMs ?? DEFAULTS.deliveryPollMs,
+          logger: this.logger,
+          tick: () => this.tick(),
+        }),
+    );
+    this.loop = first!;
+    this.extraLoops = more;
+  }
+
+  protected override get loops(): readonly ServiceLoop[] {
+    return [this.loop, ...this.extraLoops];
   }
 
 
 
 
+  /** One round, in the slots free now (waiting until one is). */
   async runOnce(): Promise<DeliveryRun> {
+    let held = await this.slots.reserve(this.batchSize);
+    const release = (n: number) => {
+      const k = Math.min(n, held);
+      held -= k;
+      this.slots.release(k);
+    };
+    try {
+      return await this.round(held, release);
+    } finally {
+      release(held);
+    }
+  }
+
+  private async round(slots: number, release: (n: number) => void): Promise<DeliveryRun> {
     const { pool } = this.options;
     if (!this.limiterReady) {
       await rateLimiterEnsure(pool, this.schema, this.options.initialRate ?? { perSecond: DEFAULTS.ratePerSecond, burst: DEFAULTS.rateBurst });
       this.limiterReady = true;
     }
-    const grant = await rateLimiterTake(pool, this.schema, this.batchSize);
+    const grant = await rateLimiterTake(pool, this.schema, slots);
     if (grant.granted === 0) {
       this.waitingSince ??= Date.now();
       const blocked = grant.paused ? 'paused' : grant.coolingDown ? 'cooling-down' : 'rate-limit';
@@ -154,11 +193,13 @@ export class DeliveryWorker extends LoopWorker<DeliveryEvents> {
       provider: this.gateway.name,
       now: this.clock.now(),
     });
+    release(slots - leased.length);
     if (leased.length < grant.granted) await rateLimiterRefund(pool, this.schema, grant.granted - leased.length);
     if (leased.length === 0) return { permits: grant.granted, leased: 0, outcomes: {}, blocked: 'idle' };
     // Suppressed recipients are rejected without calling the provider (the
     // lease looked them up); their permits go back too.
     const suppressed = await suppressedIntents(pool, this.schema, leased);
+    release(suppressed.size);
     if (suppressed.size > 0) {
       await rateLimiterRefund(pool, this.schema, suppressed.size);
       this.options.metrics?.suppressedSends.inc(suppressed.size);
@@ -183,7 +224,8 @@ export class DeliveryWorker extends LoopWorker<DeliveryEvents> {
     const results = await Promise.all(
       leased.map((intent) => {
         const suppression = suppressed.get(intent.id);
-        return suppression ? suppressedAttempt(intent, token, suppression) : this.attempt(intent, token, messages.get(intent.id)!);
+        if (suppression) return suppressedAttempt(intent, token, suppression);
+        return this.attempt(intent, token, messages.get(intent.id)!).finally(() => release(1));
       }),
     );
     const recorded = await intentsRecord(pool, this.schema, results, { maxAttempts: this.maxAttempts, now: this.clock.now() });

@@ -6,6 +6,19 @@ import { ValidationError } from '../errors.js';
  * and the library all validate through these, so they can never disagree.
  */
 
+/**
+ * Most delivery rounds one worker runs side by side. With concurrency above
+ * the batch, ceil(concurrency / batch) rounds (at most this many) overlap,
+ * each on its own loop and, while a statement runs, its own connection.
+ */
+export const MAX_ROUNDS_IN_FLIGHT = 4;
+
+/** Sends one delivery worker keeps in flight: concurrency, as far as its rounds reach. */
+export function sendsInFlight(batch: number, concurrency: number): number {
+  const round = Math.max(1, Math.min(batch, concurrency));
+  return Math.min(concurrency, round * MAX_ROUNDS_IN_FLIGHT);
+}
+
 export interface RateLimitPolicy {
   perSecond: number;
   burst: number;

@@ -107,9 +107,16 @@ export class ServiceLoop {
   }
 }
 
-/** A worker driven by one ServiceLoop: both lanes start, stop and wake alike. */
+/**
+ * A worker driven by ServiceLoops (one, or several running rounds side by
+ * side): both lanes start, stop and wake alike.
+ */
 export abstract class LoopWorker<Events extends { [K in keyof Events]: object } = Record<never, object>> {
   protected abstract readonly loop: ServiceLoop;
+  /** Every loop of this worker; `loop` alone unless a lane runs more. */
+  protected get loops(): readonly ServiceLoop[] {
+    return [this.loop];
+  }
   /** In-process events, emitted only after what they report is committed; listener failures go to the lane's logger. */
   protected readonly events = new LaneEvents<Events>(() => this.loop.logger);
 
@@ -130,16 +137,16 @@ export abstract class LoopWorker<Events extends { [K in keyof Events]: object } 
   }
 
   start(): void {
-    this.loop.start();
+    for (const loop of this.loops) loop.start();
   }
 
-  /** Resolves once the tick in flight has finished (its transaction committed, its sends recorded). */
-  stop(): Promise<void> {
-    return this.loop.stop();
+  /** Resolves once the ticks in flight have finished (their transactions committed, their sends recorded). */
+  async stop(): Promise<void> {
+    await Promise.all(this.loops.map((loop) => loop.stop()));
   }
 
   /** Cut the current sleep short (new work is known to be waiting). */
   wake(): void {
-    this.loop.wake();
+    for (const loop of this.loops) loop.wake();
   }
 }

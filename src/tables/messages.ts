@@ -71,37 +71,29 @@ export function messageFromLeaseRow(row: Record<string, unknown>): StoredMessage
 /**
  * Store newly rendered messages unless the intent already has one (another
  * worker, whose lease expired mid-round, may have stored its rendering first:
- * the first stored wins), and read back the stored message of every intent
- * in `intentIds`, in one statement. An intent whose competing insert was
- * still uncommitted when the statement began is missing from the answer;
- * `messagesGetMany` reads it afterwards.
+ * the first stored wins). Returns the messages this statement stored, built
+ * from the input and the stored `rendered_at` and headers: the bodies go to
+ * the server once and do not come back. An intent missing from the answer already had
+ * a message (or a competing insert committed while this one ran):
+ * `messagesGetMany` reads it.
  */
 export async function messagesStore(
   db: Queryable,
   schema: string,
   messages: Array<RenderedMessage & { intentId: string }>,
-  intentIds: string[],
 ): Promise<StoredMessage[]> {
   const s = ident(schema);
   const col = <T>(f: (m: RenderedMessage & { intentId: string }) => T) => messages.map(f);
-  const { rows } = await db.query<MessageRow>(
-    `WITH input AS (
-       SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
-                            $9::text[], $10::text[], $11::text[], $12::text[])
+  const { rows } = await db.query<{ intent_id: string; rendered_at: Date; headers: Record<string, string> }>(
+    `INSERT INTO ${s}.email_messages (${COLUMNS})
+     SELECT intent_id, subject, text_body, html_body, from_address, reply_to, headers::jsonb, template, template_locale,
+            locale, time_zone, template_version, now()
+       FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
+                   $9::text[], $10::text[], $11::text[], $12::text[])
          AS i(intent_id, subject, text_body, html_body, from_address, reply_to, headers, template, template_locale,
               locale, time_zone, template_version)
-     ), inserted AS (
-       INSERT INTO ${s}.email_messages (${COLUMNS})
-       SELECT intent_id, subject, text_body, html_body, from_address, reply_to, headers::jsonb, template, template_locale,
-              locale, time_zone, template_version, now()
-         FROM input
-       ON CONFLICT (intent_id) DO NOTHING
-       RETURNING ${COLUMNS}
-     )
-     SELECT ${COLUMNS} FROM inserted
-     UNION ALL
-     SELECT ${COLUMNS} FROM ${s}.email_messages
-      WHERE intent_id = ANY ($13::text[]) AND intent_id NOT IN (SELECT intent_id FROM inserted)`,
+     ON CONFLICT (intent_id) DO NOTHING
+     RETURNING intent_id, rendered_at, headers`,
     [
       col((m) => m.intentId),
       col((m) => m.subject),
@@ -115,10 +107,11 @@ export async function messagesStore(
       col((m) => m.locale),
       col((m) => m.timeZone),
       col((m) => m.templateVersion),
-      intentIds,
     ],
   );
-  return rows.map(fromRow);
+  const byId = new Map(messages.map((m) => [m.intentId, m]));
+  // The headers come back as jsonb orders them, as every later attempt reads them.
+  return rows.map((row) => ({ ...byId.get(row.intent_id)!, intentId: row.intent_id, headers: row.headers, renderedAt: row.rendered_at }));
 }
 
 export async function messagesGetMany(db: Queryable, schema: string, intentIds: string[]): Promise<StoredMessage[]> {

@@ -38,6 +38,8 @@ function defineLocalTime() {
     readonly #at: Date;
     readonly #locale: string;
     readonly #timeZone: string;
+    // A message reads the same part in its subject, text and HTML: format it once.
+    readonly #formatted = new Map<LocalTimeStyle, string>();
 
     constructor(at: Date, locale: string, timeZone: string) {
       super();
@@ -46,20 +48,29 @@ function defineLocalTime() {
       this.#timeZone = timeZone;
     }
 
+    #format(style: LocalTimeStyle): string {
+      let text = this.#formatted.get(style);
+      if (text === undefined) {
+        text = formatLocalTime(this.#at, this.#locale, this.#timeZone, style);
+        this.#formatted.set(style, text);
+      }
+      return text;
+    }
+
     get full(): string {
-      return formatLocalTime(this.#at, this.#locale, this.#timeZone, 'full');
+      return this.#format('full');
     }
     get date(): string {
-      return formatLocalTime(this.#at, this.#locale, this.#timeZone, 'date');
+      return this.#format('date');
     }
     get time(): string {
-      return formatLocalTime(this.#at, this.#locale, this.#timeZone, 'time');
+      return this.#format('time');
     }
     get weekday(): string {
-      return formatLocalTime(this.#at, this.#locale, this.#timeZone, 'weekday');
+      return this.#format('weekday');
     }
     get zone(): string {
-      return formatLocalTime(this.#at, this.#locale, this.#timeZone, 'zone');
+      return this.#format('zone');
     }
     get timeZone(): string {
       return this.#timeZone;

@@ -39,7 +39,7 @@ describe('message snapshot statements use primary keys', () => {
     expect(text).toContain('support_reservations_pkey');
   });
 
-  it('storing a batch and reading it back scans nothing', async () => {
+  it('storing a batch scans nothing', async () => {
     const rendered = shippedTemplates().render('reservation-expired', {
       intentId: ids[0]!,
       holdId: 'old-1',
@@ -48,7 +48,7 @@ describe('message snapshot statements use primary keys', () => {
       expiredAt: new Date(),
       from: 'a@example.com',
     });
-    const text = await planOf((q) => messagesStore(q, db.schema, ids.map((intentId) => ({ ...rendered, intentId })), ids));
+    const text = await planOf((q) => messagesStore(q, db.schema, ids.map((intentId) => ({ ...rendered, intentId }))));
     expect(text).not.toMatch(/Seq Scan on email_messages/);
     expect(text).toContain('email_messages_pkey');
   });
