@@ -191,7 +191,10 @@ export class DeliveryWorker extends LoopWorker<DeliveryEvents> {
       leaseMs: this.leaseMs,
       token,
       provider: this.gateway.name,
-      now: this.clock.now(),
+      // The attempts start when their permits were granted, so their
+      // started_at obeys the limiter's bound exactly, however long this
+      // process took to get from the take to the lease.
+      now: this.clock.now() ?? grant.grantedAt,
     });
     release(slots - leased.length);
     if (leased.length < grant.granted) await rateLimiterRefund(pool, this.schema, grant.granted - leased.length);

@@ -111,6 +111,8 @@ export interface PermitGrant {
   retryInMs: number;
   perSecond: number;
   burst: number;
+  /** When the permits were granted: the bucket's time of this take. */
+  grantedAt: Date;
 }
 
 /**
@@ -129,6 +131,7 @@ export async function rateLimiterTake(db: Queryable, schema: string, want: numbe
     left: number;
     per_second: number;
     burst: number;
+    granted_at: Date;
   }>(
     `WITH cur AS (
        SELECT l.name, ${rate('l')} AS per_second, l.burst, l.tokens, l.refilled_at, l.cooldown_until,
@@ -153,7 +156,7 @@ export async function rateLimiterTake(db: Queryable, schema: string, want: numbe
         WHERE l.name = d.name
         RETURNING l.tokens
      )
-     SELECT d.granted, d.paused, d.reason, d.cooling, d.per_second, d.burst,
+     SELECT d.granted, d.paused, d.reason, d.cooling, d.per_second, d.burst, d.t AS granted_at,
             (extract(epoch FROM d.cooldown_until - d.wall) * 1000)::float8 AS cooldown_ms,
             upd.tokens AS left
        FROM decision d, upd`,
@@ -173,6 +176,7 @@ export async function rateLimiterTake(db: Queryable, schema: string, want: numbe
     retryInMs,
     perSecond: row.per_second,
     burst: row.burst,
+    grantedAt: row.granted_at,
   };
 }
 

@@ -52,15 +52,16 @@ export async function acceptedStartTimes(pool: pg.Pool, schema: string): Promise
 
 /**
  * Worst excess over `burst + perSecond * t` across every window between two
- * released sends (0 or less: the bound held). A send is released one
- * statement after its permit was granted, so windows get 50 ms of that skew.
+ * accepted attempts (0 or less: the bound held). An attempt's started_at is
+ * the moment its permit was granted (the limiter's own clock), so the bound
+ * applies exactly; the millisecond only absorbs rounding to microseconds.
  * Used by the fleet test and test/delivery/processes.test.ts.
  */
 export function worstWindowExcess(times: number[], perSecond: number, burst: number): number {
   let worst = -Infinity;
   for (let i = 0; i < times.length; i++) {
     for (let j = i; j < times.length; j++) {
-      const allowed = burst + perSecond * (times[j]! - times[i]! + 0.05);
+      const allowed = burst + perSecond * (times[j]! - times[i]! + 0.001);
       worst = Math.max(worst, j - i + 1 - allowed);
     }
   }
