@@ -72,12 +72,15 @@ export const STATEMENTS = {
   expiryFullTick: 3,
   /** Expiry tick with a short batch: the same plus holdsDueOutlook to decide how long to sleep. */
   expiryShortTick: 4,
-  /** Delivery round that sends: rateLimiterTake, intentsLease, intentsRecord. */
-  deliverySendingRound: 3,
-  /** rateLimiterRefund, when fewer intents were leased than permits granted. */
-  deliveryRefund: 1,
-  /** Delivery round that finds nothing: rateLimiterTake, intentsLease (0 rows), rateLimiterRefund. */
-  deliveryEmptyRound: 3,
+  /**
+   * Delivery round that sends a first attempt: rateLimiterTake, intentsLease
+   * (which gives unused permits back itself), messagesStore, intentsRecord.
+   */
+  deliverySendingRound: 4,
+  /** A retry's round: the message is stored already, so no messagesStore. */
+  deliveryRetryRound: 3,
+  /** Delivery round that finds nothing: rateLimiterTake, intentsLease (0 rows, refunding the permits). */
+  deliveryEmptyRound: 2,
   /** rateLimiterTake refused (bucket empty): the round ends there. */
   deliveryRefusedTake: 1,
   /** The application's createHold, and confirmHold/cancelHold for holds that do not expire. */

@@ -214,14 +214,14 @@ export function statementsReport(w: Workload, burst: BurstReport | null): Statem
   // interval); one of them takes it, each pays a short tick.
   const ticks = expiryTicksPerWorker(w, e);
   const expiry = workers * ticks * S.expiryShortTick;
-  // Each tick that created intents NOTIFYs every delivery process: the one
-  // that gets them runs a sending round (with a refund: it asked for a whole
-  // round's permits) and, having leased, an empty round at once; the others
-  // one empty round each. Without a wake-up each polls once a second.
+  // Each tick that created intents NOTIFYs every delivery process, which
+  // wakes one of its round loops: the one that gets them runs a sending
+  // round (a short one: fewer due than permits, so it sleeps again); the
+  // others one empty round each. Without a wake-up each polls once a second.
   const wakes = Math.min(e, ticks);
-  const perWake = S.deliverySendingRound + S.deliveryRefund + S.deliveryEmptyRound + (workers - 1) * S.deliveryEmptyRound;
+  const perWake = S.deliverySendingRound + (workers - 1) * S.deliveryEmptyRound;
   const polls = workers * Math.max(0, DELIVERY_POLL_PER_SECOND - wakes) * S.deliveryEmptyRound;
-  const retries = e * (w.deployment.attemptsPerEmail - 1) * (S.deliverySendingRound + S.deliveryRefund);
+  const retries = e * (w.deployment.attemptsPerEmail - 1) * S.deliveryRetryRound;
   const delivery = wakes * perWake + polls + retries;
   const average = { expiry, delivery, application, total: expiry + delivery + application };
 
@@ -263,7 +263,8 @@ export function statementsReport(w: Workload, burst: BurstReport | null): Statem
     assumptions: [
       `expiry: each of ${workers} worker(s) ticks when the next hold falls due, at least every ${w.deployment.expiryIntervalMs} ms, ` +
         `at most every ${EXPIRY_TICK_MS} ms; a tick is BEGIN, one set-based expire statement, COMMIT, plus a look-ahead query when the batch was short`,
-      `delivery: a round is rateLimiterTake + intentsLease + intentsRecord (one statement each, however many intents) and leases up to ` +
+      `delivery: a round is rateLimiterTake + intentsLease (giving unused permits back) + messagesStore (first attempts) + intentsRecord ` +
+        `(one statement each, however many intents) and leases up to ` +
         `min(batch, concurrency) = ${roundSize(w)}, with rounds side by side up to ${inFlightPerWorker(w)} sends in flight; at low rates every NOTIFY wakes all ${workers} process(es) and idle ones poll once a second`,
       'burst: holds all due at once expire in full batches at the measured 38,735 holds/s (a fraction of a second); while it drains, a delivery round carries the permits that refilled during one provider call, and idle workers\' limiter takes are refused when permits are scarcer than workers',
       'application: one INSERT per hold (createHold) and one UPDATE per confirmed or cancelled hold; reads by the API, /metrics and the dashboard are not counted',

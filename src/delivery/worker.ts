@@ -195,9 +195,10 @@ export class DeliveryWorker extends LoopWorker<DeliveryEvents> {
       // started_at obeys the limiter's bound exactly, however long this
       // process took to get from the take to the lease.
       now: this.clock.now() ?? grant.grantedAt,
+      permits: grant.granted,
     });
+    // Permits this lease did not use went back in the lease statement itself.
     release(slots - leased.length);
-    if (leased.length < grant.granted) await rateLimiterRefund(pool, this.schema, grant.granted - leased.length);
     if (leased.length === 0) return { permits: grant.granted, leased: 0, outcomes: {}, blocked: 'idle' };
     // Suppressed recipients are rejected without calling the provider (the
     // lease looked them up); their permits go back too.
@@ -242,10 +243,22 @@ export class DeliveryWorker extends LoopWorker<DeliveryEvents> {
     return { permits: grant.granted, leased: leased.length, outcomes };
   }
 
+  /** A NOTIFY (or a caller) says work is waiting: one sleeping round loop answers it (or the first, after its round). */
+  override wake(): void {
+    (this.loops.find((loop) => loop.isSleeping) ?? this.loop).wake();
+  }
+
   private async tick(): Promise<TickResult> {
     const run = await this.runOnce();
-    if (run.leased > 0) return { full: true };
-    if (run.blocked === 'idle') return { full: false };
+    if (run.leased > 0 && run.leased === run.permits) {
+      // Everything this round could take was due: there may be a backlog.
+      // Run again at once, and bring one more round loop in to help.
+      this.loops.find((loop) => loop.isSleeping)?.wake();
+      return { full: true };
+    }
+    // Fewer due than it could take: nothing more is waiting now. New intents
+    // wake the lane (NOTIFY); retries falling due are found by the poll.
+    if (run.leased > 0 || run.blocked === 'idle') return { full: false };
     // Paused, cooling down or out of permits: ask again when it could succeed,
     // and at least once a second so policy changes and resumes are seen.
     return { full: false, nextInMs: Math.min(1000, run.retryInMs ?? 1000) };

@@ -32,6 +32,7 @@ export class ServiceLoop {
   private sleepTimer: NodeJS.Timeout | undefined;
   private wakeSleep: (() => void) | undefined;
   private consecutiveErrors = 0;
+  private wakePending = false;
 
   constructor(private readonly options: ServiceLoopOptions) {}
 
@@ -46,8 +47,18 @@ export class ServiceLoop {
     this.loopDone = this.run();
   }
 
+  /**
+   * Cut the current sleep short; during a tick, the next sleep is skipped
+   * instead, so a wake-up that arrives while a tick runs is never lost.
+   */
   wake(): void {
-    this.wakeSleep?.();
+    if (this.wakeSleep) this.wakeSleep();
+    else this.wakePending = true;
+  }
+
+  /** Sleeping between ticks (not in one). */
+  get isSleeping(): boolean {
+    return this.wakeSleep !== undefined;
   }
 
   /** Resolves once the current tick (if any) has finished. */
@@ -66,6 +77,8 @@ export class ServiceLoop {
     const { logger, name, intervalMs } = this.options;
     while (!this.stopping) {
       let sleepMs: number;
+      // A wake-up before this tick is answered by it; one during it, by the next.
+      this.wakePending = false;
       try {
         const result = await this.options.tick();
         if (this.consecutiveErrors > 0) logger.info({ event: `${name}.recovered` }, `${name} recovered`);
@@ -77,6 +90,8 @@ export class ServiceLoop {
         const cap = this.options.maxBackoffMs ?? 10_000;
         const base = Math.min(cap, 100 * 2 ** Math.min(this.consecutiveErrors, 10));
         sleepMs = base / 2 + Math.random() * (base / 2);
+        // Back off even if woken meanwhile: new work does not mend a failing database.
+        this.wakePending = false;
         logger.error(
           {
             event: `${name}.error`,
@@ -93,7 +108,7 @@ export class ServiceLoop {
   }
 
   private sleep(ms: number): Promise<void> {
-    if (this.stopping || ms <= 0) return Promise.resolve();
+    if (this.stopping || ms <= 0 || this.wakePending) return Promise.resolve();
     return new Promise((resolve) => {
       const done = () => {
         clearTimeout(this.sleepTimer);

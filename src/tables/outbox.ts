@@ -5,6 +5,7 @@ import { INTENT_ID_PATTERN, IntentState, type AttemptOutcome, type Intent } from
 import type { Suppression } from '../model/suppression-reasons.js';
 import { attemptsCloseExpired, attemptsFinish, attemptsOpen } from './attempts.js';
 import { MESSAGE_LEASE_COLUMNS, messageFromLeaseRow, messagesJoinForLease, type StoredMessage } from './messages.js';
+import { rateLimiterRefundInLease } from './rate-limiter.js';
 import { SUPPRESSION_LEASE_COLUMNS, suppressionFromLeaseRow, suppressionKeyInSql, suppressionsJoinForLease } from './suppressions.js';
 
 /**
@@ -62,8 +63,8 @@ export interface LeasedIntent {
 
 /**
  * Lease up to `limit` due pending intents for `leaseMs` under `token`, and
- * open one email_attempts row per intent, in one statement that also brings
- * what the send needs: each intent's stored message (or its hold's facts to
+ * open one email_attempts row per intent (and give back the limiter permits
+ * it did not use), in one statement that also brings what the send needs: each intent's stored message (or its hold's facts to
  * render one from) and its recipient's suppression.
  *
  * A lease writes only columns no index covers (token, expiry, counters), so
@@ -77,7 +78,15 @@ export interface LeasedIntent {
 export async function intentsLease(
   db: Queryable,
   schema: string,
-  lease: { limit: number; leaseMs: number; token: string; provider: string; now: Date | null },
+  lease: {
+    limit: number;
+    leaseMs: number;
+    token: string;
+    provider: string;
+    now: Date | null;
+    /** Limiter permits this lease was granted: those it does not use go back in the same statement. */
+    permits?: number;
+  },
 ): Promise<LeasedIntent[]> {
   const s = ident(schema);
   const { rows } = await db.query<Record<string, unknown>>(
@@ -111,6 +120,8 @@ export async function intentsLease(
        ${attemptsCloseExpired(s, 'ARRAY(SELECT next.id FROM next)', '(SELECT clock.now FROM clock)')}
      ), opened AS (
        ${attemptsOpen(s, 'leased', '$3::uuid', '$5', '(SELECT clock.now FROM clock)')}
+     ), refunded AS (
+       ${rateLimiterRefundInLease(s, '(coalesce($6::int, 0) - (SELECT count(*) FROM leased)::int)')}
      )
      SELECT l.*, r.expires_at AS hold_expires_at, r.expired_at AS hold_expired_at,
             CASE WHEN m.intent_id IS NULL THEN r.metadata END AS metadata,
@@ -123,7 +134,7 @@ export async function intentsLease(
        JOIN ${s}.support_reservations r ON r.id = l.reservation_id
        ${messagesJoinForLease(s, 'l.id')}
        ${suppressionsJoinForLease(s, 'l.su_key')}`,
-    [lease.limit, lease.leaseMs, lease.token, lease.now, lease.provider],
+    [lease.limit, lease.leaseMs, lease.token, lease.now, lease.provider, lease.permits ?? null],
   );
   return rows.map((row) => ({
     id: row['id'] as string,

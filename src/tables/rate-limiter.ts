@@ -180,6 +180,16 @@ export async function rateLimiterTake(db: Queryable, schema: string, want: numbe
   };
 }
 
+/**
+ * For the outbox's lease statement (tables/outbox.ts): give back `unused`
+ * permits (an SQL integer expression over the lease) in the same statement,
+ * so a round that found fewer intents than permits needs no refund of its
+ * own. The limiter row is locked only as the statement ends.
+ */
+export const rateLimiterRefundInLease = (s: string, unused: string): string =>
+  `UPDATE ${s}.rate_limiter SET tokens = least(burst::float8, tokens + ${unused})
+    WHERE name = '${LIMITER_NAME}' AND ${unused} > 0`;
+
 /** Give back permits taken but not used (fewer intents were due than permits). */
 export async function rateLimiterRefund(db: Queryable, schema: string, permits: number): Promise<void> {
   if (permits <= 0) return;

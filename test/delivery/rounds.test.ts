@@ -144,3 +144,36 @@ describe('rounds in flight', () => {
     }
   });
 });
+
+describe('permits a round does not use', () => {
+  it('go back in the lease statement itself: one due intent and five permits leave four in the bucket', async () => {
+    const { rateLimiterGet } = await import('../../src/tables/rate-limiter.js');
+    await db.pool.query(`UPDATE ${ident(db.schema)}.email_outbox SET state = 'dead', finished_at = now() WHERE state = 'pending'`);
+    // A full bucket of 10 that refills too slowly to matter here.
+    await rateLimiterSet(db.pool, db.schema, { perSecond: 0.001, burst: 10 });
+    await db.pool.query(`UPDATE ${ident(db.schema)}.rate_limiter SET tokens = 10`);
+    await insertDueHolds(db.pool, db.schema, 1, { prefix: 'pm' });
+    await new ExpiryWorker({ pool: db.pool, schema: db.schema }).runOnce();
+    const statements: string[] = [];
+    const pool = new Proxy(db.pool, {
+      get(target, key, receiver) {
+        if (key !== 'query') return Reflect.get(target, key, receiver);
+        return (text: string | { text: string }, ...rest: unknown[]) => {
+          statements.push(typeof text === 'string' ? text : text.text);
+          return (target.query as (...a: unknown[]) => unknown).call(target, text, ...rest);
+        };
+      },
+    });
+    const worker = new DeliveryWorker({ pool, schema: db.schema, gateway: new ScriptedGateway(), batchSize: 5, logger: silentLogger });
+    const run = await worker.runOnce();
+    expect(run).toMatchObject({ permits: 5, leased: 1, outcomes: { accepted: 1 } });
+    const tokens = (await rateLimiterGet(db.pool, db.schema))!.tokens;
+    expect(tokens).toBeGreaterThanOrEqual(9);
+    expect(tokens).toBeLessThan(9.01);
+    // No statement of its own for the refund.
+    expect(statements.filter((q) => /^\s*UPDATE\b[^;]*rate_limiter/.test(q))).toEqual([]);
+    // A round that finds nothing gives all five back.
+    expect(await worker.runOnce()).toMatchObject({ permits: 5, leased: 0, blocked: 'idle' });
+    expect((await rateLimiterGet(db.pool, db.schema))!.tokens).toBeGreaterThanOrEqual(9);
+  });
+});

@@ -143,3 +143,55 @@ describe('service loop', () => {
     await loop.stop();
   });
 });
+
+describe('wake-ups', () => {
+  it('one that arrives during a tick is not lost: the next tick follows at once, not after the interval', async () => {
+    let loop: ServiceLoop | undefined;
+    const times: number[] = [];
+    loop = new ServiceLoop({
+      name: 'test',
+      intervalMs: 10_000,
+      logger: silentLogger,
+      tick: async () => {
+        times.push(Date.now());
+        await new Promise((r) => setTimeout(r, 50));
+        // New work arrives while this tick is busy (a NOTIFY), after it looked.
+        if (times.length === 1) loop!.wake();
+        return { full: false };
+      },
+    });
+    expect(loop.isSleeping).toBe(false);
+    loop.start();
+    await vi.advanceTimersByTimeAsync(200);
+    expect(times).toEqual([0, 50]);
+    // No wake during the second tick: it sleeps the interval.
+    expect(loop.isSleeping).toBe(true);
+    await vi.advanceTimersByTimeAsync(5_000);
+    expect(times).toHaveLength(2);
+    loop.wake();
+    await vi.advanceTimersByTimeAsync(100);
+    expect(times).toHaveLength(3);
+    await loop.stop();
+  });
+
+  it('one that arrives during a failing tick does not skip the back-off', async () => {
+    vi.spyOn(Math, 'random').mockReturnValue(0.5);
+    let loop: ServiceLoop | undefined;
+    const times: number[] = [];
+    loop = new ServiceLoop({
+      name: 'test',
+      intervalMs: 1000,
+      logger: silentLogger,
+      tick: async () => {
+        times.push(Date.now());
+        loop!.wake();
+        throw failing;
+      },
+    });
+    loop.start();
+    await vi.advanceTimersByTimeAsync(1000);
+    // Back-off 200 ms x (0.5 + 0.5 x 0.5) = 150, then 300, then 600: never at once.
+    expect(times.slice(0, 3)).toEqual([0, 150, 450]);
+    await loop.stop();
+  });
+});
