@@ -10,10 +10,14 @@ import { seedPendingIntents } from './seed.js';
  * Accuracy of the one shared limiter across processes: three delivery
  * processes (bench/delivery-child, the default batch 50 and concurrency 8)
  * drain a backlog bigger than they may send, with the policy at 50/s, burst
- * 10. Measured from sent_at (when each acceptance was recorded):
+ * 10. Measured from each accepted attempt's started_at, which is the moment
+ * the limiter granted its permit (the bucket's own clock):
  *  - achieved rate over a steady window (after the first 2 s) / 50;
  *  - the busiest 1-second sliding window / (perSecond + burst), which the
  *    spec's invariant keeps <= 1.
+ * The same window over sent_at (when each acceptance was recorded, after
+ * render, send and the record statement) is shown too: it adds the spread
+ * of that delay, which a loaded machine makes tens of milliseconds.
  */
 const PER_SECOND = Number(process.env.BENCH_LIMITER_RATE ?? 50);
 const BURST = Number(process.env.BENCH_LIMITER_BURST ?? 10);
@@ -41,18 +45,19 @@ export const deliveryLimiter: Benchmark = {
       for (const child of children) child.stop();
       const perProcess = await Promise.all(children.map((c) => c.done));
 
-      const { rows } = await target.pool.query<{ ms: number }>(
-        `SELECT extract(epoch FROM sent_at)::float8 * 1000 AS ms
-           FROM ${ident(target.schema)}.email_outbox WHERE state = 'sent' ORDER BY sent_at`,
+      const millis = async (sql: string) => (await target.pool.query<{ ms: number }>(sql)).rows.map((r) => r.ms);
+      const s = ident(target.schema);
+      const times = await millis(
+        `SELECT extract(epoch FROM started_at)::float8 * 1000 AS ms FROM ${s}.email_attempts WHERE outcome = 'accepted' ORDER BY started_at`,
       );
-      const times = rows.map((r) => r.ms);
+      const recorded = await millis(`SELECT extract(epoch FROM sent_at)::float8 * 1000 AS ms FROM ${s}.email_outbox WHERE state = 'sent' ORDER BY sent_at`);
       const from = go + WARMUP_S * 1000;
       // Busiest window [t, t + 1 s) starting at any send (`since`: only windows starting then).
-      const busiest = (since: number) => {
+      const busiest = (since: number, at = times) => {
         let most = 0;
-        for (let i = 0, j = 0; i < times.length; i++) {
-          while (j < times.length && times[j]! < times[i]! + 1000) j++;
-          if (times[i]! >= since) most = Math.max(most, j - i);
+        for (let i = 0, j = 0; i < at.length; i++) {
+          while (j < at.length && at[j]! < at[i]! + 1000) j++;
+          if (at[i]! >= since) most = Math.max(most, j - i);
         }
         return most;
       };
@@ -67,8 +72,9 @@ export const deliveryLimiter: Benchmark = {
           { name: 'worst 1 s window', value: worst, unit: 'sends' },
           { name: 'worst 1 s window / (rate + burst)', value: round(worst / (PER_SECOND + BURST), 3), unit: 'x', target: '<= 1' },
           { name: `worst 1 s window after ${WARMUP_S} s`, value: worstSteady, unit: 'sends' },
+          { name: 'worst 1 s window of sent_at (as recorded)', value: busiest(0, recorded), unit: 'sends' },
         ],
-        details: { perSecond: PER_SECOND, burst: BURST, processes: PROCESSES, seconds: SECONDS, sent: times.length, perProcess },
+        details: { perSecond: PER_SECOND, burst: BURST, processes: PROCESSES, seconds: SECONDS, sent: recorded.length, perProcess },
       };
     } finally {
       await target.drop();
