@@ -38,8 +38,6 @@ function defineLocalTime() {
     readonly #at: Date;
     readonly #locale: string;
     readonly #timeZone: string;
-    // A message reads the same part in its subject, text and HTML: format it once.
-    readonly #formatted = new Map<LocalTimeStyle, string>();
 
     constructor(at: Date, locale: string, timeZone: string) {
       super();
@@ -49,12 +47,7 @@ function defineLocalTime() {
     }
 
     #format(style: LocalTimeStyle): string {
-      let text = this.#formatted.get(style);
-      if (text === undefined) {
-        text = formatLocalTime(this.#at, this.#locale, this.#timeZone, style);
-        this.#formatted.set(style, text);
-      }
-      return text;
+      return formatLocalTime(this.#at, this.#locale, this.#timeZone, style);
     }
 
     get full(): string {
@@ -114,12 +107,26 @@ function formatter(locale: string, timeZone: string, style: Exclude<LocalTimeSty
   return f;
 }
 
+// Every style but iso shows at most minutes (no CLDR short time has
+// seconds, and zones change offset on the minute), so one formatting serves
+// every moment of that minute in that locale and zone: the holds that
+// expire together share it.
+const formatted = new Map<string, string>();
+const MAX_FORMATTED = 10_000;
+
 export function formatLocalTime(at: Date, locale: string, timeZone: string, style: LocalTimeStyle): string {
   if (style === 'iso') return at.toISOString();
-  if (style === 'zone') {
-    return formatter(locale, timeZone, 'zone').formatToParts(at).find((p) => p.type === 'timeZoneName')?.value ?? timeZone;
+  const key = `${Math.floor(at.getTime() / 60_000)}|${locale}|${timeZone}|${style}`;
+  let text = formatted.get(key);
+  if (text === undefined) {
+    text =
+      style === 'zone'
+        ? (formatter(locale, timeZone, 'zone').formatToParts(at).find((p) => p.type === 'timeZoneName')?.value ?? timeZone)
+        : formatter(locale, timeZone, style).format(at);
+    if (formatted.size >= MAX_FORMATTED) formatted.clear();
+    formatted.set(key, text);
   }
-  return formatter(locale, timeZone, style).format(at);
+  return text;
 }
 
 export const LOCAL_TIME_STYLES: readonly LocalTimeStyle[] = ['full', 'date', 'time', 'weekday', 'zone', 'iso'];
