@@ -194,8 +194,8 @@ export class DeliveryWorker extends LoopWorker<DeliveryEvents> {
       // The attempts start when their permits were granted, so their
       // started_at obeys the limiter's bound exactly, however long this
       // process took to get from the take to the lease.
-      now: this.clock.now() ?? grant.grantedAt,
-      permits: grant.granted,
+      now: this.clock.now() ?? grant.bucketTime,
+      permits: { granted: grant.granted, bucketTime: grant.bucketTime },
     });
     // Permits this lease did not use went back in the lease statement itself.
     release(slots - leased.length);
@@ -205,7 +205,7 @@ export class DeliveryWorker extends LoopWorker<DeliveryEvents> {
     const suppressed = await suppressedIntents(pool, this.schema, leased);
     release(suppressed.size);
     if (suppressed.size > 0) {
-      await rateLimiterRefund(pool, this.schema, suppressed.size);
+      await rateLimiterRefund(pool, this.schema, suppressed.size, grant.bucketTime);
       this.options.metrics?.suppressedSends.inc(suppressed.size);
     }
 

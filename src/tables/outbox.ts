@@ -83,9 +83,10 @@ export async function intentsLease(
     leaseMs: number;
     token: string;
     provider: string;
-    now: Date | null;
-    /** Limiter permits this lease was granted: those it does not use go back in the same statement. */
-    permits?: number;
+    /** The lease's time (its attempts' started_at): a Date, timestamptz text, or null for the database's now(). */
+    now: Date | string | null;
+    /** The limiter take this lease spends: permits it does not use go back in the same statement (rateLimiterRefundInLease). */
+    permits?: { granted: number; bucketTime: string };
   },
 ): Promise<LeasedIntent[]> {
   const s = ident(schema);
@@ -121,7 +122,7 @@ export async function intentsLease(
      ), opened AS (
        ${attemptsOpen(s, 'leased', '$3::uuid', '$5', '(SELECT clock.now FROM clock)')}
      ), refunded AS (
-       ${rateLimiterRefundInLease(s, '(coalesce($6::int, 0) - (SELECT count(*) FROM leased)::int)')}
+       ${rateLimiterRefundInLease(s, '(coalesce($6::int, 0) - (SELECT count(*) FROM leased)::int)', '$7::timestamptz')}
      )
      SELECT l.*, r.expires_at AS hold_expires_at, r.expired_at AS hold_expired_at,
             CASE WHEN m.intent_id IS NULL THEN r.metadata END AS metadata,
@@ -134,7 +135,7 @@ export async function intentsLease(
        JOIN ${s}.support_reservations r ON r.id = l.reservation_id
        ${messagesJoinForLease(s, 'l.id')}
        ${suppressionsJoinForLease(s, 'l.su_key')}`,
-    [lease.limit, lease.leaseMs, lease.token, lease.now, lease.provider, lease.permits ?? null],
+    [lease.limit, lease.leaseMs, lease.token, lease.now, lease.provider, lease.permits?.granted ?? null, lease.permits?.bucketTime ?? null],
   );
   return rows.map((row) => ({
     id: row['id'] as string,

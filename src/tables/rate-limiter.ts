@@ -111,8 +111,13 @@ export interface PermitGrant {
   retryInMs: number;
   perSecond: number;
   burst: number;
-  /** When the permits were granted: the bucket's time of this take. */
-  grantedAt: Date;
+  /**
+   * When the permits were granted: the bucket's time of this take, as
+   * stored in `refilled_at` (timestamptz text, to the microsecond). The
+   * attempts they pay for start then, and a refund of the unused ones
+   * applies only while it is still the bucket's time (rateLimiterRefund).
+   */
+  bucketTime: string;
 }
 
 /**
@@ -131,7 +136,7 @@ export async function rateLimiterTake(db: Queryable, schema: string, want: numbe
     left: number;
     per_second: number;
     burst: number;
-    granted_at: Date;
+    bucket_time: string;
   }>(
     `WITH cur AS (
        SELECT l.name, ${rate('l')} AS per_second, l.burst, l.tokens, l.refilled_at, l.cooldown_until,
@@ -156,7 +161,7 @@ export async function rateLimiterTake(db: Queryable, schema: string, want: numbe
         WHERE l.name = d.name
         RETURNING l.tokens
      )
-     SELECT d.granted, d.paused, d.reason, d.cooling, d.per_second, d.burst, d.t AS granted_at,
+     SELECT d.granted, d.paused, d.reason, d.cooling, d.per_second, d.burst, d.t::text AS bucket_time,
             (extract(epoch FROM d.cooldown_until - d.wall) * 1000)::float8 AS cooldown_ms,
             upd.tokens AS left
        FROM decision d, upd`,
@@ -176,27 +181,39 @@ export async function rateLimiterTake(db: Queryable, schema: string, want: numbe
     retryInMs,
     perSecond: row.per_second,
     burst: row.burst,
-    grantedAt: row.granted_at,
+    bucketTime: row.bucket_time,
   };
 }
 
 /**
- * For the outbox's lease statement (tables/outbox.ts): give back `unused`
- * permits (an SQL integer expression over the lease) in the same statement,
- * so a round that found fewer intents than permits needs no refund of its
- * own. The limiter row is locked only as the statement ends.
+ * Giving back permits a take did not use is exact only while no other take
+ * has moved the bucket since: a take in between refilled it, perhaps to
+ * `burst`, and tokens the cap absorbed then cannot be handed out again
+ * (a late refund on top of a full bucket would let the fleet exceed
+ * burst + perSecond * t). So a refund applies only while the bucket's time
+ * is still its take's (`bucketTime`); otherwise the permits are dropped,
+ * which can only slow sending, never speed it past the bound.
  */
-export const rateLimiterRefundInLease = (s: string, unused: string): string =>
-  `UPDATE ${s}.rate_limiter SET tokens = least(burst::float8, tokens + ${unused})
-    WHERE name = '${LIMITER_NAME}' AND ${unused} > 0`;
+const REFUND_SET = `tokens = least(burst::float8, tokens + %UNUSED%)`;
 
-/** Give back permits taken but not used (fewer intents were due than permits). */
-export async function rateLimiterRefund(db: Queryable, schema: string, permits: number): Promise<void> {
+/**
+ * For the outbox's lease statement (tables/outbox.ts): give back `unused`
+ * permits (an SQL integer expression over the lease) of the take at
+ * `bucketTime` (an SQL timestamptz expression) in the same statement, so a
+ * round that found fewer intents than permits needs no refund of its own.
+ * The limiter row is locked only as the statement ends.
+ */
+export const rateLimiterRefundInLease = (s: string, unused: string, bucketTime: string): string =>
+  `UPDATE ${s}.rate_limiter SET ${REFUND_SET.replace('%UNUSED%', unused)}
+    WHERE name = '${LIMITER_NAME}' AND ${unused} > 0 AND refilled_at = ${bucketTime}`;
+
+/** Give back permits of the take at `bucketTime` that were not used (see above for when that applies). */
+export async function rateLimiterRefund(db: Queryable, schema: string, permits: number, bucketTime: string): Promise<void> {
   if (permits <= 0) return;
-  await db.query(`UPDATE ${ident(schema)}.rate_limiter SET tokens = least(burst::float8, tokens + $2) WHERE name = $1`, [
-    LIMITER_NAME,
-    permits,
-  ]);
+  await db.query(
+    `UPDATE ${ident(schema)}.rate_limiter SET ${REFUND_SET.replace('%UNUSED%', '$2')} WHERE name = $1 AND refilled_at = $3::timestamptz`,
+    [LIMITER_NAME, permits, bucketTime],
+  );
 }
 
 /**
