@@ -148,9 +148,6 @@ export class DeliveryWorker extends LoopWorker<DeliveryEvents> {
     return [this.loop, ...this.extraLoops];
   }
 
-
-
-
   /** One round, in the slots free now (waiting until one is). */
   async runOnce(): Promise<DeliveryRun> {
     let held = await this.slots.reserve(this.batchSize);
@@ -201,7 +198,7 @@ export class DeliveryWorker extends LoopWorker<DeliveryEvents> {
     release(slots - leased.length);
     if (leased.length === 0) return { permits: grant.granted, leased: 0, outcomes: {}, blocked: 'idle' };
     // Suppressed recipients are rejected without calling the provider (the
-    // lease looked them up); their permits go back too.
+    // lease looked them up); their permits go back too, as the lease's do.
     const suppressed = await suppressedIntents(pool, this.schema, leased);
     release(suppressed.size);
     if (suppressed.size > 0) {
