@@ -67,7 +67,8 @@ describe.skipIf(!existsSync(CHROMIUM))('operator dashboard in a real browser', (
     expect(await page.textContent('[data-field="deliveryState"]')).toBe('running');
     expect(await page.textContent('[data-field="limiter"]')).toContain('10/s, burst 10');
     expect(await page.textContent('#overall')).toBe('ok');
-    // Three intents listed; only finished ones offer a replay.
+    // Three intents listed (a request of their own, so wait for the rows); only finished ones offer a replay.
+    await page.waitForFunction(() => document.querySelectorAll('#intents tr').length >= 3);
     expect(await page.locator('#intents tr').count()).toBe(3);
     expect(await page.locator('#intents button', { hasText: 'Replay' }).count()).toBe(1);
     await page.screenshot({ path: 'dist/dashboard.png', fullPage: true });
