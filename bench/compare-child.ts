@@ -76,6 +76,7 @@ if (workload === 'drain') {
   await go();
   process.stdin.pause();
   const goAt = Date.now();
+  const cpuAtGo = process.cpuUsage();
   handle = await startSystem({ system, profile, url, schema, record, withExpiry: false });
   const startedAt = Date.now();
   const outcome = await Promise.race([everyItem.then(() => 'handled' as const), timeout(timeoutMs)]);
@@ -93,7 +94,9 @@ if (workload === 'drain') {
       await sleep(5);
     }
   }
-  report = { goAt, startedAt, firstAt, lastAt, doneAt, handled, distinct };
+  // This process's CPU (user + system) from GO until every completion was committed.
+  const cpu = process.cpuUsage(cpuAtGo);
+  report = { goAt, startedAt, firstAt, lastAt, doneAt, handled, distinct, cpuMs: (cpu.user + cpu.system) / 1000 };
 } else {
   handle = await startSystem({ system, profile, url, schema, record, withExpiry: true });
   process.stdout.write('READY\n');

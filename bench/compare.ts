@@ -1,3 +1,4 @@
+import { readdir, readFile } from 'node:fs/promises';
 import type pg from 'pg';
 import { ident } from '../src/db/pool.js';
 import type { Benchmark, BenchResult, Figure } from './common.js';
@@ -26,7 +27,10 @@ import type { BenchDatabase } from './database.js';
  *   to 1e6/s, intents seeded as pending outbox rows like bench/seed.ts).
  *   Rate = N / (first handler call -> every completion committed), so each
  *   system's start-up is left out. A system that has not finished after
- *   BENCH_COMPARE_TIMEOUT_S is reported at the rate it reached.
+ *   BENCH_COMPARE_TIMEOUT_S is reported at the rate it reached. Each drain
+ *   also reports its CPU per 1,000 items: the system's own process (GO to
+ *   done) and the PostgreSQL server's processes over the same span (Linux
+ *   /proc; background work such as autovacuum included).
  * due: items fall due at BENCH_COMPARE_RATE per second for
  *   BENCH_COMPARE_SECONDS while the system runs (leasehold: holds expire, the
  *   expiry lane writes intents, the delivery lane sends them; graphile-worker:
@@ -58,6 +62,8 @@ type Workload = 'drain' | 'due';
 
 interface DrainResult {
   perSecond: number;
+  /** CPU per 1,000 items: the system's process, and the PostgreSQL server's processes (null where /proc cannot tell). */
+  cpuPerThousand: { process: number; postgres: number | null };
   finished: boolean;
   handled: number;
   /** GO -> first handler call (start-up and first fetch; not in the rate). */
@@ -76,6 +82,7 @@ interface DueResult {
 }
 
 interface DrainReport {
+  cpuMs: number;
   goAt: number;
   firstAt: number;
   lastAt: number;
@@ -108,11 +115,18 @@ async function drain(db: BenchDatabase, system: System, profile: Profile): Promi
     await setup.seed(ITEMS);
     await setup.settle();
     await db.checkpoint();
+    const postgresBefore = await postgresCpuMs();
     const report = (await runChild(childEnv(db, setup.schema, system, profile, 'drain', TIMEOUT_S * 1000))) as DrainReport;
+    const postgresAfter = await postgresCpuMs();
     const finished = report.doneAt !== null;
     const end = report.doneAt ?? report.lastAt;
     const seconds = Math.max(0.001, (end - report.firstAt) / 1000);
+    const perThousand = (ms: number) => round((ms / Math.max(1, report.distinct)) * 1000, 0);
     return {
+      cpuPerThousand: {
+        process: perThousand(report.cpuMs),
+        postgres: postgresBefore === null || postgresAfter === null ? null : perThousand(postgresAfter - postgresBefore),
+      },
       perSecond: report.firstAt === 0 ? 0 : report.distinct / seconds,
       finished,
       handled: report.distinct,
@@ -121,6 +135,32 @@ async function drain(db: BenchDatabase, system: System, profile: Profile): Promi
     };
   } finally {
     await setup.drop();
+  }
+}
+
+/**
+ * CPU used so far by every process named `postgres` on this machine
+ * (Linux /proc, user + system, ms), or null where that cannot be read.
+ * The servers here run on the benchmark's own machine; checkpoints and
+ * autovacuum are included, as they are part of what a workload costs.
+ */
+async function postgresCpuMs(): Promise<number | null> {
+  try {
+    const ticksPerSecond = 100; // USER_HZ, 100 on every Linux this runs on
+    let ticks = 0;
+    for (const pid of await readdir('/proc')) {
+      if (!/^\d+$/.test(pid)) continue;
+      const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
+      const close = stat.lastIndexOf(')');
+      if (close < 0 || !stat.slice(stat.indexOf('(') + 1, close).startsWith('postgres')) continue;
+      const fields = stat.slice(close + 2).split(' ');
+      // utime, stime, cutime, cstime (fields 14-17 of stat): a backend that
+      // exited is counted in the postmaster's cutime/cstime once reaped.
+      ticks += Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14]);
+    }
+    return (ticks / ticksPerSecond) * 1000;
+  } catch {
+    return null;
   }
 }
 
@@ -234,19 +274,27 @@ export const compare: Benchmark = {
       ['workload', 'profile', 'leasehold', 'graphile-worker', 'pg-boss', 'lh / graphile', 'lh / pg-boss'],
     ];
     const show = (v: number | null, unit: string, digits = 0) => (v === null ? 'n/a' : `${round(v, digits).toLocaleString('en-US')} ${unit}`);
-    for (const profile of PROFILES) {
+    for (const profile of RUN_PROFILES) {
       const rates = SYSTEMS.map((s) => rate(s, profile));
       const unfinished = SYSTEMS.filter((s) => cell(s, profile).drain.some((d) => !d.finished));
-      rows.push([
+      if (RUN_WORKLOADS.includes('drain')) rows.push([
         `drain ${ITEMS.toLocaleString('en-US')}`,
         profile,
         ...rates.map((v, k) => show(v, '/s') + (unfinished.includes(SYSTEMS[k]!) ? ' (timed out)' : '')),
         String(drainRatio(profile, 'graphile-worker') ?? 'n/a'),
         String(drainRatio(profile, 'pg-boss') ?? 'n/a'),
       ]);
+      // Where each system's drain spent its CPU: its own process, and the server.
+      const cpu = (system: System) => {
+        const runs = cell(system, profile).drain;
+        const proc = medianOf(runs.map((d) => d.cpuPerThousand.process));
+        const server = medianOf(runs.map((d) => d.cpuPerThousand.postgres));
+        return proc === null ? 'n/a' : `${round(proc, 0)} + ${server === null ? '?' : round(server, 0)} ms`;
+      };
+      if (RUN_WORKLOADS.includes('drain')) rows.push(['  CPU per 1,000 drained (process + postgres)', profile, ...SYSTEMS.map(cpu), '', '']);
       const lateness = SYSTEMS.map((s) => p99(s, profile));
       const handled = SYSTEMS.map((s) => Math.min(...cell(s, profile).due.map((d) => d.handled)));
-      rows.push([
+      if (RUN_WORKLOADS.includes('due')) rows.push([
         `due -> handled p99, ${RATE}/s for ${SECONDS} s`,
         profile,
         ...lateness.map((v, k) => (v === null ? `n/a (${handled[k]} of ${RATE * SECONDS} handled)` : show(v, 'ms', 1))),
