@@ -8,7 +8,7 @@ import {
   SECONDS_PER_DAY,
   STATEMENTS,
 } from './constants.js';
-import { sendsInFlight } from '../model/delivery-policy.js';
+import { roundSize as roundSizeOf, sendsInFlight } from '../model/delivery-policy.js';
 import { designCosts, type DesignCost } from './costs.js';
 import type { Workload } from './input.js';
 import type { PriceTable } from './prices.js';
@@ -90,7 +90,7 @@ export interface CapacityReport {
 }
 
 /** Intents one delivery round leases: the worker caps the batch at its concurrency. */
-export const roundSize = (w: Workload): number => Math.max(1, Math.min(w.deployment.deliveryBatch, w.deployment.deliveryConcurrency));
+export const roundSize = (w: Workload): number => roundSizeOf(w.deployment.deliveryBatch, w.deployment.deliveryConcurrency);
 
 /** Sends one worker keeps in flight: its rounds overlap up to its concurrency (model/delivery-policy.ts). */
 export const inFlightPerWorker = (w: Workload): number => sendsInFlight(w.deployment.deliveryBatch, w.deployment.deliveryConcurrency);

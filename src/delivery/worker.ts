@@ -16,7 +16,7 @@ import { suppressedAttempt, suppressedIntents } from './suppression-gate.js';
 import type { AttemptOutcome } from '../model/intent-states.js';
 import { deliveryPause } from '../tables/delivery-control.js';
 import { rateLimiterEnsure } from '../tables/rate-limiter.js';
-import { MAX_ROUNDS_IN_FLIGHT, type RateLimitPolicy } from '../model/delivery-policy.js';
+import { roundsInFlight, roundSize, type RateLimitPolicy } from '../model/delivery-policy.js';
 import { failureDelayMs, rateLimitDelayMs, defaultRetryPolicy, type RetryPolicy } from './retry-policy.js';
 import { emailMessageFor, prepareMessages, templateFailure, TEMPLATE_ERROR_CODE, type PreparedMessage } from './messages.js';
 import { shippedTemplates, type Templates } from '../templates/templates.js';
@@ -117,7 +117,8 @@ export class DeliveryWorker extends LoopWorker<DeliveryEvents> {
     this.templates = options.templates ?? shippedTemplates();
     const concurrency = Math.max(1, options.concurrency ?? DEFAULTS.deliveryConcurrency);
     this.slots = new Slots(concurrency);
-    this.batchSize = Math.max(1, Math.min(options.batchSize ?? DEFAULTS.deliveryBatch, concurrency));
+    const batch = options.batchSize ?? DEFAULTS.deliveryBatch;
+    this.batchSize = roundSize(batch, concurrency);
     this.leaseMs = options.leaseMs ?? DEFAULTS.leaseMs;
     this.sendTimeoutMs = options.sendTimeoutMs ?? DEFAULTS.sendTimeoutMs(this.leaseMs);
     if (this.sendTimeoutMs >= this.leaseMs) throw new ValidationError('sendTimeoutMs', 'must be shorter than leaseMs');
@@ -129,9 +130,8 @@ export class DeliveryWorker extends LoopWorker<DeliveryEvents> {
     }
     this.faults = options.faults ?? noFaults;
     this.random = options.random ?? Math.random;
-    const rounds = Math.min(MAX_ROUNDS_IN_FLIGHT, Math.ceil(concurrency / this.batchSize));
     const [first, ...more] = Array.from(
-      { length: rounds },
+      { length: roundsInFlight(batch, concurrency) },
       () =>
         new ServiceLoop({
           name: 'delivery',
@@ -240,17 +240,12 @@ export class DeliveryWorker extends LoopWorker<DeliveryEvents> {
     return { permits: grant.granted, leased: leased.length, outcomes };
   }
 
-  /** A NOTIFY (or a caller) says work is waiting: one sleeping round loop answers it (or the first, after its round). */
-  override wake(): void {
-    (this.loops.find((loop) => loop.isSleeping) ?? this.loop).wake();
-  }
-
   private async tick(): Promise<TickResult> {
     const run = await this.runOnce();
     if (run.leased > 0 && run.leased === run.permits) {
       // Everything this round could take was due: there may be a backlog.
       // Run again at once, and bring one more round loop in to help.
-      this.loops.find((loop) => loop.isSleeping)?.wake();
+      this.wakeSleeping();
       return { full: true };
     }
     // Fewer due than it could take: nothing more is waiting now. New intents

@@ -13,11 +13,16 @@ import { ValidationError } from '../errors.js';
  */
 export const MAX_ROUNDS_IN_FLIGHT = 4;
 
+/** Intents one round leases at most: the batch, never above concurrency. */
+export const roundSize = (batch: number, concurrency: number): number => Math.max(1, Math.min(batch, concurrency));
+
+/** Rounds one delivery worker runs side by side. */
+export const roundsInFlight = (batch: number, concurrency: number): number =>
+  Math.min(MAX_ROUNDS_IN_FLIGHT, Math.ceil(concurrency / roundSize(batch, concurrency)));
+
 /** Sends one delivery worker keeps in flight: concurrency, as far as its rounds reach. */
-export function sendsInFlight(batch: number, concurrency: number): number {
-  const round = Math.max(1, Math.min(batch, concurrency));
-  return Math.min(concurrency, round * MAX_ROUNDS_IN_FLIGHT);
-}
+export const sendsInFlight = (batch: number, concurrency: number): number =>
+  Math.min(concurrency, roundSize(batch, concurrency) * roundsInFlight(batch, concurrency));
 
 export interface RateLimitPolicy {
   perSecond: number;

@@ -160,8 +160,16 @@ export abstract class LoopWorker<Events extends { [K in keyof Events]: object } 
     await Promise.all(this.loops.map((loop) => loop.stop()));
   }
 
-  /** Cut the current sleep short (new work is known to be waiting). */
+  /**
+   * New work is known to be waiting: one loop answers, a sleeping one if
+   * there is one (its sleep is cut short), else the first after its tick.
+   */
   wake(): void {
-    for (const loop of this.loops) loop.wake();
+    (this.loops.find((loop) => loop.isSleeping) ?? this.loop).wake();
+  }
+
+  /** Bring in one more loop, if one is asleep (a lane with a backlog). */
+  protected wakeSleeping(): void {
+    this.loops.find((loop) => loop.isSleeping)?.wake();
   }
 }

@@ -194,7 +194,7 @@ export async function rateLimiterTake(db: Queryable, schema: string, want: numbe
  * is still its take's (`bucketTime`); otherwise the permits are dropped,
  * which can only slow sending, never speed it past the bound.
  */
-const REFUND_SET = `tokens = least(burst::float8, tokens + %UNUSED%)`;
+const refundSet = (unused: string): string => `tokens = least(burst::float8, tokens + ${unused})`;
 
 /**
  * For the outbox's lease statement (tables/outbox.ts): give back `unused`
@@ -204,14 +204,14 @@ const REFUND_SET = `tokens = least(burst::float8, tokens + %UNUSED%)`;
  * The limiter row is locked only as the statement ends.
  */
 export const rateLimiterRefundInLease = (s: string, unused: string, bucketTime: string): string =>
-  `UPDATE ${s}.rate_limiter SET ${REFUND_SET.replace('%UNUSED%', unused)}
+  `UPDATE ${s}.rate_limiter SET ${refundSet(unused)}
     WHERE name = '${LIMITER_NAME}' AND ${unused} > 0 AND refilled_at = ${bucketTime}`;
 
 /** Give back permits of the take at `bucketTime` that were not used (see above for when that applies). */
 export async function rateLimiterRefund(db: Queryable, schema: string, permits: number, bucketTime: string): Promise<void> {
   if (permits <= 0) return;
   await db.query(
-    `UPDATE ${ident(schema)}.rate_limiter SET ${REFUND_SET.replace('%UNUSED%', '$2')} WHERE name = $1 AND refilled_at = $3::timestamptz`,
+    `UPDATE ${ident(schema)}.rate_limiter SET ${refundSet('$2')} WHERE name = $1 AND refilled_at = $3::timestamptz`,
     [LIMITER_NAME, permits, bucketTime],
   );
 }
