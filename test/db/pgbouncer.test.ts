@@ -9,7 +9,7 @@ import { createPool, ident } from '../../src/db/pool.js';
 import { silentLogger } from '../../src/observability/logger.js';
 import { rateLimiterSet } from '../../src/tables/rate-limiter.js';
 import { testDatabase } from '../helpers/database.js';
-import { acceptedStartTimes, countWhere, insertStaggeredHolds, journalIntents, logEvents, waitForCount, worstWindowExcess } from '../helpers/fleet.js';
+import { acceptedStartTimes, countWhere, fleetEnv, insertStaggeredHolds, journalIntents, logEvents, waitForCount, worstWindowExcess } from '../helpers/fleet.js';
 import { pgbouncerBinary, startPgBouncer, type PgBouncer } from '../helpers/pgbouncer.js';
 import { cliPath, startNode, type Child } from '../helpers/processes.js';
 
@@ -81,17 +81,7 @@ describe.skipIf(!binary)(`behind PgBouncer in transaction mode${skipped}`, () =>
     const burst = 8;
     const holds = 120;
     await rateLimiterSet(db.pool, db.schema, { perSecond, burst });
-    const env = {
-      ...db.env,
-      DATABASE_URL: bouncer.url,
-      LOG_LEVEL: 'info',
-      LEASEHOLD_RATE_PER_SECOND: String(perSecond),
-      LEASEHOLD_RATE_BURST: String(burst),
-      LEASEHOLD_EXPIRY_INTERVAL_MS: '100',
-      LEASEHOLD_EXPIRY_BATCH: '5',
-      LEASEHOLD_DELIVERY_BATCH: '8',
-      LEASEHOLD_POOL_SIZE: '3',
-    };
+    const env = { ...fleetEnv(db.env, { perSecond, burst }), DATABASE_URL: bouncer.url };
     const journals = [0, 1].map((i) => path.join(dir, `sent-${i}.jsonl`));
     const expiry: Child[] = [0, 1].map(() => startNode(cliPath, ['expiry-worker'], env));
     const delivery: Child[] = journals.map((journal) => startNode(cliPath, ['delivery-worker'], { ...env, SANDBOX_JOURNAL: journal }));

@@ -8,6 +8,7 @@ import { testDatabase, type TestDatabase } from '../helpers/database.js';
 import {
   acceptedStartTimes,
   countWhere,
+  fleetEnv,
   insertStaggeredHolds,
   journalIntents,
   logEvents,
@@ -44,21 +45,8 @@ const burst = 8;
 describe('four expiry and four delivery processes on one schema', () => {
   it('expire every hold exactly once, send every intent exactly once, and keep sends within burst + perSecond * t', async () => {
     await rateLimiterSet(db.pool, db.schema, { perSecond, burst });
-    const env = {
-      ...db.env,
-      LOG_LEVEL: 'info',
-      LEASEHOLD_RATE_PER_SECOND: String(perSecond),
-      LEASEHOLD_RATE_BURST: String(burst),
-      // Small batches on a short cadence: the four expiry workers keep
-      // meeting on the same due rows.
-      LEASEHOLD_EXPIRY_INTERVAL_MS: '100',
-      LEASEHOLD_EXPIRY_BATCH: '5',
-      LEASEHOLD_DELIVERY_BATCH: '8',
-      LEASEHOLD_DELIVERY_CONCURRENCY: '8',
-      // The budget knob, at a size a many-process deployment would pick.
-      LEASEHOLD_POOL_SIZE: '3',
-      SANDBOX_LATENCY_MS: '5-25',
-    };
+    // One round of 8 per process, each send taking 5-25 ms.
+    const env = { ...fleetEnv(db.env, { perSecond, burst }), LEASEHOLD_DELIVERY_CONCURRENCY: '8', SANDBOX_LATENCY_MS: '5-25' };
     const journals = Array.from({ length: PROCESSES }, (_, i) => path.join(dir, `sent-${i}.jsonl`));
     const expiry: Child[] = Array.from({ length: PROCESSES }, () => startNode(cliPath, ['expiry-worker'], env));
     const delivery: Child[] = journals.map((journal) => startNode(cliPath, ['delivery-worker'], { ...env, SANDBOX_JOURNAL: journal }));

@@ -8,6 +8,25 @@ import { ident } from '../../src/db/pool.js';
  * never from how long something took.
  */
 
+/**
+ * The environment of the multi-process tests: the limiter policy they
+ * check against, small expiry batches on a short cadence (so the expiry
+ * workers keep meeting on the same due rows), rounds of 8 and a pool of 3,
+ * the size a many-process deployment would pick.
+ */
+export function fleetEnv(base: Record<string, string>, limiter: { perSecond: number; burst: number }): Record<string, string> {
+  return {
+    ...base,
+    LOG_LEVEL: 'info',
+    LEASEHOLD_RATE_PER_SECOND: String(limiter.perSecond),
+    LEASEHOLD_RATE_BURST: String(limiter.burst),
+    LEASEHOLD_EXPIRY_INTERVAL_MS: '100',
+    LEASEHOLD_EXPIRY_BATCH: '5',
+    LEASEHOLD_DELIVERY_BATCH: '8',
+    LEASEHOLD_POOL_SIZE: '3',
+  };
+}
+
 /** `count` holds falling due one after another over `spreadMs` from now (the first ones already due). */
 export async function insertStaggeredHolds(pool: pg.Pool, schema: string, count: number, spreadMs: number, prefix = 'f'): Promise<string[]> {
   const ids = Array.from({ length: count }, (_, i) => `${prefix}-${i}`);
