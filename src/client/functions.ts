@@ -1,3 +1,4 @@
+import { DEFAULT_PAGE_LIMIT } from '../model/cursor.js';
 import type pg from 'pg';
 import { DEFAULTS } from '../config.js';
 import { intentsChannel, Listener } from '../db/listener.js';
@@ -69,7 +70,7 @@ export function listIntents(
   filter: { state?: IntentState; limit?: number; cursor?: string } = {},
   options: LibraryOptions = {},
 ): Promise<IntentPage> {
-  return intentsList(db, schemaOf(options), { ...filter, limit: filter.limit ?? 50 });
+  return intentsList(db, schemaOf(options), { ...filter, limit: filter.limit ?? DEFAULT_PAGE_LIMIT });
 }
 
 /** Every send attempt of an intent, oldest first (empty for an unknown intent). */
@@ -134,7 +135,7 @@ export function listSuppressions(
   filter: { reason?: SuppressionReason; limit?: number; cursor?: string } = {},
   options: LibraryOptions = {},
 ): Promise<SuppressionPage> {
-  return suppressionsList(db, schemaOf(options), { ...filter, limit: filter.limit ?? 50 });
+  return suppressionsList(db, schemaOf(options), { ...filter, limit: filter.limit ?? DEFAULT_PAGE_LIMIT });
 }
 
 /** Store provider events (delivered, bounced, complained) you received yourself; bounces and complaints suppress. */

@@ -11,6 +11,10 @@ import { ValidationError } from '../errors.js';
  * must match the listing's own key rule, so a forged cursor is a 400, never
  * text the database must parse.
  */
+/** Rows per listing page when the caller gives no limit, and the most it may ask for. */
+export const DEFAULT_PAGE_LIMIT = 50;
+export const MAX_PAGE_LIMIT = 500;
+
 export interface ListingCursor {
   /** created_at in microseconds since the epoch, as digits. */
   timeUs: string;

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import type { Config } from '../config.js';
 import { ValidationError } from '../errors.js';
 import { toValidationError } from '../model/hold-input.js';
+import { DEFAULT_PAGE_LIMIT, MAX_PAGE_LIMIT } from '../model/cursor.js';
 import { INTENT_ID_PATTERN } from '../model/intent-states.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
@@ -38,6 +39,17 @@ export function expectNoBody(body: unknown): void {
   if (first !== undefined) throw new ValidationError(first, 'is not a known field');
 }
 
+
+/** The paging fields every listing takes: `limit` and the previous page's `nextCursor`. */
+export const pageQuery = {
+  limit: z.coerce
+    .number('must be a number')
+    .int('must be a whole number')
+    .min(1, 'must be at least 1')
+    .max(MAX_PAGE_LIMIT, `must be at most ${MAX_PAGE_LIMIT}`)
+    .default(DEFAULT_PAGE_LIMIT),
+  cursor: z.string('must be a single value').min(1).max(1000, 'is too long').optional(),
+};
 
 export const intentIdSchema = storableText()
   .regex(INTENT_ID_PATTERN, 'must be 1-200 characters of letters, digits, ".", "_", ":", "#" or "-"');

@@ -5,7 +5,7 @@ import { holdsList } from '../../tables/holds.js';
 import { HoldStatus } from '../../model/hold-states.js';
 import type { CreateHoldInput } from '../../model/hold-input.js';
 import { validateHoldId } from '../../model/hold-input.js';
-import { expectNoBody, parse, type ApiContext } from '../context.js';
+import { expectNoBody, pageQuery, parse, type ApiContext } from '../context.js';
 import { holdTimeline } from '../../read/timeline.js';
 
 type IdParams = { Params: { id: string } };
@@ -15,8 +15,7 @@ const STATUSES = Object.values(HoldStatus) as [HoldStatus, ...HoldStatus[]];
 export const holdsListQuery = z
   .object({
     status: z.enum(STATUSES, `must be one of ${STATUSES.join(', ')}`).optional(),
-    limit: z.coerce.number('must be a number').int('must be a whole number').min(1, 'must be at least 1').max(500, 'must be at most 500').default(50),
-    cursor: z.string('must be a single value').min(1).max(1000, 'is too long').optional(),
+    ...pageQuery,
   })
   .strict();
 

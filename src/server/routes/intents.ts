@@ -5,15 +5,14 @@ import { messagesSummary } from '../../tables/messages.js';
 import { attemptsList } from '../../tables/attempts.js';
 import { intentsGet, intentsList } from '../../tables/outbox.js';
 import { IntentState } from '../../model/intent-states.js';
-import { expectNoBody, intentIdSchema, parse, type ApiContext } from '../context.js';
+import { expectNoBody, intentIdSchema, pageQuery, parse, type ApiContext } from '../context.js';
 
 type IdParams = { Params: { id: string } };
 
 export const intentsListQuery = z
   .object({
     state: z.enum(Object.values(IntentState) as [IntentState, ...IntentState[]], 'must be one of pending, sent, rejected, dead').optional(),
-    limit: z.coerce.number('must be a number').int('must be a whole number').min(1, 'must be at least 1').max(500, 'must be at most 500').default(50),
-    cursor: z.string('must be a single value').min(1).max(1000, 'is too long').optional(),
+    ...pageQuery,
   })
   .strict();
 

@@ -4,15 +4,14 @@ import { NotFoundError } from '../../errors.js';
 import { addressHash, suppressionKey, validateAddress } from '../../model/address.js';
 import { SuppressionReason } from '../../model/suppression-reasons.js';
 import { suppressionsAdd, suppressionsGet, suppressionsList, suppressionsRemove } from '../../tables/suppressions.js';
-import { parse, type ApiContext } from '../context.js';
+import { pageQuery, parse, type ApiContext } from '../context.js';
 
 const REASONS = Object.values(SuppressionReason) as [SuppressionReason, ...SuppressionReason[]];
 
 export const suppressionsListQuery = z
   .object({
     reason: z.enum(REASONS, `must be one of ${REASONS.join(', ')}`).optional(),
-    limit: z.coerce.number('must be a number').int('must be a whole number').min(1, 'must be at least 1').max(500, 'must be at most 500').default(50),
-    cursor: z.string('must be a single value').min(1).max(1000, 'is too long').optional(),
+    ...pageQuery,
   })
   .strict();
 
