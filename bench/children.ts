@@ -18,7 +18,9 @@ export interface BenchChild {
 
 /** Start dist/bench/<script>.js as a child process with `env` added. */
 export function startChild(script: string, env: Record<string, string>): BenchChild {
-  const child = spawn(process.execPath, [path.join(here, `${script}.js`)], {
+  // BENCH_CHILD_NODE_ARGS='--cpu-prof --cpu-prof-dir=/tmp/prof' profiles the measured processes.
+  const nodeArgs = (process.env.BENCH_CHILD_NODE_ARGS ?? '').split(' ').filter((a) => a !== '');
+  const child = spawn(process.execPath, [...nodeArgs, path.join(here, `${script}.js`)], {
     env: { ...process.env, ...env },
     stdio: ['pipe', 'pipe', 'pipe'],
   });
