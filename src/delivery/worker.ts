@@ -61,8 +61,8 @@ export interface DeliveryRun {
   permits: number;
   leased: number;
   outcomes: Partial<Record<AttemptOutcome, number>>;
-  /** Why nothing was leased, when nothing was. */
-  blocked?: 'paused' | 'cooling-down' | 'rate-limit' | 'idle';
+  /** Why nothing was leased, when nothing was ('stopping': stop() was called while the round waited for a send slot). */
+  blocked?: 'paused' | 'cooling-down' | 'rate-limit' | 'idle' | 'stopping';
   retryInMs?: number;
 }
 
@@ -157,6 +157,10 @@ export class DeliveryWorker extends LoopWorker<DeliveryEvents> {
       this.slots.release(k);
     };
     try {
+      // A round that waited for another's sends to end while the worker was
+      // asked to stop takes nothing: stop() waits for the sends in flight,
+      // not for new ones.
+      if (this.stopping) return { permits: 0, leased: 0, outcomes: {}, blocked: 'stopping' };
       return await this.round(held, release);
     } finally {
       release(held);

@@ -151,13 +151,22 @@ export abstract class LoopWorker<Events extends { [K in keyof Events]: object } 
     return this;
   }
 
+  private stopRequested = false;
+
   start(): void {
+    this.stopRequested = false;
     for (const loop of this.loops) loop.start();
   }
 
   /** Resolves once the ticks in flight have finished (their transactions committed, their sends recorded). */
   async stop(): Promise<void> {
+    this.stopRequested = true;
     await Promise.all(this.loops.map((loop) => loop.stop()));
+  }
+
+  /** stop() was called (and start() not since): work not yet begun should not begin. */
+  protected get stopping(): boolean {
+    return this.stopRequested;
   }
 
   /**

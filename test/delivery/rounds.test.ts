@@ -125,6 +125,38 @@ describe('rounds in flight', () => {
     expect(rows[0]!.n).toBe(6);
   });
 
+  it('a round waiting for a send slot when stop() is called leases nothing once the slot frees', async () => {
+    await insertDueHolds(db.pool, db.schema, 3, { prefix: 'sw' });
+    await new ExpiryWorker({ pool: db.pool, schema: db.schema }).runOnce();
+    const gateway = new GatedGateway();
+    const worker = new DeliveryWorker({ pool: db.pool, schema: db.schema, gateway, batchSize: 1, concurrency: 2, logger: silentLogger });
+    const first = worker.runOnce();
+    const second = worker.runOnce();
+    await until(() => gateway.held === 2, 'both slots sending');
+    // No slot is free: this round waits for one of the sends to end.
+    const third = worker.runOnce();
+    await worker.stop();
+    // Should the third round lease after all, its send is let through too, so the test ends either way.
+    const drain = setInterval(() => gateway.openAll(), 5);
+    try {
+      await Promise.all([first, second]);
+      const waited = await third;
+      expect(waited).toMatchObject({ leased: 0, permits: 0, blocked: 'stopping' });
+    } finally {
+      clearInterval(drain);
+    }
+    expect(gateway.calls).toHaveLength(2);
+    const { rows } = await db.pool.query<{ state: string; attempts: number; n: number }>(
+      `SELECT state, attempts, count(*)::int AS n FROM ${ident(db.schema)}.email_outbox
+        WHERE reservation_id LIKE 'sw%' GROUP BY state, attempts ORDER BY state`,
+    );
+    // Two sent; the third never leased (no attempt, no lease), left for the next worker.
+    expect(rows).toEqual([
+      { state: 'pending', attempts: 0, n: 1 },
+      { state: 'sent', attempts: 1, n: 2 },
+    ]);
+  });
+
   it(`runs at most ${MAX_ROUNDS_IN_FLIGHT} rounds side by side, however high concurrency is`, async () => {
     await insertDueHolds(db.pool, db.schema, 20, { prefix: 'mx' });
     await new ExpiryWorker({ pool: db.pool, schema: db.schema }).runOnce();
