@@ -294,6 +294,8 @@ export const compare: Benchmark = {
       // Where each system's drain spent its CPU: its own process, and the server.
       const cpu = (system: System) => {
         const runs = cell(system, profile).drain;
+        // Per 1,000 of a handful handled before the timeout, the CPU figure would be the idle process's.
+        if (runs.some((d) => !d.finished)) return 'n/a (timed out)';
         const proc = medianOf(runs.map((d) => d.cpuPerThousand.process));
         const server = medianOf(runs.map((d) => d.cpuPerThousand.postgres));
         return proc === null ? 'n/a' : `${round(proc, 0)} + ${server === null ? '?' : round(server, 0)} ms`;
