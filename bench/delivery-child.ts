@@ -5,12 +5,13 @@
  *   BENCH_BATCH, BENCH_CONCURRENCY   worker settings (default 50 / 50)
  *   (stdin)                          the process starts working when a line `GO` arrives,
  *                                    so several processes start together
- *   BENCH_MODE=drain                 loop runOnce() until nothing is left, then exit
+ *   BENCH_MODE=drain                 start() (its round loops, as a service runs them) until
+ *                                    no intent is pending, then stop() and exit
  *   BENCH_MODE=run                   start() and run until SIGTERM (drains, then exits)
  *
  * Prints `READY` once connected and `DONE <sent>` before exiting.
  */
-import { createPool } from '../src/db/pool.js';
+import { createPool, ident } from '../src/db/pool.js';
 import { loadConfig } from '../src/config.js';
 import { deliveryWorkerFor } from '../src/service.js';
 import { silentLogger } from '../src/observability/logger.js';
@@ -26,7 +27,7 @@ const batchSize = Number(process.env.BENCH_BATCH ?? 50);
 const concurrency = Number(process.env.BENCH_CONCURRENCY ?? batchSize);
 const mode = process.env.BENCH_MODE ?? 'drain';
 
-const pool = createPool({ connectionString: url, max: 4, applicationName: 'leasehold-bench-delivery' });
+const pool = createPool({ connectionString: url, max: 6, applicationName: 'leasehold-bench-delivery' });
 const gateway = new SandboxGateway({ latencyMs: 0 });
 // Built as the service builds it (src/service.ts): the configured defaults, the benchmark's batch on top.
 const worker = deliveryWorkerFor(loadConfig(process.env), { pool, schema, logger: silentLogger }, gateway, { batchSize, concurrency });
@@ -43,11 +44,11 @@ await new Promise<void>((resolve) => {
 process.stdin.pause();
 
 if (mode === 'drain') {
-  for (;;) {
-    const run = await worker.runOnce();
-    if (run.leased === 0 && run.blocked === 'idle') break;
-    if (run.leased === 0 && run.retryInMs) await new Promise((r) => setTimeout(r, run.retryInMs));
-  }
+  worker.start();
+  // Overlapping rounds end at different moments: the backlog is gone when no intent is pending.
+  const pending = `SELECT EXISTS (SELECT 1 FROM ${ident(schema)}.email_outbox WHERE state = 'pending') AS pending`;
+  while ((await pool.query<{ pending: boolean }>(pending)).rows[0]!.pending) await new Promise((r) => setTimeout(r, 20));
+  await worker.stop();
 } else {
   worker.start();
   await new Promise<void>((resolve) => process.once('SIGTERM', () => resolve()));
