@@ -61,7 +61,7 @@ export interface DeliveryRun {
   permits: number;
   leased: number;
   outcomes: Partial<Record<AttemptOutcome, number>>;
-  /** Why nothing was leased, when nothing was ('stopping': stop() was called while the round waited for a send slot). */
+  /** Why nothing was leased, when nothing was ('stopping': stop() was called before the round began, e.g. while it waited for a send slot). */
   blocked?: 'paused' | 'cooling-down' | 'rate-limit' | 'idle' | 'stopping';
   retryInMs?: number;
 }
@@ -157,9 +157,9 @@ export class DeliveryWorker extends LoopWorker<DeliveryEvents> {
       this.slots.release(k);
     };
     try {
-      // A round that waited for another's sends to end while the worker was
-      // asked to stop takes nothing: stop() waits for the sends in flight,
-      // not for new ones.
+      // Once stop() is called, a round that has not begun (one that waited
+      // here for another round's sends to end) takes nothing: stop() waits
+      // for the sends in flight, not for new ones.
       if (this.stopping) return { permits: 0, leased: 0, outcomes: {}, blocked: 'stopping' };
       return await this.round(held, release);
     } finally {
