@@ -10,6 +10,19 @@ export interface Queryable {
   query<R extends pg.QueryResultRow = any>(text: string, values?: unknown[]): Promise<pg.QueryResult<R>>;
 }
 
+/**
+ * Independent reads, side by side on a pool (each on a connection of its
+ * own, so their round trips overlap), one after another on a single client,
+ * which runs one query at a time anyway (and on which pg deprecates queueing
+ * a query while another runs). Answers in the order asked.
+ */
+export async function readAll<T extends readonly unknown[]>(db: Queryable, reads: { [K in keyof T]: () => Promise<T[K]> }): Promise<T> {
+  if (db instanceof pg.Pool) return (await Promise.all(reads.map((read) => read()))) as unknown as T;
+  const answers: unknown[] = [];
+  for (const read of reads) answers.push(await read());
+  return answers as unknown as T;
+}
+
 export interface PoolOptions {
   connectionString: string;
   max?: number;

@@ -1,6 +1,6 @@
 import type { Registry } from 'prom-client';
 import { scrapeSnapshot, snapshotGauges } from '../observability/scrape.js';
-import type { Queryable } from '../db/pool.js';
+import { readAll, type Queryable } from '../db/pool.js';
 import { eventsWindowStats, type EventWindowStats } from '../tables/events.js';
 import { suppressionCountGet } from '../tables/suppression-count.js';
 
@@ -16,9 +16,10 @@ export const EVENT_WINDOW_HOURS = 24;
 export function registerEventMetrics(registry: Registry, options: { db: Queryable; schema: string; snapshotTtlMs?: number }): Registry {
   const snapshot = scrapeSnapshot(
     () =>
-      Promise.all([eventsWindowStats(options.db, options.schema, EVENT_WINDOW_HOURS), suppressionCountGet(options.db, options.schema)]).then(
-        ([stats, suppressions]) => ({ ...stats, suppressions }),
-      ),
+      readAll(options.db, [
+        () => eventsWindowStats(options.db, options.schema, EVENT_WINDOW_HOURS),
+        () => suppressionCountGet(options.db, options.schema),
+      ] as const).then(([stats, suppressions]) => ({ ...stats, suppressions })),
     options.snapshotTtlMs,
   );
   const rate = (part: number, whole: number) => (whole > 0 ? part / whole : 0);

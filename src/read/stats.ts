@@ -1,4 +1,4 @@
-import type { Queryable } from '../db/pool.js';
+import { readAll, type Queryable } from '../db/pool.js';
 import { deliveryControlGet, type DeliveryControl } from '../tables/delivery-control.js';
 import { rateLimiterGet, type RateLimitState } from '../tables/rate-limiter.js';
 import { holdsOldestDueAge } from '../tables/holds.js';
@@ -37,29 +37,23 @@ export interface LaneStats {
 }
 
 /**
- * The delivery lane's numbers: the counts come from email_outbox_counts
- * (kept by triggers, exact, 256 rows to sum), the age from one end of a
- * partial index, so neither grows with history or with the backlog.
- */
-export async function outboxStats(db: Queryable, schema: string): Promise<DeliveryLaneStats> {
-  const intentsByState = await intentCountsByState(db, schema);
-  const oldestPendingAgeSeconds = await intentsOldestPendingAge(db, schema);
-  return { backlog: intentsByState.pending, oldestPendingAgeSeconds, intentsByState };
-}
-
-/**
- * Everything `status`, health and metrics need. One query after another:
- * `db` may be a single client (an application's), which runs one query at
- * a time anyway.
+ * Everything `status`, health and metrics need: five small reads, side by
+ * side on a pool, one after another on a single client (an application's).
+ * The intent counts come from email_outbox_counts (kept by triggers, exact,
+ * 256 rows to sum) and every age from one end of a partial index, so none
+ * grows with history or with the backlog.
  */
 export async function laneStats(db: Queryable, schema: string): Promise<LaneStats> {
-  const due = await holdsOldestDueAge(db, schema, null);
-  const delivery = await outboxStats(db, schema);
-  const control = await deliveryControlGet(db, schema);
-  const limiter = await rateLimiterGet(db, schema);
+  const [due, intentsByState, oldestPendingAgeSeconds, control, limiter] = await readAll(db, [
+    () => holdsOldestDueAge(db, schema, null),
+    () => intentCountsByState(db, schema),
+    () => intentsOldestPendingAge(db, schema),
+    () => deliveryControlGet(db, schema),
+    () => rateLimiterGet(db, schema),
+  ] as const);
   return {
     expiry: { dueHolds: due.due, oldestDueAgeSeconds: due.ageSeconds },
-    delivery,
+    delivery: { backlog: intentsByState.pending, oldestPendingAgeSeconds, intentsByState },
     control,
     limiter,
   };

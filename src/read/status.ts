@@ -1,5 +1,5 @@
 import type { Config } from '../config.js';
-import type { Queryable } from '../db/pool.js';
+import { readAll, type Queryable } from '../db/pool.js';
 import { judgeHealth } from './health.js';
 import { laneStats, type LaneStats } from './stats.js';
 import { attemptsRecentOutcomes } from '../tables/attempts.js';
@@ -18,7 +18,7 @@ export async function readStatus(
   schema: string,
   config: Pick<Config, 'expiryPromiseS' | 'emailPromiseS'>,
 ): Promise<StatusReport> {
-  const [stats, recent] = await Promise.all([laneStats(db, schema), attemptsRecentOutcomes(db, schema)]);
+  const [stats, recent] = await readAll(db, [() => laneStats(db, schema), () => attemptsRecentOutcomes(db, schema)] as const);
   const { lastMinute: sendsLastMinute, lastHour: sendsLastHour } = recent;
   const promises = { expiryPromiseS: config.expiryPromiseS, emailPromiseS: config.emailPromiseS };
   return { stats, sendsLastMinute, sendsLastHour, promises, healthy: judgeHealth(stats, promises).status === 'ok' };
