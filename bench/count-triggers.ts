@@ -10,11 +10,12 @@ import type { BenchDatabase } from './database.js';
 import { seedHolds, seedPendingIntents } from './seed.js';
 
 /**
- * What the intent-count triggers (migration 0012) add to the delivery and
+ * What the count triggers (migration 0012: intents by state on the outbox;
+ * 0016: accepted sends per hour on the attempts) add to the delivery and
  * expiry lanes' statements: the real intentsLease, intentsRecord (all
  * accepted) and holdsExpireDue, batch BENCH_TRIGGER_BATCH (500), timed with
  * the triggers disabled, enabled (64 shards) and enabled with one shard per
- * state, the modes interleaved round by round so a shared machine's drift
+ * state or hour, the modes interleaved round by round so a shared machine's drift
  * falls on all three alike. Then BENCH_TRIGGER_WORKERS (4) connections
  * record batches of 50 at the same moment, the contention case the shards
  * are for.
@@ -27,20 +28,31 @@ const CONCURRENT_ROUNDS = Number(process.env.BENCH_TRIGGER_CONCURRENT_ROUNDS ?? 
 
 type Mode = 'off' | 'on' | 'one-shard';
 const MODES: Mode[] = ['off', 'on', 'one-shard'];
-const TRIGGERS = ['email_outbox_count_inserts', 'email_outbox_count_updates', 'email_outbox_count_deletes'];
+/** Each counted table, a column to touch when warming its triggers up, its triggers, and the function they share. */
+const COUNTERS = [
+  { table: 'email_outbox', column: 'attempts', fn: 'email_outbox_count_changes', triggers: ['email_outbox_count_inserts', 'email_outbox_count_updates', 'email_outbox_count_deletes'] },
+  {
+    table: 'email_attempts',
+    column: 'started_at',
+    fn: 'email_attempts_accepted_changes',
+    triggers: ['email_attempts_accepted_inserts', 'email_attempts_accepted_updates', 'email_attempts_accepted_deletes'],
+  },
+];
 
-async function setMode(pool: pg.Pool, schema: string, mode: Mode, functions: { sharded: string; single: string }): Promise<void> {
+async function setMode(pool: pg.Pool, schema: string, mode: Mode, functions: { sharded: string[]; single: string[] }): Promise<void> {
   const s = ident(schema);
   const verb = mode === 'off' ? 'DISABLE' : 'ENABLE';
-  for (const t of TRIGGERS) await pool.query(`ALTER TABLE ${s}.email_outbox ${verb} TRIGGER ${t}`);
-  if (mode !== 'off') await pool.query(mode === 'on' ? functions.sharded : functions.single);
+  for (const { table, triggers } of COUNTERS) for (const t of triggers) await pool.query(`ALTER TABLE ${s}.${table} ${verb} TRIGGER ${t}`);
+  if (mode !== 'off') for (const def of mode === 'on' ? functions.sharded : functions.single) await pool.query(def);
   // Fire each trigger once on every pooled connection (no rows), so the timed
   // statements do not pay for compiling the replaced function or reloading the table.
   await Promise.all(
     Array.from({ length: pool.options.max ?? 1 }, () =>
       withClient(pool, async (client) => {
-        await client.query(`UPDATE ${s}.email_outbox SET attempts = attempts WHERE false`);
-        await client.query(`INSERT INTO ${s}.email_outbox SELECT * FROM ${s}.email_outbox WHERE false`);
+        for (const { table, column } of COUNTERS) {
+          await client.query(`UPDATE ${s}.${table} SET ${column} = ${column} WHERE false`);
+          await client.query(`INSERT INTO ${s}.${table} SELECT * FROM ${s}.${table} WHERE false`);
+        }
       }),
     ),
   );
@@ -60,7 +72,7 @@ const accepted = (leased: Array<{ id: string; attempts: number }>, token: string
 export const countTriggers: Benchmark = {
   name: 'count-triggers',
   optIn: true,
-  description: `lease, record and expire statements (batch ${BATCH}) with the intent-count triggers off, on, and on with one shard`,
+  description: `lease, record and expire statements (batch ${BATCH}) with the count triggers (intents by state, accepted sends per hour) off, on, and on with one shard`,
   async run(db: BenchDatabase): Promise<BenchResult> {
     const target = await db.freshSchema('count_triggers', WORKERS + 2);
     const { pool, schema } = target;
@@ -70,10 +82,13 @@ export const countTriggers: Benchmark = {
       await seedPendingIntents(pool, schema, perMode * MODES.length);
       await seedHolds(pool, schema, ROUNDS * BATCH * MODES.length, { firstDueMs: -60_000, spacingMs: 0, prefix: 'due', analyze: true });
       await pool.query(`VACUUM ANALYZE ${s}.email_outbox`);
-      const { rows } = await pool.query<{ def: string }>(`SELECT pg_get_functiondef('${s}.email_outbox_count_changes'::regproc) AS def`);
-      const sharded = rows[0]!.def;
-      const functions = { sharded, single: sharded.replace('pg_backend_pid() % 64', '0') };
-      if (functions.single === sharded) throw new Error('could not make the one-shard variant of the trigger function');
+      const sharded: string[] = [];
+      for (const { fn } of COUNTERS) {
+        const { rows } = await pool.query<{ def: string }>(`SELECT pg_get_functiondef('${s}.${fn}'::regproc) AS def`);
+        sharded.push(rows[0]!.def);
+      }
+      const functions = { sharded, single: sharded.map((def) => def.replaceAll('pg_backend_pid() % 64', '0')) };
+      if (functions.single.some((def, i) => def === sharded[i])) throw new Error('could not make the one-shard variant of a trigger function');
 
       const times: Record<Mode, { lease: number[]; record: number[]; expire: number[]; concurrentRecord: number[] }> = {
         off: { lease: [], record: [], expire: [], concurrentRecord: [] },

@@ -1,5 +1,6 @@
 import type { Queryable } from '../db/pool.js';
 import { ident } from '../db/pool.js';
+import { windowStartSql } from './accepted-hours.js';
 import type { BounceType, EmailEvent, EventKind, ProviderEvent } from '../model/event-kinds.js';
 
 /** Every statement on the `email_events` table. One statement per batch; values always as parameters. */
@@ -108,27 +109,25 @@ export async function eventsForIntent(db: Queryable, schema: string, intentId: s
 }
 
 export interface EventWindowStats {
-  /** Accepted sends in the window (the denominator providers use). */
-  accepted: number;
   hardBounces: number;
   complaints: number;
 }
 
 /**
- * Sends and reputation events of the last `hours` hours: three index-only
- * counts, each through the partial index that holds exactly the rows it
- * counts (migration 0014), so the cost follows the window's traffic, not
- * the history behind it.
+ * Hard bounces and complaints in the window of `hours` whole UTC hours (the
+ * window of tables/accepted-hours.ts, which counts the sends they are rates
+ * of): two index-only counts, each through the partial index that holds
+ * exactly the rows it counts (migration 0014), so the cost follows the
+ * window's bounces and complaints, not the history behind them.
  */
 export async function eventsWindowStats(db: Queryable, schema: string, hours: number): Promise<EventWindowStats> {
   const s = ident(schema);
-  const since = 'now() - make_interval(hours => $1)';
+  const since = windowStartSql('$1::int');
   const { rows } = await db.query<EventWindowStats>(
-    `SELECT (SELECT count(*)::int FROM ${s}.email_attempts WHERE outcome = 'accepted' AND finished_at > ${since}) AS accepted,
-            (SELECT count(*)::int FROM ${s}.email_events
-              WHERE kind = 'bounced' AND bounce_type = 'hard' AND occurred_at > ${since}) AS "hardBounces",
-            (SELECT count(*)::int FROM ${s}.email_events WHERE kind = 'complained' AND occurred_at > ${since}) AS complaints`,
+    `SELECT (SELECT count(*)::int FROM ${s}.email_events
+              WHERE kind = 'bounced' AND bounce_type = 'hard' AND occurred_at >= ${since}) AS "hardBounces",
+            (SELECT count(*)::int FROM ${s}.email_events WHERE kind = 'complained' AND occurred_at >= ${since}) AS complaints`,
     [hours],
   );
-  return rows[0] ?? { accepted: 0, hardBounces: 0, complaints: 0 };
+  return rows[0] ?? { hardBounces: 0, complaints: 0 };
 }

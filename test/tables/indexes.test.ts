@@ -151,11 +151,13 @@ describe('status, health and metrics read no history (issue 10)', () => {
     expect(texts).toContain('suppression_count');
   });
 
-  it('the 24 h reputation counts read only their own partial indexes', async () => {
+  it('the 24 h reputation counts read the hourly send counts and the partial indexes of the events, never the attempts', async () => {
     const plans = await statusStatements();
-    const window = plans.find((p) => p.text.includes('email_events'))!;
-    expect(window.plan).toContain('email_attempts_accepted');
-    expect(window.plan).toContain('email_events_hard_bounces');
-    expect(window.plan).toContain('email_events_complaints');
+    const events = plans.find((p) => p.text.includes('email_events'))!;
+    expect(events.plan).toContain('email_events_hard_bounces');
+    expect(events.plan).toContain('email_events_complaints');
+    const sends = plans.find((p) => p.text.includes('email_accepted_hours'))!;
+    expect(sends.plan).not.toMatch(/email_attempts/);
+    expect(plans.filter((p) => p.text.includes('email_attempts') && p.text.includes("outcome = 'accepted'"))).toEqual([]);
   });
 });
