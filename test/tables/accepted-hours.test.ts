@@ -4,10 +4,11 @@ import { ident, withTransaction } from '../../src/db/pool.js';
 import { ExpiryWorker } from '../../src/holds/expiry-worker.js';
 import { storiesPrune } from '../../src/retention/queries.js';
 import { ACCEPTED_HOURS_KEPT, acceptedInWindow } from '../../src/tables/accepted-hours.js';
-import { intentsLease, intentsRecord, type AttemptResult, type LeasedIntent } from '../../src/tables/outbox.js';
+import { intentsLease, intentsRecord, type LeasedIntent } from '../../src/tables/outbox.js';
 import type { AttemptOutcome } from '../../src/model/intent-states.js';
 import { testDatabase, type TestDatabase } from '../helpers/database.js';
 import { insertDueHolds } from '../helpers/holds.js';
+import { attemptResult, leaseAndRecord } from '../helpers/rounds.js';
 
 /**
  * email_accepted_hours is written only by the triggers of migration 0016.
@@ -38,28 +39,11 @@ async function expectExact(): Promise<number> {
   return acceptedInWindow(db.pool, db.schema, 24);
 }
 
-const result = (intent: LeasedIntent, token: string, outcome: AttemptOutcome): AttemptResult => ({
-  id: intent.id,
-  token,
-  attempt: intent.attempts,
-  outcome,
-  receipt: outcome === 'accepted' ? `receipt-${intent.id}-${intent.attempts}` : null,
-  error: outcome === 'accepted' ? null : outcome,
-  delayMs: 0,
-  providerStatus: null,
-  providerCode: null,
-  outcomeUnknown: false,
-  durationMs: 1,
-  duplicateRisk: false,
-});
+const result = attemptResult;
 
-/** Lease up to `limit` and record `outcomeOf(i)` for each, as one worker round does. */
-async function round(limit: number, outcomeOf: (i: number, intent: LeasedIntent) => AttemptOutcome, now: Date | null = null): Promise<number> {
-  const token = randomUUID();
-  const leased = await intentsLease(db.pool, db.schema, { limit, leaseMs: 30_000, token, provider: 'test', now });
-  await intentsRecord(db.pool, db.schema, leased.map((intent, i) => result(intent, token, outcomeOf(i, intent))), { maxAttempts: 1, now });
-  return leased.length;
-}
+/** Lease up to `limit` and record `outcomeOf(i)` for each (maxAttempts 1), as one worker round does. */
+const round = (limit: number, outcomeOf: (i: number, intent: LeasedIntent) => AttemptOutcome) =>
+  leaseAndRecord(db.pool, db.schema, limit, outcomeOf, { maxAttempts: 1 });
 
 async function expireDue(prefix: string, count: number): Promise<void> {
   await insertDueHolds(db.pool, db.schema, count, { prefix });

@@ -5,10 +5,11 @@ import { ExpiryWorker } from '../../src/holds/expiry-worker.js';
 import { eraseAddress } from '../../src/retention/erase.js';
 import { storiesErase, storiesPrune } from '../../src/retention/queries.js';
 import { intentCountsByState } from '../../src/tables/intent-counts.js';
-import { intentsLease, intentsRecord, intentsReplay, type AttemptResult, type LeasedIntent } from '../../src/tables/outbox.js';
+import { intentsLease, intentsRecord, intentsReplay, type LeasedIntent } from '../../src/tables/outbox.js';
 import type { AttemptOutcome } from '../../src/model/intent-states.js';
 import { testDatabase, type TestDatabase } from '../helpers/database.js';
 import { countBy, insertDueHolds } from '../helpers/holds.js';
+import { attemptResult, leaseAndRecord } from '../helpers/rounds.js';
 
 /**
  * email_outbox_counts is written only by the triggers of migration 0012. The
@@ -31,28 +32,11 @@ async function expectExact() {
 const lease = (limit: number, now: Date | null = null) =>
   intentsLease(db.pool, db.schema, { limit, leaseMs: 30_000, token: randomUUID(), provider: 'test', now });
 
-const result = (intent: LeasedIntent, token: string, outcome: AttemptOutcome): AttemptResult => ({
-  id: intent.id,
-  token,
-  attempt: intent.attempts,
-  outcome,
-  receipt: outcome === 'accepted' ? `receipt-${intent.id}-${intent.attempts}` : null,
-  error: outcome === 'accepted' ? null : outcome,
-  delayMs: 0,
-  providerStatus: null,
-  providerCode: null,
-  outcomeUnknown: false,
-  durationMs: 1,
-  duplicateRisk: false,
-});
+const result = attemptResult;
 
 /** Lease up to `limit` and record `outcomeOf(i)` for each, as one worker round does. */
-async function round(limit: number, outcomeOf: (i: number, intent: LeasedIntent) => AttemptOutcome, maxAttempts = 3): Promise<number> {
-  const token = randomUUID();
-  const leased = await intentsLease(db.pool, db.schema, { limit, leaseMs: 30_000, token, provider: 'test', now: null });
-  await intentsRecord(db.pool, db.schema, leased.map((intent, i) => result(intent, token, outcomeOf(i, intent))), { maxAttempts, now: null });
-  return leased.length;
-}
+const round = (limit: number, outcomeOf: (i: number, intent: LeasedIntent) => AttemptOutcome, maxAttempts = 3) =>
+  leaseAndRecord(db.pool, db.schema, limit, outcomeOf, { maxAttempts });
 
 async function expireDue(prefix: string, count: number): Promise<void> {
   await insertDueHolds(db.pool, db.schema, count, { prefix });
