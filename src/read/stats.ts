@@ -1,9 +1,9 @@
-import { readAll, type Queryable } from '../db/pool.js';
-import { deliveryControlGet, type DeliveryControl } from '../tables/delivery-control.js';
-import { rateLimiterGet, type RateLimitState } from '../tables/rate-limiter.js';
-import { holdsOldestDueAge } from '../tables/holds.js';
-import { intentsOldestPendingAge } from '../tables/outbox.js';
-import { intentCountsByState } from '../tables/intent-counts.js';
+import { ident, type Queryable } from '../db/pool.js';
+import { controlFromRow, deliveryControlSql, type ControlRow, type DeliveryControl } from '../tables/delivery-control.js';
+import { LIMITER_NAME, rateLimiterStateFromRow, rateLimiterStateSql, type RateLimitState } from '../tables/rate-limiter.js';
+import { holdsDueFromRow, holdsDueSql } from '../tables/holds.js';
+import { intentsOldestPendingAgeSql, pendingAgeFromRow } from '../tables/outbox.js';
+import { intentCountsFromRow, intentCountsSql } from '../tables/intent-counts.js';
 import { IntentState } from '../model/intent-states.js';
 
 /**
@@ -37,24 +37,31 @@ export interface LaneStats {
 }
 
 /**
- * Everything `status`, health and metrics need: five small reads, side by
- * side on a pool, one after another on a single client (an application's).
- * The intent counts come from email_outbox_counts (kept by triggers, exact,
- * 256 rows to sum) and every age from one end of a partial index, so none
- * grows with history or with the backlog.
+ * Everything `status`, health and metrics need, in one statement and one
+ * round trip: each table's part is the fragment its own module exports (and
+ * runs alone in its own reader), side by side in one row. The intent counts
+ * come from email_outbox_counts (kept by triggers, exact, 256 rows to sum)
+ * and every age from one end of a partial index, so nothing here grows with
+ * history or with the backlog. `db` may be a pool or an application's client.
  */
 export async function laneStats(db: Queryable, schema: string): Promise<LaneStats> {
-  const [due, intentsByState, oldestPendingAgeSeconds, control, limiter] = await readAll(db, [
-    () => holdsOldestDueAge(db, schema, null),
-    () => intentCountsByState(db, schema),
-    () => intentsOldestPendingAge(db, schema),
-    () => deliveryControlGet(db, schema),
-    () => rateLimiterGet(db, schema),
-  ] as const);
+  const s = ident(schema);
+  const { rows } = await db.query(
+    `SELECT *
+       FROM (${holdsDueSql(s, 'now()')}) due,
+            (${intentCountsSql(s)}) intents,
+            (${intentsOldestPendingAgeSql(s)}) pending,
+            (${deliveryControlSql(s, 'now()')}) control
+            LEFT JOIN (${rateLimiterStateSql(s, '$1', 'now()')}) limiter ON true`,
+    [LIMITER_NAME],
+  );
+  const row = rows[0] as Record<string, unknown>;
+  const due = holdsDueFromRow(row);
+  const intentsByState = intentCountsFromRow(row);
   return {
     expiry: { dueHolds: due.due, oldestDueAgeSeconds: due.ageSeconds },
-    delivery: { backlog: intentsByState.pending, oldestPendingAgeSeconds, intentsByState },
-    control,
-    limiter,
+    delivery: { backlog: intentsByState.pending, oldestPendingAgeSeconds: pendingAgeFromRow(row), intentsByState },
+    control: controlFromRow(row as unknown as ControlRow),
+    limiter: rateLimiterStateFromRow(row),
   };
 }

@@ -27,7 +27,7 @@ export interface DeliveryControl {
 export const pausedNow = (c: string, now: string): string =>
   `(${c}.paused AND (${c}.paused_until IS NULL OR ${c}.paused_until > ${now}))`;
 
-interface ControlRow {
+export interface ControlRow {
   paused: boolean;
   reason: string | null;
   paused_by: string | null;
@@ -35,7 +35,7 @@ interface ControlRow {
   paused_until: Date | null;
 }
 
-const controlFromRow = (row: ControlRow): DeliveryControl => ({
+export const controlFromRow = (row: ControlRow): DeliveryControl => ({
   paused: row.paused,
   reason: row.reason,
   pausedBy: row.paused_by,
@@ -43,12 +43,12 @@ const controlFromRow = (row: ControlRow): DeliveryControl => ({
   pausedUntil: row.paused_until,
 });
 
+/** The one row at `now` (an SQL expression): deliveryControlGet reads it alone, the status snapshot (read/stats.ts) beside the others. */
+export const deliveryControlSql = (s: string, now: string): string =>
+  `SELECT ${pausedNow('c', now)} AS paused, c.reason, c.paused_by, c.paused_at, c.paused_until FROM ${s}.delivery_control c`;
+
 export async function deliveryControlGet(db: Queryable, schema: string, now: Date | null = null): Promise<DeliveryControl> {
-  const { rows } = await db.query<ControlRow>(
-    `SELECT ${pausedNow('c', 'coalesce($1::timestamptz, now())')} AS paused, reason, paused_by, paused_at, paused_until
-       FROM ${ident(schema)}.delivery_control c`,
-    [now],
-  );
+  const { rows } = await db.query<ControlRow>(deliveryControlSql(ident(schema), 'coalesce($1::timestamptz, now())'), [now]);
   return controlFromRow(rows[0]!);
 }
 

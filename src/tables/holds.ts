@@ -238,16 +238,22 @@ export async function holdsDueOutlook(db: Queryable, schema: string, now: Date |
 }
 
 /** Oldest due-but-still-held hold, in seconds past its deadline (0 when none). */
+/**
+ * Due holds and how late the oldest is at `now` (an SQL expression), as one
+ * row (`due_holds`, `due_age`) through the due index: holdsOldestDueAge
+ * runs it alone, the status snapshot (read/stats.ts) beside the others.
+ */
+export const holdsDueSql = (s: string, now: string): string =>
+  `SELECT count(*)::int AS due_holds, extract(epoch FROM ${now} - min(r.expires_at))::float8 AS due_age
+     FROM ${s}.support_reservations r
+    WHERE r.status = 'held' AND r.expires_at <= ${now}`;
+
+export const holdsDueFromRow = (row: Record<string, unknown>): { ageSeconds: number; due: number } => ({
+  ageSeconds: Math.max(0, (row['due_age'] as number | null) ?? 0),
+  due: (row['due_holds'] as number | null) ?? 0,
+});
+
 export async function holdsOldestDueAge(db: Queryable, schema: string, now: Date | null): Promise<{ ageSeconds: number; due: number }> {
-  const s = ident(schema);
-  const { rows } = await db.query<{ age: number | null; due: number }>(
-    `WITH clock AS (SELECT coalesce($1::timestamptz, now()) AS now)
-     SELECT extract(epoch FROM clock.now - min(r.expires_at))::float8 AS age,
-            count(*)::int AS due
-       FROM ${s}.support_reservations r, clock
-      WHERE r.status = 'held' AND r.expires_at <= clock.now
-      GROUP BY clock.now`,
-    [now],
-  );
-  return { ageSeconds: Math.max(0, rows[0]?.age ?? 0), due: rows[0]?.due ?? 0 };
+  const { rows } = await db.query(holdsDueSql(ident(schema), 'coalesce($1::timestamptz, now())'), [now]);
+  return holdsDueFromRow(rows[0] ?? {});
 }

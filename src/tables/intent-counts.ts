@@ -13,12 +13,23 @@ import { IntentState } from '../model/intent-states.js';
  * Each state is split over shards (one per backend, modulo 64) so
  * concurrent delivery workers do not wait on one row lock; a reader sums
  * them. 256 rows whatever the history: the cost of this read does not grow.
+ * One row, a column per state: intentCountsByState reads it alone, the
+ * status snapshot (read/stats.ts) beside the other lane numbers.
  */
+export const intentCountsSql = (s: string): string =>
+  `SELECT ${Object.values(IntentState)
+    .map((state) => `coalesce(sum(n) FILTER (WHERE state = '${state}'), 0)::float8 AS intents_${state}`)
+    .join(', ')}
+     FROM ${s}.email_outbox_counts`;
+
+/** Read back the row of intentCountsSql (one column per state, `intents_<state>`). */
+export const intentCountsFromRow = (row: Record<string, unknown>): Record<IntentState, number> =>
+  Object.fromEntries(Object.values(IntentState).map((state) => [state, (row[`intents_${state}`] as number | undefined) ?? 0])) as Record<
+    IntentState,
+    number
+  >;
+
 export async function intentCountsByState(db: Queryable, schema: string): Promise<Record<IntentState, number>> {
-  const { rows } = await db.query<{ state: IntentState; n: number }>(
-    `SELECT state, sum(n)::float8 AS n FROM ${ident(schema)}.email_outbox_counts GROUP BY state`,
-  );
-  const counts = Object.fromEntries(Object.values(IntentState).map((state) => [state, 0])) as Record<IntentState, number>;
-  for (const row of rows) counts[row.state] = row.n;
-  return counts;
+  const { rows } = await db.query(intentCountsSql(ident(schema)));
+  return intentCountsFromRow(rows[0] ?? {});
 }

@@ -49,29 +49,32 @@ export async function rateLimiterEnsure(db: Queryable, schema: string, initial: 
   );
 }
 
-export async function rateLimiterGet(db: Queryable, schema: string, now: Date | null = null): Promise<RateLimitState | undefined> {
-  const { rows } = await db.query<{
-    per_second: number;
-    burst: number;
-    tokens: number;
-    cooldown_until: Date | null;
-    updated_at: Date;
-  }>(
-    `SELECT ${rate('l')} AS per_second, l.burst, l.updated_at, l.cooldown_until,
-            ${refilled('l', 'coalesce($2::timestamptz, now())')}::float8 AS tokens
-       FROM ${ident(schema)}.rate_limiter l
-      WHERE l.name = $1`,
-    [LIMITER_NAME, now],
-  );
-  const row = rows[0];
-  if (!row) return undefined;
+/**
+ * The limiter's row refilled to `now` (SQL expression), named by `name` (an
+ * SQL parameter for LIMITER_NAME): no row until a worker or the API created
+ * it. rateLimiterGet reads it alone, the status snapshot (read/stats.ts)
+ * beside the others.
+ */
+export const rateLimiterStateSql = (s: string, name: string, now: string): string =>
+  `SELECT ${rate('l')} AS per_second, l.burst, l.updated_at, l.cooldown_until, ${refilled('l', now)}::float8 AS tokens
+     FROM ${s}.rate_limiter l
+    WHERE l.name = ${name}`;
+
+/** Read back a row of rateLimiterStateSql; undefined where it had none (columns null through an outer join). */
+export function rateLimiterStateFromRow(row: Record<string, unknown> | undefined): RateLimitState | undefined {
+  if (!row || row['per_second'] === null || row['per_second'] === undefined) return undefined;
   return {
-    perSecond: row.per_second,
-    burst: row.burst,
-    tokens: row.tokens,
-    cooldownUntil: row.cooldown_until,
-    updatedAt: row.updated_at,
+    perSecond: row['per_second'] as number,
+    burst: row['burst'] as number,
+    tokens: row['tokens'] as number,
+    cooldownUntil: row['cooldown_until'] as Date | null,
+    updatedAt: row['updated_at'] as Date,
   };
+}
+
+export async function rateLimiterGet(db: Queryable, schema: string, now: Date | null = null): Promise<RateLimitState | undefined> {
+  const { rows } = await db.query(rateLimiterStateSql(ident(schema), '$1', 'coalesce($2::timestamptz, now())'), [LIMITER_NAME, now]);
+  return rateLimiterStateFromRow(rows[0]);
 }
 
 /**
