@@ -1,9 +1,9 @@
 import type { Registry } from 'prom-client';
 import { scrapeSnapshot, snapshotGauges } from '../observability/scrape.js';
-import { readAll, type Queryable } from '../db/pool.js';
-import { acceptedInWindow } from '../tables/accepted-hours.js';
-import { eventsWindowStats } from '../tables/events.js';
-import { suppressionCountGet } from '../tables/suppression-count.js';
+import { ident, type Queryable } from '../db/pool.js';
+import { acceptedInWindowSql, checkWindowHours } from '../tables/accepted-hours.js';
+import { eventsWindowSql } from '../tables/events.js';
+import { suppressionCountSql } from '../tables/suppression-count.js';
 
 /**
  * Reputation gauges read from the database at scrape time, so every
@@ -17,14 +17,28 @@ import { suppressionCountGet } from '../tables/suppression-count.js';
 
 export const EVENT_WINDOW_HOURS = 24;
 
+interface ReputationSnapshot {
+  accepted: number;
+  hardBounces: number;
+  complaints: number;
+  suppressions: number;
+}
+
+/** The sends, bounces and complaints of the window and the suppression count, in one statement of the three modules' fragments. */
+async function reputationSnapshot(db: Queryable, schema: string): Promise<ReputationSnapshot> {
+  checkWindowHours(EVENT_WINDOW_HOURS);
+  const s = ident(schema);
+  const { rows } = await db.query<ReputationSnapshot>(
+    `SELECT * FROM (${acceptedInWindowSql(s, '$1::int')}) sends, (${eventsWindowSql(s, '$1::int')}) events, (${suppressionCountSql(s)}) suppressed`,
+    [EVENT_WINDOW_HOURS],
+  );
+  return rows[0]!;
+}
+
 export function registerEventMetrics(registry: Registry, options: { db: Queryable; schema: string; snapshotTtlMs?: number }): Registry {
   const snapshot = scrapeSnapshot(
     () =>
-      readAll(options.db, [
-        () => acceptedInWindow(options.db, options.schema, EVENT_WINDOW_HOURS),
-        () => eventsWindowStats(options.db, options.schema, EVENT_WINDOW_HOURS),
-        () => suppressionCountGet(options.db, options.schema),
-      ] as const).then(([accepted, events, suppressions]) => ({ accepted, ...events, suppressions })),
+      reputationSnapshot(options.db, options.schema),
     options.snapshotTtlMs,
   );
   const rate = (part: number, whole: number) => (whole > 0 ? part / whole : 0);

@@ -17,14 +17,20 @@ export const windowStartSql = (hoursParam: string): string => `date_trunc('hour'
 /** Longest window the hours kept can answer (the triggers keep two days). */
 export const ACCEPTED_HOURS_KEPT = 47;
 
-/** Sends accepted in the window of `hours` (at most ACCEPTED_HOURS_KEPT): at most 64 shard rows per hour to sum. */
-export async function acceptedInWindow(db: Queryable, schema: string, hours: number): Promise<number> {
+/** Throws unless `hours` is a window the kept hours can answer (1 to ACCEPTED_HOURS_KEPT). */
+export function checkWindowHours(hours: number): void {
   if (!Number.isInteger(hours) || hours < 1 || hours > ACCEPTED_HOURS_KEPT) {
     throw new RangeError(`acceptedInWindow: hours must be an integer from 1 to ${ACCEPTED_HOURS_KEPT}, got ${hours}`);
   }
-  const { rows } = await db.query<{ n: number }>(
-    `SELECT coalesce(sum(n), 0)::float8 AS n FROM ${ident(schema)}.email_accepted_hours WHERE hour >= ${windowStartSql('$1::int')}`,
-    [hours],
-  );
-  return rows[0]?.n ?? 0;
+}
+
+/** Sends accepted in the window of `hoursParam` hours, as one row (`accepted`): at most 64 shard rows per hour to sum. */
+export const acceptedInWindowSql = (s: string, hoursParam: string): string =>
+  `SELECT coalesce(sum(n), 0)::float8 AS accepted FROM ${s}.email_accepted_hours WHERE hour >= ${windowStartSql(hoursParam)}`;
+
+/** Sends accepted in the window of `hours` (at most ACCEPTED_HOURS_KEPT). */
+export async function acceptedInWindow(db: Queryable, schema: string, hours: number): Promise<number> {
+  checkWindowHours(hours);
+  const { rows } = await db.query<{ accepted: number }>(acceptedInWindowSql(ident(schema), '$1::int'), [hours]);
+  return rows[0]?.accepted ?? 0;
 }

@@ -108,26 +108,19 @@ export async function eventsForIntent(db: Queryable, schema: string, intentId: s
   return rows.map(fromRow);
 }
 
-export interface EventWindowStats {
-  hardBounces: number;
-  complaints: number;
-}
-
 /**
  * Hard bounces and complaints in the window of `hours` whole UTC hours (the
  * window of tables/accepted-hours.ts, which counts the sends they are rates
  * of): two index-only counts, each through the partial index that holds
  * exactly the rows it counts (migration 0014), so the cost follows the
- * window's bounces and complaints, not the history behind them.
+ * window's bounces and complaints, not the history behind them. One row
+ * (`hardBounces`, `complaints`), which the reputation gauges
+ * (read/event-metrics.ts) read beside the sends of the same window.
  */
-export async function eventsWindowStats(db: Queryable, schema: string, hours: number): Promise<EventWindowStats> {
-  const s = ident(schema);
-  const since = windowStartSql('$1::int');
-  const { rows } = await db.query<EventWindowStats>(
-    `SELECT (SELECT count(*)::int FROM ${s}.email_events
-              WHERE kind = 'bounced' AND bounce_type = 'hard' AND occurred_at >= ${since}) AS "hardBounces",
-            (SELECT count(*)::int FROM ${s}.email_events WHERE kind = 'complained' AND occurred_at >= ${since}) AS complaints`,
-    [hours],
-  );
-  return rows[0] ?? { hardBounces: 0, complaints: 0 };
-}
+export const eventsWindowSql = (s: string, hoursParam: string): string => {
+  const since = windowStartSql(hoursParam);
+  return `SELECT (SELECT count(*)::int FROM ${s}.email_events
+                   WHERE kind = 'bounced' AND bounce_type = 'hard' AND occurred_at >= ${since}) AS "hardBounces",
+                 (SELECT count(*)::int FROM ${s}.email_events WHERE kind = 'complained' AND occurred_at >= ${since}) AS complaints`;
+};
+

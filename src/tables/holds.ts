@@ -240,8 +240,8 @@ export async function holdsDueOutlook(db: Queryable, schema: string, now: Date |
 /** Oldest due-but-still-held hold, in seconds past its deadline (0 when none). */
 /**
  * Due holds and how late the oldest is at `now` (an SQL expression), as one
- * row (`due_holds`, `due_age`) through the due index: holdsOldestDueAge
- * runs it alone, the status snapshot (read/stats.ts) beside the others.
+ * row (`due_holds`, `due_age`) through the due index, for the status
+ * snapshot (read/stats.ts), which reads it beside the other lane numbers.
  */
 export const holdsDueSql = (s: string, now: string): string =>
   `SELECT count(*)::int AS due_holds, extract(epoch FROM ${now} - min(r.expires_at))::float8 AS due_age
@@ -253,7 +253,3 @@ export const holdsDueFromRow = (row: Record<string, unknown>): { ageSeconds: num
   due: (row['due_holds'] as number | null) ?? 0,
 });
 
-export async function holdsOldestDueAge(db: Queryable, schema: string, now: Date | null): Promise<{ ageSeconds: number; due: number }> {
-  const { rows } = await db.query(holdsDueSql(ident(schema), 'coalesce($1::timestamptz, now())'), [now]);
-  return holdsDueFromRow(rows[0] ?? {});
-}

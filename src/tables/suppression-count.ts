@@ -7,7 +7,9 @@ import { ident } from '../db/pool.js';
  * the same transaction as the suppressions themselves (its only writers).
  * 64 shard rows to sum, whatever the length of the list.
  */
+export const suppressionCountSql = (s: string): string => `SELECT coalesce(sum(n), 0)::float8 AS suppressions FROM ${s}.suppression_count`;
+
 export async function suppressionCountGet(db: Queryable, schema: string): Promise<number> {
-  const { rows } = await db.query<{ n: number }>(`SELECT coalesce(sum(n), 0)::float8 AS n FROM ${ident(schema)}.suppression_count`);
-  return rows[0]?.n ?? 0;
+  const { rows } = await db.query<{ suppressions: number }>(suppressionCountSql(ident(schema)));
+  return rows[0]?.suppressions ?? 0;
 }
