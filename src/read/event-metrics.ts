@@ -1,7 +1,7 @@
 import type { Registry } from 'prom-client';
 import { scrapeSnapshot, snapshotGauges } from '../observability/scrape.js';
 import { ident, type Queryable } from '../db/pool.js';
-import { acceptedInWindowSql, checkWindowHours } from '../tables/accepted-hours.js';
+import { acceptedInWindowSql } from '../tables/accepted-hours.js';
 import { eventsWindowSql } from '../tables/events.js';
 import { suppressionCountSql } from '../tables/suppression-count.js';
 
@@ -15,6 +15,7 @@ import { suppressionCountSql } from '../tables/suppression-count.js';
  * partial indexes: no read grows with the day's traffic of sends.
  */
 
+/** At most ACCEPTED_HOURS_KEPT (tables/accepted-hours.ts), the hours the counts are kept for (test/tables/accepted-hours.test.ts checks it). */
 export const EVENT_WINDOW_HOURS = 24;
 
 interface ReputationSnapshot {
@@ -26,7 +27,6 @@ interface ReputationSnapshot {
 
 /** The sends, bounces and complaints of the window and the suppression count, in one statement of the three modules' fragments. */
 async function reputationSnapshot(db: Queryable, schema: string): Promise<ReputationSnapshot> {
-  checkWindowHours(EVENT_WINDOW_HOURS);
   const s = ident(schema);
   const { rows } = await db.query<ReputationSnapshot>(
     `SELECT * FROM (${acceptedInWindowSql(s, '$1::int')}) sends, (${eventsWindowSql(s, '$1::int')}) events, (${suppressionCountSql(s)}) suppressed`,

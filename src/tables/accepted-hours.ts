@@ -17,20 +17,15 @@ export const windowStartSql = (hoursParam: string): string => `date_trunc('hour'
 /** Longest window the hours kept can answer (the triggers keep two days). */
 export const ACCEPTED_HOURS_KEPT = 47;
 
-/** Throws unless `hours` is a window the kept hours can answer (1 to ACCEPTED_HOURS_KEPT). */
-export function checkWindowHours(hours: number): void {
-  if (!Number.isInteger(hours) || hours < 1 || hours > ACCEPTED_HOURS_KEPT) {
-    throw new RangeError(`acceptedInWindow: hours must be an integer from 1 to ${ACCEPTED_HOURS_KEPT}, got ${hours}`);
-  }
-}
-
 /** Sends accepted in the window of `hoursParam` hours, as one row (`accepted`): at most 64 shard rows per hour to sum. */
 export const acceptedInWindowSql = (s: string, hoursParam: string): string =>
   `SELECT coalesce(sum(n), 0)::float8 AS accepted FROM ${s}.email_accepted_hours WHERE hour >= ${windowStartSql(hoursParam)}`;
 
 /** Sends accepted in the window of `hours` (at most ACCEPTED_HOURS_KEPT). */
 export async function acceptedInWindow(db: Queryable, schema: string, hours: number): Promise<number> {
-  checkWindowHours(hours);
+  if (!Number.isInteger(hours) || hours < 1 || hours > ACCEPTED_HOURS_KEPT) {
+    throw new RangeError(`acceptedInWindow: hours must be an integer from 1 to ${ACCEPTED_HOURS_KEPT}, got ${hours}`);
+  }
   const { rows } = await db.query<{ accepted: number }>(acceptedInWindowSql(ident(schema), '$1::int'), [hours]);
   return rows[0]?.accepted ?? 0;
 }

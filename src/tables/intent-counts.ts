@@ -1,5 +1,3 @@
-import type { Queryable } from '../db/pool.js';
-import { ident } from '../db/pool.js';
 import { IntentState } from '../model/intent-states.js';
 
 /**
@@ -13,8 +11,8 @@ import { IntentState } from '../model/intent-states.js';
  * Each state is split over shards (one per backend, modulo 64) so
  * concurrent delivery workers do not wait on one row lock; a reader sums
  * them. 256 rows whatever the history: the cost of this read does not grow.
- * One row, a column per state: intentCountsByState reads it alone, the
- * status snapshot (read/stats.ts) beside the other lane numbers.
+ * One row, a column per state, which the lane snapshot (read/stats.ts)
+ * reads beside the other lane numbers.
  */
 export const intentCountsSql = (s: string): string =>
   `SELECT ${Object.values(IntentState)
@@ -28,8 +26,3 @@ export const intentCountsFromRow = (row: Record<string, unknown>): Record<Intent
     IntentState,
     number
   >;
-
-export async function intentCountsByState(db: Queryable, schema: string): Promise<Record<IntentState, number>> {
-  const { rows } = await db.query(intentCountsSql(ident(schema)));
-  return intentCountsFromRow(rows[0] ?? {});
-}

@@ -380,13 +380,8 @@ export async function intentsReplay(db: Queryable, schema: string, id: string, n
  * history. The backlog itself is counted in email_outbox_counts
  * (tables/intent-counts.ts), not here.
  */
-/** The oldest pending intent's age, as one row (`pending_age`) through one end of the pending-age index. */
+/** The oldest pending intent's age, as one row (`pending_age`) through one end of the pending-age index, for the lane snapshot (read/stats.ts). */
 export const intentsOldestPendingAgeSql = (s: string): string =>
   `SELECT extract(epoch FROM now() - min(created_at))::float8 AS pending_age FROM ${s}.email_outbox WHERE state = 'pending'`;
 
 export const pendingAgeFromRow = (row: Record<string, unknown>): number => Math.max(0, (row['pending_age'] as number | null) ?? 0);
-
-export async function intentsOldestPendingAge(db: Queryable, schema: string): Promise<number> {
-  const { rows } = await db.query(intentsOldestPendingAgeSql(ident(schema)));
-  return pendingAgeFromRow(rows[0] ?? {});
-}

@@ -4,6 +4,7 @@ import { ident, withTransaction } from '../../src/db/pool.js';
 import { ExpiryWorker } from '../../src/holds/expiry-worker.js';
 import { storiesPrune } from '../../src/retention/queries.js';
 import { ACCEPTED_HOURS_KEPT, acceptedInWindow } from '../../src/tables/accepted-hours.js';
+import { EVENT_WINDOW_HOURS } from '../../src/read/event-metrics.js';
 import { intentsLease, intentsRecord, type LeasedIntent } from '../../src/tables/outbox.js';
 import type { AttemptOutcome } from '../../src/model/intent-states.js';
 import { testDatabase, type TestDatabase } from '../helpers/database.js';
@@ -136,6 +137,10 @@ describe('accepted sends per hour stay exact', () => {
     // The workers really spread over several shards (one per backend).
     const { rows } = await db.pool.query<{ shards: number }>(`SELECT count(DISTINCT shard)::int AS shards FROM ${s()}.email_accepted_hours`);
     expect(rows[0]!.shards).toBeGreaterThan(1);
+  });
+
+  it("the reputation gauges' window is one the kept hours can answer", () => {
+    expect(EVENT_WINDOW_HOURS).toBeLessThanOrEqual(ACCEPTED_HOURS_KEPT);
   });
 
   it('refuses a window the kept hours cannot answer', async () => {

@@ -4,7 +4,8 @@ import { intentsChannel } from '../../src/db/listener.js';
 import { ident, type Queryable } from '../../src/db/pool.js';
 import { holdsExpireDue, holdsList } from '../../src/tables/holds.js';
 import { attemptsRecentOutcomes } from '../../src/tables/attempts.js';
-import { intentsLease, intentsOldestPendingAge } from '../../src/tables/outbox.js';
+import { intentsLease } from '../../src/tables/outbox.js';
+import { laneStats } from '../../src/read/stats.js';
 import { storiesErase, storiesPrune } from '../../src/retention/queries.js';
 import { retentionOldest } from '../../src/retention/preview.js';
 import { loadConfig } from '../../src/config.js';
@@ -90,9 +91,10 @@ describe('hot paths use partial indexes', () => {
     expect(text).not.toMatch(/Seq Scan on email_attempts/);
   });
 
-  it('the oldest-pending age reads email_outbox_pending_age', async () => {
-    const text = await planOf((q) => intentsOldestPendingAge(q, db.schema));
+  it('the lane snapshot reads the oldest-pending age through email_outbox_pending_age and due holds through their own index', async () => {
+    const text = await planOf((q) => laneStats(q, db.schema));
     expect(text).toContain('email_outbox_pending_age');
+    expect(text).toContain('support_reservations_due');
   });
 });
 
