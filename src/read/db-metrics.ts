@@ -1,7 +1,12 @@
 import { Gauge, Registry } from 'prom-client';
 import type { Queryable } from '../db/pool.js';
 import { IntentState } from '../model/intent-states.js';
-import { laneStats } from './stats.js';
+import type { LaneStats } from './stats.js';
+import { scrapeReading, type ScrapeReading } from './scrape.js';
+import { registerReputationGauges } from './event-metrics.js';
+import { registerRetentionGauges } from '../retention/metrics.js';
+import type { RetentionTables } from '../retention/policy.js';
+import type { RetentionPolicy } from '../model/retention-policy.js';
 import { scrapeSnapshot, snapshotGauges } from '../observability/scrape.js';
 
 /**
@@ -14,16 +19,38 @@ export interface DatabaseMetricsOptions {
   db: Queryable;
   schema: string;
   promises: { expiryPromiseS: number; emailPromiseS: number };
-  /** Reuse one database snapshot for all gauges of a scrape (default 500 ms). */
+  retention: Pick<RetentionPolicy, 'retentionDays' | 'erasePiiAfterDays'>;
+  /** The tables the retention gauges cover (default RETENTION_TABLES). */
+  tables?: RetentionTables;
+  /** Reuse one database reading for all gauges of a scrape (default 500 ms). */
   snapshotTtlMs?: number;
 }
 
 /**
- * Register the database gauges on `registry` (a registry of their own is the
- * usual choice, so several apps in one process never collide).
+ * Every gauge read from the database: the lanes, reputation and retention.
+ * All of them read one snapshot, one statement per scrape (read/scrape.ts),
+ * kept for `snapshotTtlMs` so the gauges of one scrape share it. A registry
+ * of its own, so several apps in one process never collide.
  */
-export function registerDatabaseMetrics(registry: Registry, options: DatabaseMetricsOptions): Registry {
-  const snapshot = scrapeSnapshot(() => laneStats(options.db, options.schema), options.snapshotTtlMs);
+export function createDatabaseMetrics(options: DatabaseMetricsOptions): Registry {
+  const registry = new Registry();
+  const snapshot = scrapeSnapshot(() => scrapeReading(options.db, options.schema, options.tables), options.snapshotTtlMs);
+  const part =
+    <K extends keyof ScrapeReading>(key: K) =>
+    async (): Promise<ScrapeReading[K] | undefined> =>
+      (await snapshot())?.[key];
+  registerLaneGauges(registry, part('lanes'), options.promises);
+  registerReputationGauges(registry, part('reputation'));
+  registerRetentionGauges(registry, part('retained'), options.retention);
+  return registry;
+}
+
+/** The gauges of both lanes; leasehold_database_up says whether the reading worked. */
+function registerLaneGauges(
+  registry: Registry,
+  snapshot: () => Promise<LaneStats | undefined>,
+  promises: DatabaseMetricsOptions['promises'],
+): void {
   const registers = [registry];
   const gauge = snapshotGauges(registry, snapshot);
 
@@ -69,7 +96,7 @@ export function registerDatabaseMetrics(registry: Registry, options: DatabaseMet
     help: 'LEASEHOLD_EXPIRY_PROMISE_S: how late a hold may expire.',
     registers,
     collect() {
-      this.set(options.promises.expiryPromiseS);
+      this.set(promises.expiryPromiseS);
     },
   });
   new Gauge({
@@ -77,12 +104,7 @@ export function registerDatabaseMetrics(registry: Registry, options: DatabaseMet
     help: 'LEASEHOLD_EMAIL_PROMISE_S: how long an email may wait to be accepted.',
     registers,
     collect() {
-      this.set(options.promises.emailPromiseS);
+      this.set(promises.emailPromiseS);
     },
   });
-  return registry;
-}
-
-export function createDatabaseMetrics(options: DatabaseMetricsOptions): Registry {
-  return registerDatabaseMetrics(new Registry(), options);
 }

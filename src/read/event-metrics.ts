@@ -1,6 +1,5 @@
 import type { Registry } from 'prom-client';
-import { scrapeSnapshot, snapshotGauges } from '../observability/scrape.js';
-import { ident, type Queryable } from '../db/pool.js';
+import { snapshotGauges } from '../observability/scrape.js';
 import { acceptedInWindowSql } from '../tables/accepted-hours.js';
 import { eventsWindowSql } from '../tables/events.js';
 import { suppressionCountSql } from '../tables/suppression-count.js';
@@ -18,29 +17,30 @@ import { suppressionCountSql } from '../tables/suppression-count.js';
 /** At most ACCEPTED_HOURS_KEPT (tables/accepted-hours.ts), the hours the counts are kept for (test/tables/accepted-hours.test.ts checks it). */
 export const EVENT_WINDOW_HOURS = 24;
 
-interface ReputationSnapshot {
+/** The window's sends, hard bounces and complaints, and the suppression count. */
+export interface Reputation {
   accepted: number;
   hardBounces: number;
   complaints: number;
   suppressions: number;
 }
 
-/** The sends, bounces and complaints of the window and the suppression count, in one statement of the three modules' fragments. */
-async function reputationSnapshot(db: Queryable, schema: string): Promise<ReputationSnapshot> {
-  const s = ident(schema);
-  const { rows } = await db.query<ReputationSnapshot>(
-    `SELECT * FROM (${acceptedInWindowSql(s, '$1::int')}) sends, (${eventsWindowSql(s, '$1::int')}) events, (${suppressionCountSql(s)}) suppressed`,
-    [EVENT_WINDOW_HOURS],
-  );
-  return rows[0]!;
+/** The reputation numbers as one row, composed of the three modules' fragments; `hoursParam` holds EVENT_WINDOW_HOURS. */
+export function reputationSql(s: string, hoursParam: string): string {
+  return `SELECT * FROM (${acceptedInWindowSql(s, hoursParam)}) sends, (${eventsWindowSql(s, hoursParam)}) events, (${suppressionCountSql(s)}) suppressed`;
 }
 
-export function registerEventMetrics(registry: Registry, options: { db: Queryable; schema: string; snapshotTtlMs?: number }): Registry {
-  const snapshot = scrapeSnapshot(
-    () =>
-      reputationSnapshot(options.db, options.schema),
-    options.snapshotTtlMs,
-  );
+export function reputationFromRow(row: Record<string, unknown>): Reputation {
+  return {
+    accepted: row.accepted as number,
+    hardBounces: row.hardBounces as number,
+    complaints: row.complaints as number,
+    suppressions: row.suppressions as number,
+  };
+}
+
+/** The reputation gauges, each reading its number from the scrape's one reading (read/scrape.ts). */
+export function registerReputationGauges(registry: Registry, snapshot: () => Promise<Reputation | undefined>): void {
   const rate = (part: number, whole: number) => (whole > 0 ? part / whole : 0);
   const gauge = snapshotGauges(registry, snapshot);
   gauge(
@@ -55,5 +55,4 @@ export function registerEventMetrics(registry: Registry, options: { db: Queryabl
   );
   gauge('leasehold_email_accepted_24h', `Sends accepted by the provider over the last ${EVENT_WINDOW_HOURS} h of whole UTC hours, the current one included (the rates' denominator).`, (s) => s.accepted);
   gauge('leasehold_suppressions', 'Addresses on the suppression list.', (s) => s.suppressions);
-  return registry;
 }

@@ -45,17 +45,25 @@ export interface LaneStats {
  * history or with the backlog. `db` may be a pool or an application's client.
  */
 export async function laneStats(db: Queryable, schema: string): Promise<LaneStats> {
-  const s = ident(schema);
-  const { rows } = await db.query(
-    `SELECT *
-       FROM (${holdsDueSql(s, 'now()')}) due,
-            (${intentCountsSql(s)}) intents,
-            (${intentsOldestPendingAgeSql(s)}) pending,
-            (${deliveryControlSql(s, 'now()')}) control
-            LEFT JOIN (${rateLimiterStateSql(s, '$1', 'now()')}) limiter ON true`,
-    [LIMITER_NAME],
-  );
-  const row = rows[0] as Record<string, unknown>;
+  const { rows } = await db.query(laneStatsSql(ident(schema), '$1'), [LIMITER_NAME]);
+  return laneStatsFromRow(rows[0] as Record<string, unknown>);
+}
+
+/**
+ * The lane numbers as one row, for laneStats and for the scrape statement
+ * (read/scrape.ts) that reads them beside the reputation and retention
+ * numbers; `limiterParam` is the placeholder holding LIMITER_NAME.
+ */
+export function laneStatsSql(s: string, limiterParam: string): string {
+  return `SELECT *
+            FROM (${holdsDueSql(s, 'now()')}) due,
+                 (${intentCountsSql(s)}) intents,
+                 (${intentsOldestPendingAgeSql(s)}) pending,
+                 (${deliveryControlSql(s, 'now()')}) control
+                 LEFT JOIN (${rateLimiterStateSql(s, limiterParam, 'now()')}) limiter ON true`;
+}
+
+export function laneStatsFromRow(row: Record<string, unknown>): LaneStats {
   const due = holdsDueFromRow(row);
   const intentsByState = intentCountsFromRow(row);
   return {

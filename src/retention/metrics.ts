@@ -1,29 +1,20 @@
-import { Gauge, Registry } from 'prom-client';
-import type { Queryable } from '../db/pool.js';
-import { RETENTION_TABLES, type RetentionTables } from './policy.js';
-import { type RetentionPolicy } from '../model/retention-policy.js';
-import { retentionOldest } from './preview.js';
-import { scrapeSnapshot } from '../observability/scrape.js';
+import { Gauge, type Registry } from 'prom-client';
+import type { RetentionPolicy } from '../model/retention-policy.js';
+import type { OldestRetained } from './preview.js';
 
 /**
  * Retention gauges, read from the database at scrape time like the lane
- * gauges (every instance reports the same numbers: aggregate with max()).
- * With the policy and the oldest ages side by side, an alert can say
- * "prune is not keeping up" without knowing the configuration.
+ * gauges (every instance reports the same numbers: aggregate with max()),
+ * from the scrape's one reading (read/scrape.ts). With the policy and the
+ * oldest ages side by side, an alert can say "prune is not keeping up"
+ * without knowing the configuration.
  */
-export interface RetentionMetricsOptions {
-  db: Queryable;
-  schema: string;
-  policy: Pick<RetentionPolicy, 'retentionDays' | 'erasePiiAfterDays'>;
-  tables?: RetentionTables;
-  /** Reuse one database read for all gauges of a scrape (default 500 ms). */
-  snapshotTtlMs?: number;
-}
-
-export function createRetentionMetrics(options: RetentionMetricsOptions): Registry {
-  const registry = new Registry();
+export function registerRetentionGauges(
+  registry: Registry,
+  snapshot: () => Promise<OldestRetained | undefined>,
+  policy: Pick<RetentionPolicy, 'retentionDays' | 'erasePiiAfterDays'>,
+): void {
   const registers = [registry];
-  const snapshot = scrapeSnapshot(() => retentionOldest(options.db, options.schema, options.tables ?? RETENTION_TABLES), options.snapshotTtlMs);
   // `off` is NaN, not 0 or -1: a rule comparing an age against it never fires.
   const days = (value: number | null) => value ?? Number.NaN;
 
@@ -52,7 +43,7 @@ export function createRetentionMetrics(options: RetentionMetricsOptions): Regist
     help: 'LEASEHOLD_RETENTION_DAYS: finished stories are deleted this long after they end (NaN: off).',
     registers,
     collect() {
-      this.set(days(options.policy.retentionDays));
+      this.set(days(policy.retentionDays));
     },
   });
   new Gauge({
@@ -60,8 +51,7 @@ export function createRetentionMetrics(options: RetentionMetricsOptions): Regist
     help: 'LEASEHOLD_ERASE_PII_AFTER_DAYS: personal data is erased this long after a story ends (NaN: off).',
     registers,
     collect() {
-      this.set(days(options.policy.erasePiiAfterDays));
+      this.set(days(policy.erasePiiAfterDays));
     },
   });
-  return registry;
 }

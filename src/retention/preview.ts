@@ -110,18 +110,27 @@ export interface OldestRetained {
 
 /** The ages behind the retention gauges, through the partial indexes (a few index entries each). */
 export async function retentionOldest(db: Queryable, schema: string, tables: RetentionTables = RETENTION_TABLES): Promise<OldestRetained> {
-  const s = ident(schema);
+  const { rows } = await db.query(retentionOldestSql(ident(schema), tables));
+  return retentionOldestFromRow(rows[0] as Record<string, number>, tables);
+}
+
+/**
+ * The oldest kept ages as one row (columns `retained_*`), for retentionOldest
+ * and for the scrape statement (read/scrape.ts). Each age is one end of an
+ * index, so the cost does not grow with what is kept.
+ */
+export function retentionOldestSql(s: string, tables: RetentionTables = RETENTION_TABLES): string {
   const age = (from: string) => `coalesce(extract(epoch FROM now() - ${from}), 0)::float8`;
   const standalone = tables.standalone.map(
-    (t, i) => `(SELECT ${age(`min(t.${ident(t.age)})`)} FROM ${s}.${ident(t.table)} t WHERE ${t.applies}) AS s${i}`,
+    (t, i) => `(SELECT ${age(`min(t.${ident(t.age)})`)} FROM ${s}.${ident(t.table)} t WHERE ${t.applies}) AS retained_s${i}`,
   );
-  const { rows } = await db.query<Record<string, number>>(
-    `SELECT (SELECT ${age(`min(${HOLD_END})`)} FROM ${s}.support_reservations r WHERE r.status <> 'held') AS holds,
-            (SELECT ${age(`min(${HOLD_END})`)} FROM ${s}.support_reservations r WHERE r.status <> 'held' AND r.customer_email IS NOT NULL) AS unerased
-            ${standalone.map((c) => ', ' + c).join('')}`,
-  );
-  const row = rows[0]!;
-  const oldestAgeSeconds: TableCounts = { support_reservations: Math.max(0, row.holds!) };
-  tables.standalone.forEach((t, i) => (oldestAgeSeconds[t.table] = Math.max(0, row[`s${i}`]!)));
-  return { oldestAgeSeconds, oldestUnerasedAgeSeconds: Math.max(0, row.unerased!) };
+  return `SELECT (SELECT ${age(`min(${HOLD_END})`)} FROM ${s}.support_reservations r WHERE r.status <> 'held') AS retained_holds,
+                 (SELECT ${age(`min(${HOLD_END})`)} FROM ${s}.support_reservations r WHERE r.status <> 'held' AND r.customer_email IS NOT NULL) AS retained_unerased
+                 ${standalone.map((c) => ', ' + c).join('')}`;
+}
+
+export function retentionOldestFromRow(row: Record<string, unknown>, tables: RetentionTables = RETENTION_TABLES): OldestRetained {
+  const oldestAgeSeconds: TableCounts = { support_reservations: Math.max(0, row.retained_holds as number) };
+  tables.standalone.forEach((t, i) => (oldestAgeSeconds[t.table] = Math.max(0, row[`retained_s${i}`] as number)));
+  return { oldestAgeSeconds, oldestUnerasedAgeSeconds: Math.max(0, row.retained_unerased as number) };
 }

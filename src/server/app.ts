@@ -3,7 +3,6 @@ import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
 import type pg from 'pg';
 import type { Config } from '../config.js';
 import { createDatabaseMetrics } from '../read/db-metrics.js';
-import { registerEventMetrics } from '../read/event-metrics.js';
 import { processMetricsRegistry } from '../observability/process-metrics.js';
 import type { WebhookSettings } from '../events/webhook-config.js';
 import type { Logger } from '../observability/logger.js';
@@ -18,7 +17,6 @@ import { openApiRoutes } from './openapi.js';
 import { intentRoutes } from './routes/intents.js';
 import { opsRoutes } from './routes/ops.js';
 import { retentionRoutes } from './routes/retention.js';
-import { createRetentionMetrics } from '../retention/metrics.js';
 import { DEFAULT_RETENTION } from '../model/retention-policy.js';
 import { dashboardRoutes } from './routes/dashboard.js';
 import { statusRoutes } from './routes/status.js';
@@ -103,10 +101,13 @@ export function buildApp(options: ApiOptions): FastifyInstance {
     logger,
   });
   const ctx: ApiContext = { pool: options.pool, schema: options.schema, config: options.config, logger, metrics: options.metrics, ops };
-  const databaseMetrics = createDatabaseMetrics({ db: options.pool, schema: options.schema, promises: options.config });
-  const retentionMetrics = createRetentionMetrics({ db: options.pool, schema: options.schema, policy: options.config.retention ?? DEFAULT_RETENTION });
-  registerEventMetrics(databaseMetrics, { db: options.pool, schema: options.schema });
-  opsRoutes(app, ctx, [options.metrics.registry, databaseMetrics, retentionMetrics, processMetricsRegistry()]);
+  const databaseMetrics = createDatabaseMetrics({
+    db: options.pool,
+    schema: options.schema,
+    promises: options.config,
+    retention: options.config.retention ?? DEFAULT_RETENTION,
+  });
+  opsRoutes(app, ctx, [options.metrics.registry, databaseMetrics, processMetricsRegistry()]);
   dashboardRoutes(app);
 
   void app.register(
