@@ -127,7 +127,7 @@ describe('status, health and metrics read no history (issue 10)', () => {
       ...(await plansOfAll(db.pool, (q) => readStatus(q, db.schema, config))),
       ...(await plansOfAll(db.pool, (q) => checkHealth({ db: q, schema: db.schema, promises: config }))),
       ...(await plansOfAll(db.pool, (q) =>
-        createDatabaseMetrics({ db: q, schema: db.schema, promises: config, retention: config.retention, snapshotTtlMs: 0 }).metrics(),
+        createDatabaseMetrics({ db: q, schema: db.schema, promises: config, retention: config.retention }).metrics(),
       )),
     ];
     return all;
