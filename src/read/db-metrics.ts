@@ -56,7 +56,7 @@ function registerLaneGauges(
 
   new Gauge({
     name: 'leasehold_database_up',
-    help: '1 when this instance could read lane state from the database at the last scrape.',
+    help: '1 when this instance could read the database gauges (lanes, reputation, retention) at the last scrape; 0 and they are NaN when it could not.',
     registers,
     async collect() {
       this.set((await snapshot()) ? 1 : 0);
