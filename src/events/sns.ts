@@ -1,4 +1,5 @@
 import https from 'node:https';
+import { withTimeout } from '../runtime/timeout.js';
 import SnsPayloadValidator from 'sns-payload-validator';
 
 /**
@@ -163,12 +164,7 @@ export class SnsVerifier {
   }
 
   private withTimeout<T>(work: Promise<T>, what: string): Promise<T> {
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new SnsUnavailableError(`${what} timed out after ${this.timeoutMs} ms`)), this.timeoutMs);
-      timer.unref();
-    });
-    return Promise.race([work, timeout]).finally(() => clearTimeout(timer));
+    return withTimeout(work, this.timeoutMs, () => new SnsUnavailableError(`${what} timed out after ${this.timeoutMs} ms`));
   }
 }
 

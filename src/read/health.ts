@@ -1,4 +1,5 @@
 import type { Queryable } from '../db/pool.js';
+import { STATUS_READ_TIMEOUT_MS, withTimeout } from '../runtime/timeout.js';
 import type { Logger } from '../observability/logger.js';
 import { laneStats, type LaneStats } from './stats.js';
 
@@ -35,14 +36,6 @@ export interface HealthOptions {
   logger?: Logger;
 }
 
-function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
-  });
-  return Promise.race([work, timeout]).finally(() => clearTimeout(timer));
-}
-
 export function judgeHealth(stats: LaneStats, promises: HealthOptions['promises']): HealthReport {
   const reasons: HealthReason[] = [];
   const { expiry, delivery, control } = stats;
@@ -77,7 +70,7 @@ export function judgeHealth(stats: LaneStats, promises: HealthOptions['promises'
 export async function checkHealth(options: HealthOptions): Promise<HealthReport> {
   let stats: LaneStats;
   try {
-    stats = await withTimeout(laneStats(options.db, options.schema), options.timeoutMs ?? 3000);
+    stats = await withTimeout(laneStats(options.db, options.schema), options.timeoutMs ?? STATUS_READ_TIMEOUT_MS);
   } catch (error) {
     // /healthz is open to anyone who can reach it, and a driver error names
     // the database's host and port (connect ECONNREFUSED 10.0.0.5:5432):
