@@ -1,4 +1,3 @@
-import { DEFAULT_PAGE_LIMIT } from '../model/cursor.js';
 import type pg from 'pg';
 import { DEFAULTS } from '../config.js';
 import { intentsChannel, Listener } from '../db/listener.js';
@@ -6,6 +5,7 @@ import { migrate as migrateSchema, type MigrateResult } from '../db/migrate.js';
 import type { Queryable } from '../db/pool.js';
 import { ingestEvents as ingest, type IngestResult } from '../events/ingest.js';
 import { addressHash, validateAddress } from '../model/address.js';
+import { DEFAULT_PAGE_LIMIT } from '../model/cursor.js';
 import type { ProviderEvent } from '../model/event-kinds.js';
 import type { Attempt, Intent, IntentState } from '../model/intent-states.js';
 import type { Suppression, SuppressionReason } from '../model/suppression-reasons.js';

@@ -1,5 +1,9 @@
 import { ValidationError } from '../errors.js';
 
+/** Rows per listing page when the caller gives no limit, and the most it may ask for. */
+export const DEFAULT_PAGE_LIMIT = 50;
+export const MAX_PAGE_LIMIT = 500;
+
 /**
  * Keyset cursors for every listing (intents, holds, suppressions), newest
  * first by `(created_at, key)`: the last row's created_at in whole
@@ -11,10 +15,6 @@ import { ValidationError } from '../errors.js';
  * must match the listing's own key rule, so a forged cursor is a 400, never
  * text the database must parse.
  */
-/** Rows per listing page when the caller gives no limit, and the most it may ask for. */
-export const DEFAULT_PAGE_LIMIT = 50;
-export const MAX_PAGE_LIMIT = 500;
-
 export interface ListingCursor {
   /** created_at in microseconds since the epoch, as digits. */
   timeUs: string;

@@ -38,15 +38,19 @@ beforeAll(async () => {
 });
 afterAll(() => db.close());
 
-/** A Queryable over the pool that keeps the text of every statement sent. */
-function recording(): { db: Queryable; texts: string[] } {
+/** A Queryable over the pool that keeps every statement sent and the names of the columns it answered. */
+function recording(): { db: Queryable; texts: string[]; columns: string[][] } {
   const texts: string[] = [];
+  const columns: string[][] = [];
   return {
     texts,
+    columns,
     db: {
-      query: ((text: string, values?: unknown[]) => {
+      query: (async (text: string, values?: unknown[]) => {
         texts.push(text);
-        return db.pool.query(text, values);
+        const result = await db.pool.query(text, values);
+        columns.push(result.fields.map((f) => f.name));
+        return result;
       }) as Queryable['query'],
     },
   };
@@ -87,10 +91,13 @@ describe('the scrape reading', () => {
 describe('a /metrics scrape', () => {
   it('sends one statement for every database gauge and shows its numbers', async () => {
     const config = loadConfig({});
-    const { db: recorder, texts } = recording();
+    const { db: recorder, texts, columns } = recording();
     const registry = createDatabaseMetrics({ db: recorder, schema: db.schema, promises: config, retention: config.retention });
     const text = await registry.metrics();
     expect(texts).toHaveLength(1);
+    // The parts share one row: two columns of one name would leave only the last in the row object.
+    expect(columns[0]!.length).toBeGreaterThan(20);
+    expect(new Set(columns[0]).size).toBe(columns[0]!.length);
     expect(texts[0]).toContain('email_outbox_counts');
     expect(texts[0]).toContain('email_accepted_hours');
     expect(texts[0]).toContain('support_reservations');
