@@ -7,7 +7,7 @@ import { registerReputationGauges } from './event-metrics.js';
 import { registerRetentionGauges } from '../retention/metrics.js';
 import type { RetentionTables } from '../retention/policy.js';
 import type { RetentionPolicy } from '../model/retention-policy.js';
-import { scrapeSnapshot, snapshotGauges } from '../observability/scrape.js';
+import { scrapeSnapshot, snapshotGauges } from './snapshot.js';
 
 /**
  * Gauges of shared state, collected from the database at scrape time. Every

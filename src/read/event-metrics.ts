@@ -1,5 +1,5 @@
 import type { Registry } from 'prom-client';
-import { snapshotGauges } from '../observability/scrape.js';
+import { snapshotGauges } from './snapshot.js';
 import { acceptedInWindowSql } from '../tables/accepted-hours.js';
 import { eventsWindowSql } from '../tables/events.js';
 import { suppressionCountSql } from '../tables/suppression-count.js';

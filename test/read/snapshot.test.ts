@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { scrapeSnapshot } from '../../src/observability/scrape.js';
+import { scrapeSnapshot } from '../../src/read/snapshot.js';
 
 /** A read the test answers when it chooses: `reads` counts how many were started. */
 function controlledRead() {
