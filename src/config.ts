@@ -51,6 +51,20 @@ export const DEFAULTS = {
    */
   poolSizeLanes: 12,
   poolSizeApi: 10,
+  /** Opening a database connection, or waiting for a free pooled one, gives up after this long. */
+  dbConnectTimeoutMs: 5000,
+  /** A query with no answer fails after this long (its connection is dropped); see db/pool.ts connectionBounds. */
+  dbQueryTimeoutMs: 20_000,
+  /**
+   * A lane's round still unfinished after this long is given up on by its
+   * loop (runtime/loop.ts); each of its waits is bounded already, so this
+   * only ever fires on a bug.
+   */
+  tickTimeoutMs: 120_000,
+  /** A delivery worker looks for leases whose owner is gone this often... */
+  reclaimIntervalMs: 250,
+  /** ...and takes them once the owner has been gone this long (a session that blinked keeps its leases). */
+  reclaimGraceMs: 1000,
 } as const;
 
 /**
@@ -85,6 +99,8 @@ const schema = onFirstUse((z) => {
       .optional(),
     LEASEHOLD_LISTEN: z.enum(['on', 'off'], { error: 'must be on or off' }).default('on'),
     LEASEHOLD_POOL_SIZE: int(2, 1000).optional(),
+    LEASEHOLD_DB_CONNECT_TIMEOUT_MS: int(100, 600_000).default(DEFAULTS.dbConnectTimeoutMs),
+    LEASEHOLD_DB_QUERY_TIMEOUT_MS: int(1000, 3_600_000).default(DEFAULTS.dbQueryTimeoutMs),
     LEASEHOLD_DATA_DIR: z.string().min(1).default('./.leasehold'),
     LEASEHOLD_SCHEMA: z
       .string()
@@ -147,6 +163,9 @@ export interface Config {
   listen: boolean;
   /** Most pooled connections per service process; unset: DEFAULTS.poolSizeLanes or poolSizeApi. */
   poolSize: number | undefined;
+  /** Bounds on every wait for the database (db/pool.ts connectionBounds). */
+  dbConnectTimeoutMs: number;
+  dbQueryTimeoutMs: number;
   dataDir: string;
   schema: string;
   port: number;
@@ -202,6 +221,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     listenUrl: e.LEASEHOLD_LISTEN_URL,
     listen: e.LEASEHOLD_LISTEN === 'on',
     poolSize: e.LEASEHOLD_POOL_SIZE,
+    dbConnectTimeoutMs: e.LEASEHOLD_DB_CONNECT_TIMEOUT_MS,
+    dbQueryTimeoutMs: e.LEASEHOLD_DB_QUERY_TIMEOUT_MS,
     dataDir: e.LEASEHOLD_DATA_DIR,
     schema: e.LEASEHOLD_SCHEMA,
     port: e.PORT,

@@ -106,7 +106,9 @@ export function isConnectionError(error: unknown): boolean {
     if (['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'ENOTFOUND'].includes(e.code)) return true;
   }
   const message = e?.message ?? '';
-  return /Connection terminated|connection timeout|Client has encountered a connection error|not queryable/i.test(message);
+  // 'Query read timeout': pg's query_timeout fired; the connection still
+  // carries the unanswered query, so it is as good as lost.
+  return /Connection terminated|connection timeout|Client has encountered a connection error|not queryable|Query read timeout/i.test(message);
 }
 
 /** The configured templates do not render: the service refuses to start (`leasehold templates check` tells more). */

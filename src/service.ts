@@ -2,13 +2,14 @@ import { randomBytes } from 'node:crypto';
 import type pg from 'pg';
 import { DEFAULTS, type Config } from './config.js';
 import { intentsChannel, Listener, notifyIntents } from './db/listener.js';
+import { Presence } from './db/presence.js';
 import { DeliveryWorker, type DeliveryWorkerOptions } from './delivery/worker.js';
 import { TemplatesBrokenError } from './errors.js';
 import { ingestEvents } from './events/ingest.js';
 import { webhookSettingsFromEnv, type WebhookSettings } from './events/webhook-config.js';
 import { ExpiryWorker, type ExpiryWorkerOptions } from './holds/expiry-worker.js';
 import type { Logger } from './observability/logger.js';
-import { createMetrics, type Metrics } from './observability/metrics.js';
+import { createMetrics, stalledAfterSeconds, type Metrics } from './observability/metrics.js';
 import { Operations } from './ops.js';
 import type { EmailGateway } from './providers/gateway.js';
 import { createGateway } from './providers/registry.js';
@@ -167,9 +168,15 @@ export interface RunningService {
  * never arrives (a transaction-mode pooler) it logs `listener.unavailable`
  * once and the lane polls every DEFAULTS.deliveryPollMs.
  */
-function listenerFor(config: Config, base: Omit<ServiceBase, 'metrics'>, databaseUrl: string, wake: () => void): Listener {
+function listenerFor(config: Config, base: Omit<ServiceBase, 'metrics'>, databaseUrl: string, wake: () => void, presence: Presence): Listener {
   return new Listener(config.listenUrl ?? databaseUrl, intentsChannel(base.schema), wake, base.logger, {
     probe: (payload) => notifyIntents(base.pool, base.schema, payload),
+    // The checked session also carries the worker's presence lock, so
+    // other workers reclaim its leases within seconds of its death.
+    onSession: (client) => presence.acquire(client),
+    onSessionLost: () => presence.lost(),
+    connectTimeoutMs: config.dbConnectTimeoutMs,
+    queryTimeoutMs: config.dbQueryTimeoutMs,
   });
 }
 
@@ -222,8 +229,10 @@ export async function startService(prepared: PreparedService, base: Omit<Service
     }
     const gateway = prepared.gateway;
     if (parts.delivery && gateway) {
-      const worker = deliveryWorkerFor(config, full, gateway, prepared.templates ? { templates: prepared.templates } : {});
+      const presence = new Presence(base.schema, logger);
+      const worker = deliveryWorkerFor(config, full, gateway, { presence, ...(prepared.templates ? { templates: prepared.templates } : {}) });
       service.delivery = worker;
+      metrics.watchLane('delivery', { age: () => worker.lastRoundAgeSeconds(), stalledAfterSeconds: stalledAfterSeconds(worker.roundIntervalMs) });
       if (gateway instanceof SandboxGateway) {
         // The sandbox reports delivered/bounced/complained into the same ingestion path as the webhooks.
         gateway.connectEvents((events) =>
@@ -232,7 +241,7 @@ export async function startService(prepared: PreparedService, base: Omit<Service
           ),
         );
       }
-      const listener = config.listen ? listenerFor(config, base, options.databaseUrl, () => worker.wake()) : undefined;
+      const listener = config.listen ? listenerFor(config, base, options.databaseUrl, () => worker.wake(), presence) : undefined;
       if (!listener) logger.info({ event: 'listener.disabled', pollMs: DEFAULTS.deliveryPollMs }, 'LEASEHOLD_LISTEN=off: the delivery lane polls');
       listener?.start();
       worker.start();
@@ -247,6 +256,7 @@ export async function startService(prepared: PreparedService, base: Omit<Service
     if (parts.expiry) {
       const worker = expiryWorkerFor(config, full);
       service.expiry = worker;
+      metrics.watchLane('expiry', { age: () => worker.lastRoundAgeSeconds(), stalledAfterSeconds: stalledAfterSeconds(worker.roundIntervalMs) });
       worker.start();
       stops.unshift(() => worker.stop());
       logger.info({ event: 'expiry_worker.started', intervalMs: config.expiryIntervalMs }, 'expiry worker started');

@@ -33,7 +33,7 @@ export interface OpenDatabaseOptions {
  * embedded server if this process started it.
  */
 export async function openDatabase(
-  config: Pick<Config, 'databaseUrl' | 'dataDir' | 'schema'>,
+  config: Pick<Config, 'databaseUrl' | 'dataDir' | 'schema'> & Partial<Pick<Config, 'dbConnectTimeoutMs' | 'dbQueryTimeoutMs'>>,
   logger: Logger,
   options: OpenDatabaseOptions = {},
 ): Promise<Database> {
@@ -62,6 +62,8 @@ export async function openDatabase(
     connectionString: url,
     max: options.poolSize ?? 10,
     applicationName: options.applicationName ?? 'leasehold',
+    ...(config.dbConnectTimeoutMs !== undefined ? { connectTimeoutMs: config.dbConnectTimeoutMs } : {}),
+    ...(config.dbQueryTimeoutMs !== undefined ? { queryTimeoutMs: config.dbQueryTimeoutMs } : {}),
   });
   try {
     if (options.migrations === 'apply') {

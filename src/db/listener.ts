@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { isConnectionError } from '../errors.js';
 import type { Logger } from '../observability/logger.js';
-import { ident } from './pool.js';
+import { connectionBounds, ident } from './pool.js';
 
 /**
  * Wake-ups across processes: the expiry worker NOTIFYs after committing new
@@ -37,7 +37,35 @@ export interface ListenerOptions {
   probeTimeoutMs?: number;
   /** Called once when the listener gives up; the worker's polling carries on alone. */
   onUnavailable?: (reason: string) => void;
+  /**
+   * Called with the session once it is checked (connected, listening, its
+   * test notification arrived): the one connection of this process known to
+   * be a session of its own, where a session advisory lock lives exactly as
+   * long as the process's connection (db/presence.ts). A throw here counts
+   * as a failed session: it is closed and opened again.
+   */
+  onSession?: (client: pg.Client) => Promise<void>;
+  /** Called when a checked session is lost (before reconnecting). */
+  onSessionLost?: () => void;
+  /** A heartbeat query on the session this often (default 2000 ms): a session that stops answering is replaced. */
+  heartbeatMs?: number;
+  /** Bounds for the session's connection and queries (db/pool.ts connectionBounds). */
+  connectTimeoutMs?: number;
+  queryTimeoutMs?: number;
 }
+
+/**
+ * Set on the session so the server notices our death quickly: a killed
+ * process's socket is closed by its kernel at once, but a partitioned or
+ * frozen machine's is not, and until the server drops the connection the
+ * session's advisory lock (db/presence.ts) says the worker is alive. With
+ * these the server gives up on a silent client after about 4 s. Settings a
+ * server does not know (before PostgreSQL 12, tcp_user_timeout) are skipped.
+ */
+const SESSION_KEEPALIVES = ['tcp_keepalives_idle = 2', 'tcp_keepalives_interval = 1', 'tcp_keepalives_count = 2', 'tcp_user_timeout = 4000'];
+
+/** Longest wait between two attempts to open the session. */
+const MAX_RECONNECT_DELAY_MS = 2000;
 
 /**
  * Why a test notification can go missing: behind a transaction-mode pooler
@@ -56,6 +84,8 @@ export class Listener {
   private retryTimer: NodeJS.Timeout | undefined;
   private failures = 0;
   private probeWaiter: { payload: string; resolve: () => void } | undefined;
+  private heartbeat: NodeJS.Timeout | undefined;
+  private checked = false;
 
   constructor(
     private readonly connectionString: string,
@@ -76,13 +106,18 @@ export class Listener {
   async stop(): Promise<void> {
     this.stopped = true;
     clearTimeout(this.retryTimer);
+    clearInterval(this.heartbeat);
     this.probeWaiter?.resolve();
     await this.client?.end().catch(() => {});
   }
 
   private async connect(): Promise<void> {
     if (this.stopped) return;
-    const client = new pg.Client({ connectionString: this.connectionString, application_name: 'leasehold-listener' });
+    const client = new pg.Client({
+      connectionString: this.connectionString,
+      application_name: 'leasehold-listener',
+      ...connectionBounds({ connectTimeoutMs: this.options.connectTimeoutMs, queryTimeoutMs: this.options.queryTimeoutMs }),
+    });
     this.client = client;
     client.on('notification', (message) => {
       const payload = message.payload ?? '';
@@ -94,6 +129,7 @@ export class Listener {
     let phase: 'connect' | 'listen' | 'probe' = 'connect';
     try {
       await client.connect();
+      for (const setting of SESSION_KEEPALIVES) await client.query(`SET ${setting}`).catch(() => {});
       phase = 'listen';
       await client.query(`LISTEN ${ident(this.channel)}`);
       phase = 'probe';
@@ -102,8 +138,12 @@ export class Listener {
         if (this.stopped || this.client !== client) return;
         if (!arrived) return this.giveUp(client, `no test notification arrived within ${this.probeTimeoutMs} ms`);
         this.logger.info({ event: 'listener.ready' }, 'LISTEN session checked: wake-ups arrive');
+        if (this.options.onSession) await this.options.onSession(client);
+        if (this.stopped || this.client !== client) return;
+        this.checked = true;
       }
       this.failures = 0;
+      this.startHeartbeat(client);
       // Anything committed while we were not listening is picked up now.
       this.onNotify();
     } catch (error) {
@@ -147,12 +187,38 @@ export class Listener {
     this.options.onUnavailable?.(reason);
   }
 
+  /**
+   * Notifications only ever arrive, so a session that died silently (a
+   * partition, a half-open socket after a failover) would look like a quiet
+   * one forever; a query now and then (bounded by the query timeout) tells.
+   */
+  private startHeartbeat(client: pg.Client): void {
+    clearInterval(this.heartbeat);
+    let inFlight = false;
+    this.heartbeat = setInterval(() => {
+      if (inFlight || this.client !== client) return;
+      inFlight = true;
+      client
+        .query('SELECT 1')
+        .catch(() => this.reconnect(client))
+        .finally(() => (inFlight = false));
+    }, this.options.heartbeatMs ?? 2000);
+    this.heartbeat.unref();
+  }
+
   private reconnect(client: pg.Client): void {
     if (this.stopped || this.client !== client) return;
     this.client = undefined;
+    clearInterval(this.heartbeat);
+    if (this.checked) {
+      this.checked = false;
+      this.options.onSessionLost?.();
+    }
     client.end().catch(() => {});
     this.failures += 1;
-    const delay = Math.min(10_000, 100 * 2 ** Math.min(this.failures, 7));
+    // Capped low: the session carries this worker's presence, and while it
+    // is away the worker's new leases cannot be reclaimed quickly.
+    const delay = Math.min(MAX_RECONNECT_DELAY_MS, 100 * 2 ** Math.min(this.failures, 5));
     this.retryTimer = setTimeout(() => void this.connect(), delay);
   }
 }

@@ -3,7 +3,7 @@ import path from 'node:path';
 import type pg from 'pg';
 import { packageRoot } from '../runtime/package-root.js';
 import { MigrationError, SchemaNotMigratedError, ValidationError } from '../errors.js';
-import { ident, withTransaction, type Queryable } from './pool.js';
+import { ident, unboundedQuery, withTransaction, type Queryable } from './pool.js';
 import { isReservedSchemaName } from '../config.js';
 
 export interface Migration {
@@ -60,7 +60,9 @@ export async function migrate(pool: pg.Pool, schema: string): Promise<MigrateRes
 /** Under the lock: apply the first migration not yet applied; its name, or undefined when none is left. */
 async function applyNext(client: pg.PoolClient, schema: string, migrations: Migration[]): Promise<string | undefined> {
   const s = ident(schema);
-  await client.query(`SELECT pg_advisory_xact_lock(hashtextextended('leasehold.migrate:' || $1, 0))`, [schema]);
+  // Waiting for another migrator, and a migration itself (an index on a
+  // large table), may take longer than any query bound: no client timeout.
+  await client.query(unboundedQuery(`SELECT pg_advisory_xact_lock(hashtextextended('leasehold.migrate:' || $1, 0))`, [schema]));
   await client.query(`CREATE SCHEMA IF NOT EXISTS ${s}`);
   await client.query(
     `CREATE TABLE IF NOT EXISTS ${s}.migrations (
@@ -85,7 +87,7 @@ async function applyNext(client: pg.PoolClient, schema: string, migrations: Migr
     // Insert the row first: a migrator that somehow got past the lock
     // fails on the primary key instead of applying twice.
     await client.query(`INSERT INTO ${s}.migrations (id, name) VALUES ($1, $2)`, [migration.id, migration.name]);
-    await client.query(migration.sql);
+    await client.query(unboundedQuery(migration.sql));
   } catch (error) {
     throw new MigrationError(`migration ${migration.name} failed: ${(error as Error).message}`, { cause: error });
   }

@@ -1,4 +1,5 @@
 import pg from 'pg';
+import { DEFAULTS } from '../config.js';
 import { isConnectionError } from '../errors.js';
 
 /**
@@ -27,6 +28,51 @@ export interface PoolOptions {
   connectionString: string;
   max?: number;
   applicationName?: string;
+  /** Give up on opening a connection (or waiting for a free one) after this long; default DEFAULTS.dbConnectTimeoutMs. */
+  connectTimeoutMs?: number;
+  /** Fail a query with no answer after this long, and drop its connection; default DEFAULTS.dbQueryTimeoutMs, 0 for none. */
+  queryTimeoutMs?: number;
+}
+
+/**
+ * The bounds on every wait for the database, for pools and for the
+ * sessions outside them (the LISTEN session): no await on the database can
+ * hang, so a round fails and backs off instead (a half-open connection
+ * after a failover or a partition answers nothing, ever).
+ *
+ * - Opening a connection gives up after `connectTimeoutMs`.
+ * - A query gives up after `queryTimeoutMs`, on the client's clock, so it
+ *   also fires when the server is unreachable. The connection is then
+ *   dropped (withClient releases it as broken; pool.query does the same),
+ *   which ends the server's side of it: a statement still running there is
+ *   abandoned and an open transaction rolls back. Client-side rather than
+ *   the server's statement_timeout because that one is a startup parameter
+ *   a transaction-mode PgBouncer refuses; set it on the role as well if
+ *   you want the server to stop such statements sooner.
+ * - TCP keep-alive on, so a silent peer is noticed even between queries.
+ */
+export function connectionBounds(options: { connectTimeoutMs?: number; queryTimeoutMs?: number }): {
+  connectionTimeoutMillis: number;
+  query_timeout?: number;
+  keepAlive: true;
+  keepAliveInitialDelayMillis: number;
+} {
+  const queryTimeoutMs = options.queryTimeoutMs ?? DEFAULTS.dbQueryTimeoutMs;
+  return {
+    connectionTimeoutMillis: options.connectTimeoutMs ?? DEFAULTS.dbConnectTimeoutMs,
+    ...(queryTimeoutMs > 0 ? { query_timeout: queryTimeoutMs } : {}),
+    keepAlive: true,
+    keepAliveInitialDelayMillis: 5000,
+  };
+}
+
+/**
+ * A statement that may legitimately run long (a migration's CREATE INDEX,
+ * waiting for another migrator): without the client-side timeout. (pg reads
+ * `query_timeout` per query; @types/pg does not declare it.)
+ */
+export function unboundedQuery(text: string, values: unknown[] = []): pg.QueryConfig {
+  return { text, values, query_timeout: 2 ** 31 - 1 } as pg.QueryConfig;
 }
 
 /**
@@ -50,7 +96,7 @@ export function createPool(options: PoolOptions): pg.Pool {
     connectionString: options.connectionString,
     max: options.max ?? 10,
     application_name: options.applicationName ?? 'leasehold',
-    connectionTimeoutMillis: 10_000,
+    ...connectionBounds(options),
     idleTimeoutMillis: 30_000,
   });
   // An idle client losing its connection (database restart) must not crash

@@ -21,6 +21,7 @@ import { failureDelayMs, rateLimitDelayMs, defaultRetryPolicy, type RetryPolicy 
 import { emailMessageFor, prepareMessages, templateFailure, TEMPLATE_ERROR_CODE, type PreparedMessage } from './messages.js';
 import { shippedTemplates, type Templates } from '../templates/templates.js';
 import { deliveryEvents, type DeliveryEvents } from './events.js';
+import { LeaseReclaimer } from './reclaimer.js';
 
 export interface DeliveryWorkerOptions {
   pool: pg.Pool;
@@ -54,6 +55,17 @@ export interface DeliveryWorkerOptions {
   metrics?: Metrics;
   faults?: Faults;
   random?: () => number;
+  /**
+   * This worker's presence (db/presence.ts): while its lock is held, each
+   * lease names the worker as its owner, and other workers reclaim those
+   * leases within seconds of its death. Absent, or while the lock is not
+   * held: leases name no owner and are reclaimed only when they expire.
+   */
+  presence?: { readonly owner: number | undefined };
+  /** How often this worker looks for leases whose owner is gone (default DEFAULTS.reclaimIntervalMs; 0: never). */
+  reclaimIntervalMs?: number;
+  /** How long an owner must have been gone before its leases are taken (default DEFAULTS.reclaimGraceMs). */
+  reclaimGraceMs?: number;
 }
 
 export interface DeliveryRun {
@@ -93,6 +105,7 @@ const outcomeOf: Record<SendResult['kind'], AttemptOutcome> = {
 export class DeliveryWorker extends LoopWorker<DeliveryEvents> {
   protected readonly loop: ServiceLoop;
   private readonly extraLoops: ServiceLoop[];
+  private readonly reclaimLoop: ServiceLoop | undefined;
   private readonly slots: Slots;
   private readonly schema: string;
   private readonly gateway: EmailGateway;
@@ -138,14 +151,38 @@ export class DeliveryWorker extends LoopWorker<DeliveryEvents> {
           intervalMs: options.pollIntervalMs ?? DEFAULTS.deliveryPollMs,
           logger: this.logger,
           tick: () => this.tick(),
+          tickTimeoutMs: DEFAULTS.tickTimeoutMs,
         }),
     );
     this.loop = first!;
     this.extraLoops = more;
+    const reclaimIntervalMs = options.reclaimIntervalMs ?? DEFAULTS.reclaimIntervalMs;
+    if (reclaimIntervalMs > 0) {
+      const reclaimer = new LeaseReclaimer({
+        pool: options.pool,
+        schema: this.schema,
+        graceMs: options.reclaimGraceMs ?? DEFAULTS.reclaimGraceMs,
+        logger: this.logger,
+        ...(options.metrics ? { metrics: options.metrics } : {}),
+        // The reclaimed intents are due now: a round picks them up at once.
+        onReclaimed: () => this.wake(),
+      });
+      this.reclaimLoop = new ServiceLoop({
+        name: 'delivery.reclaim',
+        intervalMs: reclaimIntervalMs,
+        logger: this.logger,
+        tick: () => reclaimer.tick(),
+        tickTimeoutMs: DEFAULTS.tickTimeoutMs,
+      });
+    }
   }
 
   protected override get loops(): readonly ServiceLoop[] {
     return [this.loop, ...this.extraLoops];
+  }
+
+  protected override get sideLoops(): readonly ServiceLoop[] {
+    return this.reclaimLoop ? [this.reclaimLoop] : [];
   }
 
   /** One round, in the slots free now (waiting until one is). */
@@ -197,6 +234,7 @@ export class DeliveryWorker extends LoopWorker<DeliveryEvents> {
       // process took to get from the take to the lease.
       now: this.clock.now() ?? grant.bucketTime,
       permits: { granted: grant.granted, bucketTime: grant.bucketTime },
+      ...(this.options.presence?.owner !== undefined ? { owner: this.options.presence.owner } : {}),
     });
     // Permits this lease did not use went back in the lease statement itself.
     release(slots - leased.length);

@@ -74,10 +74,9 @@ export class ExpiryWorker extends LoopWorker<ExpiryEvents> {
       intervalMs: this.intervalMs,
       logger: this.logger,
       tick: () => this.tick(),
+      tickTimeoutMs: DEFAULTS.tickTimeoutMs,
     });
   }
-
-
 
 
   /** One batch: expire up to batchSize due holds in one transaction. */

@@ -20,6 +20,16 @@ export interface Metrics {
   sends: Counter<'outcome'>;
   rateLimited: Counter;
   leaseExpirations: Counter;
+  leasesReclaimed: Counter;
+  loopLastRoundAge: Gauge<'lane'>;
+  /**
+   * Watch a lane of this process: its last-round age (LoopWorker.
+   * lastRoundAgeSeconds) goes into leasehold_loop_last_round_age_seconds at
+   * each scrape, and /healthz reports the lane stalled past `stalledAfterSeconds`.
+   */
+  watchLane(lane: string, watch: LaneWatch): void;
+  /** The watched lanes, now. */
+  laneRounds(): Array<{ lane: string; ageSeconds: number; stalledAfterSeconds: number }>;
   attemptsPerIntent: Histogram<'state'>;
   limiterWaitSeconds: Histogram;
   outcomeUnknown: Counter;
@@ -32,12 +42,34 @@ export interface Metrics {
   webhookRequests: Counter<'provider' | 'result'>;
 }
 
+export interface LaneWatch {
+  age: () => number | undefined;
+  stalledAfterSeconds: number;
+}
+
+/**
+ * When a lane counts as stalled: no round finished in ten of its intervals,
+ * and at least 30 s, which is longer than any bounded wait inside one round
+ * (a query times out after 20 s by default) plus the longest back-off.
+ */
+export function stalledAfterSeconds(intervalMs: number): number {
+  return Math.max(30, (10 * intervalMs) / 1000);
+}
+
 export function createMetrics(registry?: Registry): Metrics {
   const { Counter, Gauge, Histogram, Registry } = promClient();
   registry ??= new Registry();
   const r = [registry];
+  const lanes = new Map<string, LaneWatch>();
+  const laneRounds = () =>
+    [...lanes].flatMap(([lane, watch]) => {
+      const ageSeconds = watch.age();
+      return ageSeconds === undefined ? [] : [{ lane, ageSeconds, stalledAfterSeconds: watch.stalledAfterSeconds }];
+    });
   return {
     registry,
+    watchLane: (lane, watch) => void lanes.set(lane, watch),
+    laneRounds,
     holdsExpired: new Counter({
       name: 'leasehold_holds_expired_total',
       help: 'Holds moved from held to expired by this process (each with its intent).',
@@ -75,6 +107,21 @@ export function createMetrics(registry?: Registry): Metrics {
       name: 'leasehold_email_lease_expirations_total',
       help: 'Intents re-leased after a previous lease expired (a worker died or stalled).',
       registers: r,
+    }),
+    leasesReclaimed: new Counter({
+      name: 'leasehold_email_leases_reclaimed_total',
+      help: 'Leases this process took back from a delivery worker that was gone (its presence lock free), before they expired.',
+      registers: r,
+    }),
+    loopLastRoundAge: new Gauge({
+      name: 'leasehold_loop_last_round_age_seconds',
+      help: "Seconds since this process's lane last finished a round (with work, idle or failed), by lane; grows without bound when a lane has stopped working.",
+      labelNames: ['lane'],
+      registers: r,
+      collect() {
+        this.reset();
+        for (const { lane, ageSeconds } of laneRounds()) this.set({ lane }, ageSeconds);
+      },
     }),
     attemptsPerIntent: new Histogram({
       name: 'leasehold_email_attempts_per_intent',

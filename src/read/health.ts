@@ -11,7 +11,7 @@ import { laneStats, type LaneStats } from './stats.js';
  * reason; an unreachable database is reported rather than hanging.
  */
 
-export type HealthReasonCode = 'database_unreachable' | 'expiry_promise_broken' | 'email_promise_broken' | 'delivery_paused';
+export type HealthReasonCode = 'database_unreachable' | 'expiry_promise_broken' | 'email_promise_broken' | 'delivery_paused' | 'lane_stalled';
 
 export interface HealthReason {
   code: HealthReasonCode;
@@ -34,10 +34,29 @@ export interface HealthOptions {
   timeoutMs?: number;
   /** Where the cause of an unreachable database is written (the report itself does not carry it). */
   logger?: Logger;
+  /** This process's lanes and the age of their last finished round (Metrics.laneRounds). */
+  lanes?: LaneRounds;
 }
 
-export function judgeHealth(stats: LaneStats, promises: HealthOptions['promises']): HealthReport {
-  const reasons: HealthReason[] = [];
+export type LaneRounds = Array<{ lane: string; ageSeconds: number; stalledAfterSeconds: number }>;
+
+/**
+ * A lane of this process that has not finished a round for far longer than
+ * it ever sleeps: its loop is stuck (a round that never ends), whatever the
+ * database says. Judged apart from the database, so it is reported even
+ * when the database cannot be read.
+ */
+function stalledLanes(lanes: LaneRounds = []): HealthReason[] {
+  return lanes
+    .filter((l) => l.ageSeconds > l.stalledAfterSeconds)
+    .map((l) => ({
+      code: 'lane_stalled' as const,
+      message: `the ${l.lane} lane of this process has not finished a round for ${l.ageSeconds.toFixed(0)}s (stalled after ${l.stalledAfterSeconds}s)`,
+    }));
+}
+
+export function judgeHealth(stats: LaneStats, promises: HealthOptions['promises'], lanes?: LaneRounds): HealthReport {
+  const reasons: HealthReason[] = stalledLanes(lanes);
   const { expiry, delivery, control } = stats;
   if (expiry.oldestDueAgeSeconds > promises.expiryPromiseS) {
     reasons.push({
@@ -82,8 +101,8 @@ export async function checkHealth(options: HealthOptions): Promise<HealthReport>
     );
     return {
       status: 'unavailable',
-      reasons: [{ code: 'database_unreachable', message: 'the database is unreachable or did not answer in time' }],
+      reasons: [{ code: 'database_unreachable', message: 'the database is unreachable or did not answer in time' }, ...stalledLanes(options.lanes)],
     };
   }
-  return judgeHealth(stats, options.promises);
+  return judgeHealth(stats, options.promises, options.lanes);
 }

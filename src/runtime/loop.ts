@@ -16,6 +16,22 @@ export interface ServiceLoopOptions {
   logger: Logger;
   /** Longest back-off after consecutive errors (connection loss). */
   maxBackoffMs?: number;
+  /**
+   * A tick still unsettled after this long is given up on: logged as
+   * `<name>.tick_timeout`, counted as an error (back-off), and the loop goes
+   * on without it. Every wait inside a tick is bounded already (query,
+   * connect and send timeouts); this is the last line, so no await that
+   * somehow never settles can stop a lane. Default: none.
+   */
+  tickTimeoutMs?: number;
+}
+
+/** A tick given up on by the loop's watchdog (ServiceLoopOptions.tickTimeoutMs). */
+export class TickTimeoutError extends Error {
+  constructor(name: string, ms: number) {
+    super(`${name} tick did not finish within ${ms} ms; the loop goes on without it`);
+    this.name = 'TickTimeoutError';
+  }
 }
 
 /**
@@ -33,8 +49,25 @@ export class ServiceLoop {
   private wakeSleep: (() => void) | undefined;
   private consecutiveErrors = 0;
   private wakePending = false;
+  private lastRoundAt: number | undefined;
+  private startedAt: number | undefined;
 
   constructor(private readonly options: ServiceLoopOptions) {}
+
+  /**
+   * Seconds since this loop last finished a round (with work, idle, or an
+   * error: a failing database is the health check's other reason), or since
+   * it started; undefined when not running. A loop that keeps sleeping
+   * between rounds stays near its interval; one whose round never ends grows.
+   */
+  lastRoundAgeSeconds(now = Date.now()): number | undefined {
+    if (!this.running || this.startedAt === undefined) return undefined;
+    return (now - (this.lastRoundAt ?? this.startedAt)) / 1000;
+  }
+
+  get intervalMs(): number {
+    return this.options.intervalMs;
+  }
 
   get logger(): Logger {
     return this.options.logger;
@@ -44,6 +77,8 @@ export class ServiceLoop {
     if (this.running) return;
     this.running = true;
     this.stopping = false;
+    this.startedAt = Date.now();
+    this.lastRoundAt = undefined;
     this.loopDone = this.run();
   }
 
@@ -80,12 +115,14 @@ export class ServiceLoop {
       // A wake-up before this tick is answered by it; one during it, by the next.
       this.wakePending = false;
       try {
-        const result = await this.options.tick();
+        const result = await this.guardedTick();
+        this.lastRoundAt = Date.now();
         if (this.consecutiveErrors > 0) logger.info({ event: `${name}.recovered` }, `${name} recovered`);
         this.consecutiveErrors = 0;
         if (result.full) continue;
         sleepMs = Math.max(0, Math.min(intervalMs, result.nextInMs ?? intervalMs));
       } catch (error) {
+        this.lastRoundAt = Date.now();
         this.consecutiveErrors += 1;
         const cap = this.options.maxBackoffMs ?? 10_000;
         const base = Math.min(cap, 100 * 2 ** Math.min(this.consecutiveErrors, 10));
@@ -105,6 +142,30 @@ export class ServiceLoop {
       }
       await this.sleep(sleepMs);
     }
+  }
+
+  /** The tick, given up on after tickTimeoutMs (its late result or error is logged, never lost silently). */
+  private guardedTick(): Promise<TickResult> {
+    const { tickTimeoutMs, name, logger } = this.options;
+    const tick = this.options.tick();
+    if (!tickTimeoutMs) return tick;
+    let timer: NodeJS.Timeout | undefined;
+    let timedOut = false;
+    const watchdog = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        timedOut = true;
+        reject(new TickTimeoutError(name, tickTimeoutMs));
+      }, tickTimeoutMs);
+    });
+    tick.then(
+      () => {
+        if (timedOut) logger.warn({ event: `${name}.late_tick_finished` }, `${name} tick given up on has finished`);
+      },
+      (error: unknown) => {
+        if (timedOut) logger.warn({ event: `${name}.late_tick_failed`, err: error }, `${name} tick given up on has failed`);
+      },
+    );
+    return Promise.race([tick, watchdog]).finally(() => clearTimeout(timer));
   }
 
   private sleep(ms: number): Promise<void> {
@@ -132,6 +193,25 @@ export abstract class LoopWorker<Events extends { [K in keyof Events]: object } 
   protected get loops(): readonly ServiceLoop[] {
     return [this.loop];
   }
+  /** Loops that run beside the lane's own (started and stopped with it, never woken by wake()). */
+  protected get sideLoops(): readonly ServiceLoop[] {
+    return [];
+  }
+
+  /**
+   * Seconds since the lane last finished a round: its freshest loop's (the
+   * lane works while any of its loops does); undefined when not running.
+   */
+  lastRoundAgeSeconds(now = Date.now()): number | undefined {
+    const ages = this.loops.map((loop) => loop.lastRoundAgeSeconds(now)).filter((age): age is number => age !== undefined);
+    return ages.length === 0 ? undefined : Math.min(...ages);
+  }
+
+  /** The lane's longest sleep between rounds (its first loop's interval). */
+  get roundIntervalMs(): number {
+    return this.loop.intervalMs;
+  }
+
   /** In-process events, emitted only after what they report is committed; listener failures go to the lane's logger. */
   protected readonly events = new LaneEvents<Events>(() => this.loop.logger);
 
@@ -155,13 +235,13 @@ export abstract class LoopWorker<Events extends { [K in keyof Events]: object } 
 
   start(): void {
     this.stopRequested = false;
-    for (const loop of this.loops) loop.start();
+    for (const loop of [...this.loops, ...this.sideLoops]) loop.start();
   }
 
   /** Resolves once the ticks in flight have finished (their transactions committed, their sends recorded). */
   async stop(): Promise<void> {
     this.stopRequested = true;
-    await Promise.all(this.loops.map((loop) => loop.stop()));
+    await Promise.all([...this.loops, ...this.sideLoops].map((loop) => loop.stop()));
   }
 
   /** stop() was called (and start() not since): work not yet begun should not begin. */

@@ -125,10 +125,23 @@ export const attemptsCloseExpired = (s: string, ids: string, now: string): strin
           error = 'lease expired before a result was recorded'
     WHERE a.intent_id = ANY (${ids}) AND a.finished_at IS NULL`;
 
-/** Open one attempt per leased intent (`leased` has id and attempts). */
-export const attemptsOpen = (s: string, leased: string, token: string, provider: string, now: string): string =>
-  `INSERT INTO ${s}.email_attempts (intent_id, attempt, lease_token, provider, started_at)
-   SELECT l.id, l.attempts, ${token}, ${provider}, ${now} FROM ${leased} l`;
+/** Open one attempt per leased intent (`leased` has id and attempts), owned by `worker` (an int, or NULL for none). */
+export const attemptsOpen = (s: string, leased: string, token: string, provider: string, now: string, worker: string): string =>
+  `INSERT INTO ${s}.email_attempts (intent_id, attempt, lease_token, provider, started_at, worker)
+   SELECT l.id, l.attempts, ${token}, ${provider}, ${now}, ${worker} FROM ${leased} l`;
+
+/**
+ * The open attempts (leases in flight) of owners not in `live` (a subquery
+ * with an int column `owner`: the workers alive now), restricted to the
+ * owners in `owners` (an int[] expression) when given: intent_id,
+ * lease_token and worker, from the small index of open attempts.
+ */
+export const attemptsOpenOfGoneOwners = (s: string, live: string, owners?: string): string =>
+  `SELECT a.intent_id, a.lease_token, a.worker
+     FROM ${s}.email_attempts a
+    WHERE a.finished_at IS NULL AND a.worker IS NOT NULL
+      ${owners ? `AND a.worker = ANY (${owners})` : ''}
+      AND NOT EXISTS (SELECT 1 FROM (${live}) live WHERE live.owner = a.worker)`;
 
 /**
  * Write each result (`results` has the unnested result columns) onto its

@@ -3,7 +3,8 @@ import { ident } from '../db/pool.js';
 import { afterCursorSql, cursorTimeSql, decodeCursor, pageOf } from '../model/cursor.js';
 import { INTENT_ID_PATTERN, IntentState, type AttemptOutcome, type Intent } from '../model/intent-states.js';
 import type { Suppression } from '../model/suppression-reasons.js';
-import { attemptsCloseExpired, attemptsFinish, attemptsOpen } from './attempts.js';
+import { attemptsCloseExpired, attemptsFinish, attemptsOpen, attemptsOpenOfGoneOwners } from './attempts.js';
+import { presenceLiveOwnersSql } from '../db/presence.js';
 import { MESSAGE_LEASE_COLUMNS, messageFromLeaseRow, messagesJoinForLease, type StoredMessage } from './messages.js';
 import { rateLimiterRefundInLease } from './rate-limiter.js';
 import { SUPPRESSION_LEASE_COLUMNS, suppressionFromLeaseRow, suppressionKeyInSql, suppressionsJoinForLease } from './suppressions.js';
@@ -87,6 +88,8 @@ export async function intentsLease(
     now: Date | string | null;
     /** The limiter take this lease spends: permits it does not use go back in the same statement (rateLimiterRefundInLease). */
     permits?: { granted: number; bucketTime: string };
+    /** The leasing worker's presence id (db/presence.ts), named on each attempt; absent: no owner, reclaimed only by expiry. */
+    owner?: number;
   },
 ): Promise<LeasedIntent[]> {
   const s = ident(schema);
@@ -120,7 +123,7 @@ export async function intentsLease(
      ), closed AS (
        ${attemptsCloseExpired(s, 'ARRAY(SELECT next.id FROM next)', '(SELECT clock.now FROM clock)')}
      ), opened AS (
-       ${attemptsOpen(s, 'leased', '$3::uuid', '$5', '(SELECT clock.now FROM clock)')}
+       ${attemptsOpen(s, 'leased', '$3::uuid', '$5', '(SELECT clock.now FROM clock)', '$8::int')}
      ), refunded AS (
        ${rateLimiterRefundInLease(s, '(coalesce($6::int, 0) - (SELECT count(*) FROM leased)::int)', '$7::timestamptz')}
      )
@@ -135,7 +138,16 @@ export async function intentsLease(
        JOIN ${s}.support_reservations r ON r.id = l.reservation_id
        ${messagesJoinForLease(s, 'l.id')}
        ${suppressionsJoinForLease(s, 'l.su_key')}`,
-    [lease.limit, lease.leaseMs, lease.token, lease.now, lease.provider, lease.permits?.granted ?? null, lease.permits?.bucketTime ?? null],
+    [
+      lease.limit,
+      lease.leaseMs,
+      lease.token,
+      lease.now,
+      lease.provider,
+      lease.permits?.granted ?? null,
+      lease.permits?.bucketTime ?? null,
+      lease.owner ?? null,
+    ],
   );
   return rows.map((row) => ({
     id: row['id'] as string,
@@ -154,6 +166,47 @@ export async function intentsLease(
     metadata: row['metadata'] as Record<string, unknown> | null,
     suppression: suppressionFromLeaseRow(row, row['su_key'] !== null),
   }));
+}
+
+/**
+ * The owners (worker ids) that hold leases in flight but whose presence lock
+ * is free now: dead, or cut off from the database. A reclaimer confirms
+ * them a moment later (intentsReclaimGone) before taking their leases, so
+ * a worker whose session merely blinked (a backend purge it reconnects
+ * from in milliseconds) keeps its leases.
+ */
+export async function intentsLeaseOwnersGone(db: Queryable, schema: string): Promise<number[]> {
+  const s = ident(schema);
+  const { rows } = await db.query<{ worker: number }>(
+    `SELECT DISTINCT g.worker FROM (${attemptsOpenOfGoneOwners(s, presenceLiveOwnersSql('$1'))}) g`,
+    [schema],
+  );
+  return rows.map((r) => r.worker);
+}
+
+/**
+ * Reclaim the leases of `owners` whose presence lock is still free: end
+ * each such lease now (lease_expires_at), so the next lease takes the
+ * intent at its old place in line and records the reclaimed attempt
+ * exactly like an expired one (lease_expired, outcome unknown; see
+ * intentsLease). Only the lease the open attempt belongs to is ended (its
+ * token must still be the intent's), and only while the intent is pending.
+ * Fencing is the lease token's, as for an expiry: the owner, if it comes
+ * back, records nothing on an intent someone else has leased since.
+ */
+export async function intentsReclaimGone(db: Queryable, schema: string, owners: number[]): Promise<Array<{ id: string; owner: number }>> {
+  if (owners.length === 0) return [];
+  const s = ident(schema);
+  const { rows } = await db.query<{ id: string; worker: number }>(
+    `WITH gone AS (${attemptsOpenOfGoneOwners(s, presenceLiveOwnersSql('$1'), '$2::int[]')})
+     UPDATE ${s}.email_outbox o SET lease_expires_at = clock_timestamp() - interval '1 millisecond'
+       FROM gone
+      WHERE o.id = gone.intent_id AND o.lease_token = gone.lease_token
+        AND o.state = 'pending' AND o.lease_expires_at > clock_timestamp()
+     RETURNING o.id, gone.worker`,
+    [schema, owners],
+  );
+  return rows.map((r) => ({ id: r.id, owner: r.worker }));
 }
 
 /** One finished attempt, as the worker hands it to intentsRecord. */
