@@ -1,0 +1,378 @@
+/**
+ * The chaos drill as an operator would run it, opt-in (`npm run chaos`, or
+ * `node dist/bench/chaos.js --runs 10`): the service's own processes, 2
+ * `leasehold expiry-worker` and 3 `leasehold delivery-worker` (lease 3 s,
+ * the Resend adapter against a local stand-in that honours idempotency
+ * keys), 2,000 holds falling due over 15 s, and for 20 s:
+ *
+ * - one worker process SIGKILLed and started again every 1.8 s;
+ * - three purges of every backend (pg_terminate_backend);
+ * - one fast restart of PostgreSQL;
+ * - a session idle in a transaction for 8 s, holding pending intents' rows;
+ * - row locks on 20 due holds for 5 s.
+ *
+ * Each run checks what must hold (every hold expired once, every intent
+ * sent, the stand-in delivered each email once) and measures what the
+ * reliability promise is about: the longest time a lane sat idle with work
+ * due after the faults stopped (at most 12 s), and how long a SIGKILLed
+ * delivery worker's intents waited before another worker sent them (at
+ * most 2 s plus the send).
+ *
+ * The database: an embedded server of its own (restarted with pg_ctl), or
+ * CHAOS_DATABASE_URL with CHAOS_RESTART_COMMAND, e.g.
+ *   CHAOS_DATABASE_URL=postgres://postgres@127.0.0.1:5432/test \
+ *   CHAOS_RESTART_COMMAND='pg_ctlcluster 15 main restart -m fast' npm run chaos
+ * Exit status 1 when any run broke a promise.
+ */
+import { execSync, spawn, type ChildProcess } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type pg from 'pg';
+import { startEmbeddedPostgres, type EmbeddedPostgres } from '../src/db/embedded.js';
+import { migrate } from '../src/db/migrate.js';
+import { createPool, ident } from '../src/db/pool.js';
+import { rateLimiterSet } from '../src/tables/rate-limiter.js';
+import { FakeResend } from '../test/helpers/fake-resend.js';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+const cli = path.join(root, 'bin', 'leasehold.js');
+
+const HOLDS = Number(process.env.CHAOS_HOLDS ?? 2000);
+const SPREAD_MS = 15_000;
+const FAULTS_MS = 20_000;
+const KILL_EVERY_MS = 1800;
+const LEASE_MS = 3000;
+const IDLE_LIMIT_S = 12;
+const RECLAIM_LIMIT_S = 2;
+
+export interface ChaosRun {
+  run: number;
+  ok: boolean;
+  problems: string[];
+  /** Longest stretch after the faults stopped with work due and none started, per lane (s). */
+  idleAfterFaults: { expiry: number; delivery: number };
+  /** Longest stretch during the faults, for information (s). */
+  idleDuringFaults: { expiry: number; delivery: number };
+  /** Kill of a delivery worker to the next attempt of an intent it held (s): worst, and how many were measured. */
+  reclaim: { worst: number; count: number };
+  kills: number;
+  drainedInS: number;
+  duplicatesFlagged: number;
+}
+
+interface Database {
+  url: string;
+  restart(): Promise<void>;
+  close(): Promise<void>;
+}
+
+async function openDatabase(): Promise<Database> {
+  const external = process.env.CHAOS_DATABASE_URL;
+  if (external) {
+    const command = process.env.CHAOS_RESTART_COMMAND;
+    if (!command) throw new Error('CHAOS_DATABASE_URL needs CHAOS_RESTART_COMMAND (how to fast-restart that server)');
+    return { url: external, restart: async () => void execSync(command, { stdio: 'inherit' }), close: async () => {} };
+  }
+  const dir = await mkdtemp(path.join(tmpdir(), 'leasehold-chaos-'));
+  let server: EmbeddedPostgres = await startEmbeddedPostgres({ dataDir: dir });
+  const port = Number(new URL(server.url).port);
+  return {
+    url: server.url,
+    async restart() {
+      await server.stop();
+      server = await startEmbeddedPostgres({ dataDir: dir, port });
+    },
+    async close() {
+      await server.stop();
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+interface Worker {
+  lane: 'expiry' | 'delivery';
+  child: ChildProcess;
+  stderr: string;
+  pid: number;
+}
+
+function startWorker(lane: Worker['lane'], env: Record<string, string>): Worker {
+  const child = spawn(process.execPath, [cli, `${lane}-worker`], { env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
+  const worker: Worker = { lane, child, stderr: '', pid: child.pid ?? 0 };
+  child.stderr!.on('data', (d: Buffer) => {
+    // Keep the tail only: a run logs a great deal.
+    worker.stderr = (worker.stderr + d.toString()).slice(-20_000);
+  });
+  return worker;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** The longest idle stretch per lane, from samples of "work due" and "last work started". */
+class IdleMeter {
+  private idleSince: number | undefined;
+  worstDuring = 0;
+  worstAfter = 0;
+  constructor(private readonly faultsEndAt: () => number | undefined) {}
+  sample(at: number, due: boolean, lastStarted: number | null): void {
+    if (!due) {
+      this.idleSince = undefined;
+      return;
+    }
+    // Idle since the later of: work last started, work became due.
+    const since = Math.max(this.idleSince ?? at, lastStarted ?? 0);
+    this.idleSince ??= at;
+    const end = this.faultsEndAt();
+    const idle = (at - since) / 1000;
+    if (end !== undefined && at > end) {
+      // Count only the part after the faults stopped.
+      this.worstAfter = Math.max(this.worstAfter, (at - Math.max(since, end)) / 1000);
+    } else {
+      this.worstDuring = Math.max(this.worstDuring, idle);
+    }
+  }
+}
+
+async function oneRun(db: Database, run: number): Promise<ChaosRun> {
+  const schema = `chaos_${run}_${process.pid}`;
+  const s = ident(schema);
+  const observer = createPool({ connectionString: db.url, max: 2, applicationName: 'chaos-observer' });
+  await migrate(observer, schema);
+  await rateLimiterSet(observer, schema, { perSecond: Number(process.env.CHAOS_RATE ?? 400), burst: Number(process.env.CHAOS_BURST ?? 50) });
+  const resend = new FakeResend({ processingMs: 5 });
+  await resend.start();
+  const env: Record<string, string> = {
+    DATABASE_URL: db.url,
+    LEASEHOLD_SCHEMA: schema,
+    LOG_LEVEL: 'warn',
+    EMAIL_PROVIDER: 'resend',
+    RESEND_API_KEY: resend.apiKey,
+    RESEND_BASE_URL: resend.url,
+    EMAIL_FROM: 'Support <support@example.com>',
+    LEASEHOLD_LEASE_MS: String(LEASE_MS),
+    LEASEHOLD_POOL_SIZE: '4',
+  };
+  const workers: Worker[] = [
+    ...Array.from({ length: 2 }, () => startWorker('expiry', env)),
+    ...Array.from({ length: 3 }, () => startWorker('delivery', env)),
+  ];
+  const kills: Array<{ at: number; pid: number; lane: Worker['lane'] }> = [];
+  let faultsEnd: number | undefined;
+  const meters = { expiry: new IdleMeter(() => faultsEnd), delivery: new IdleMeter(() => faultsEnd) };
+  const problems: string[] = [];
+  const started = Date.now();
+  let sampling = true;
+  const sampler = (async () => {
+    const probe = createPool({ connectionString: db.url, max: 1, applicationName: 'chaos-observer' });
+    while (sampling) {
+      try {
+        const { rows } = await probe.query<{ holds_due: boolean; last_expired: number | null; intents_due: boolean; last_attempt: number | null; now: number }>(
+          `SELECT EXISTS (SELECT 1 FROM ${s}.support_reservations WHERE status = 'held' AND expires_at <= now() - interval '500 ms') AS holds_due,
+                  (SELECT extract(epoch FROM max(expired_at)) * 1000 FROM ${s}.support_reservations)::float8 AS last_expired,
+                  EXISTS (SELECT 1 FROM ${s}.email_outbox WHERE state = 'pending' AND available_at <= now() - interval '500 ms'
+                            AND (lease_expires_at IS NULL OR lease_expires_at <= now() - interval '500 ms')) AS intents_due,
+                  (SELECT extract(epoch FROM max(started_at)) * 1000 FROM ${s}.email_attempts)::float8 AS last_attempt,
+                  (extract(epoch FROM now()) * 1000)::float8 AS now`,
+        );
+        const row = rows[0]!;
+        // Database time for both sides of each comparison; faultsEnd is local time, close enough on one machine.
+        meters.expiry.sample(row.now, row.holds_due, row.last_expired);
+        meters.delivery.sample(row.now, row.intents_due, row.last_attempt);
+      } catch {
+        // The database is restarting or purged: no sample.
+      }
+      await sleep(200);
+    }
+    await probe.end();
+  })();
+
+  try {
+    await sleep(1500);
+    await observer.query(
+      `INSERT INTO ${s}.support_reservations (id, customer_email, expires_at, created_at, request_hash)
+       SELECT 'c-' || i, 'customer+' || i || '@example.com', now() + make_interval(secs => (i * $2::float8 / $1 - 200) / 1000.0),
+              now() - interval '1 minute', 'seeded'
+         FROM generate_series(0, $1::int - 1) i`,
+      [HOLDS, SPREAD_MS],
+    );
+
+    const faultsStart = Date.now();
+    const at = (ms: number) => sleep(Math.max(0, faultsStart + ms - Date.now()));
+    const killer = (async () => {
+      for (let t = KILL_EVERY_MS; t < FAULTS_MS; t += KILL_EVERY_MS) {
+        await at(t);
+        const index = Math.floor(Math.random() * workers.length);
+        const victim = workers[index]!;
+        victim.child.kill('SIGKILL');
+        kills.push({ at: Date.now(), pid: victim.pid, lane: victim.lane });
+        workers[index] = startWorker(victim.lane, env);
+      }
+    })();
+    const purge = async () => {
+      await observer
+        .query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE pid <> pg_backend_pid() AND application_name LIKE 'leasehold%'`)
+        .catch(() => {});
+    };
+    const database = (async () => {
+      await at(3000);
+      await purge();
+      // Idle in transaction for 8 s, holding 50 pending intents' rows.
+      const idle = (async () => {
+        const client = await observer.connect();
+        try {
+          await client.query('BEGIN');
+          await client.query(`SELECT id FROM ${s}.email_outbox WHERE state = 'pending' LIMIT 50 FOR UPDATE SKIP LOCKED`);
+          await sleep(8000);
+          await client.query('COMMIT');
+        } catch {
+          // Ended by the restart below: that is part of the drill.
+        } finally {
+          client.release(true);
+        }
+      })();
+      await at(6000);
+      // Row locks on 20 due holds for 5 s.
+      const locks = (async () => {
+        const client = await observer.connect();
+        try {
+          await client.query('BEGIN');
+          await client.query(
+            `SELECT id FROM ${s}.support_reservations WHERE status = 'held' ORDER BY expires_at LIMIT 20 FOR UPDATE SKIP LOCKED`,
+          );
+          await sleep(5000);
+          await client.query('COMMIT');
+        } catch {
+          // As above.
+        } finally {
+          client.release(true);
+        }
+      })();
+      await at(9000);
+      await purge();
+      await idle;
+      await locks;
+      await at(12_000);
+      await db.restart();
+      await at(16_000);
+      await purge();
+    })();
+    await Promise.all([killer, database]);
+    faultsEnd = Date.now();
+
+    // Drain: every intent sent (or the run fails after a generous minute).
+    const deadline = Date.now() + Number(process.env.CHAOS_DRAIN_S ?? 90) * 1000;
+    for (;;) {
+      const { rows } = await observer
+        .query<{ held: number; pending: number }>(
+          `SELECT (SELECT count(*) FROM ${s}.support_reservations WHERE status = 'held')::int AS held,
+                  (SELECT count(*) FROM ${s}.email_outbox WHERE state = 'pending')::int AS pending`,
+        )
+        .catch(() => ({ rows: [{ held: -1, pending: -1 }] }));
+      if (rows[0]!.held === 0 && rows[0]!.pending === 0) break;
+      if (Date.now() > deadline) {
+        problems.push(`not drained 90 s after the faults: ${rows[0]!.held} held, ${rows[0]!.pending} pending`);
+        break;
+      }
+      await sleep(200);
+    }
+    const drainedInS = (Date.now() - faultsEnd) / 1000;
+    sampling = false;
+    await sampler;
+
+    // What must hold.
+    const { rows: states } = await observer.query<{ status: string; state: string | null; n: number }>(
+      `SELECT r.status, o.state, count(*)::int AS n FROM ${s}.support_reservations r
+         LEFT JOIN ${s}.email_outbox o ON o.reservation_id = r.id GROUP BY 1, 2`,
+    );
+    const sent = states.find((r) => r.status === 'expired' && r.state === 'sent')?.n ?? 0;
+    if (sent !== HOLDS) problems.push(`holds and intents: ${JSON.stringify(states)}`);
+    const perIntent = new Map<string, number>();
+    for (const delivery of resend.deliveries) {
+      const intent = delivery.headers['X-Leasehold-Intent-Id'] ?? delivery.idempotencyKey ?? delivery.id;
+      perIntent.set(intent, (perIntent.get(intent) ?? 0) + 1);
+    }
+    const doubled = [...perIntent.values()].filter((n) => n > 1).length;
+    if (doubled > 0) problems.push(`${doubled} emails delivered more than once by the stand-in`);
+    if (perIntent.size !== HOLDS) problems.push(`the stand-in delivered ${perIntent.size} distinct emails, not ${HOLDS}`);
+    const { rows: dup } = await observer.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${s}.email_outbox WHERE possible_duplicate`);
+
+    // A killed delivery worker's intents: its attempt left open (closed
+    // later as lease_expired, or reclaimed), to the next attempt's start.
+    const { rows: retaken } = await observer.query<{ prev: number; next: number }>(
+      `SELECT extract(epoch FROM a.started_at)::float8 * 1000 AS prev, extract(epoch FROM b.started_at)::float8 * 1000 AS next
+         FROM ${s}.email_attempts a JOIN ${s}.email_attempts b ON b.intent_id = a.intent_id AND b.attempt = a.attempt + 1
+        WHERE a.outcome IN ('lease_expired', 'abandoned')`,
+    );
+    const deliveryKills = kills.filter((k) => k.lane === 'delivery').map((k) => k.at);
+    let worstReclaim = 0;
+    let reclaimCount = 0;
+    for (const { prev, next } of retaken) {
+      // The kill that ended that attempt: the last one after it started and before the next began.
+      const kill = deliveryKills.filter((k) => k >= prev && k <= next).pop();
+      if (kill === undefined) continue;
+      reclaimCount += 1;
+      worstReclaim = Math.max(worstReclaim, (next - kill) / 1000);
+    }
+    const idleAfterFaults = { expiry: meters.expiry.worstAfter, delivery: meters.delivery.worstAfter };
+    for (const lane of ['expiry', 'delivery'] as const) {
+      if (idleAfterFaults[lane] > IDLE_LIMIT_S) problems.push(`${lane} lane idle ${idleAfterFaults[lane].toFixed(1)} s after the faults stopped`);
+    }
+    if (worstReclaim > RECLAIM_LIMIT_S + 1) problems.push(`a killed worker's intent waited ${worstReclaim.toFixed(1)} s`);
+    return {
+      run,
+      ok: problems.length === 0,
+      problems,
+      idleAfterFaults,
+      idleDuringFaults: { expiry: meters.expiry.worstDuring, delivery: meters.delivery.worstDuring },
+      reclaim: { worst: worstReclaim, count: reclaimCount },
+      kills: kills.length,
+      drainedInS,
+      duplicatesFlagged: dup[0]!.n,
+    };
+  } finally {
+    sampling = false;
+    for (const worker of workers) worker.child.kill('SIGKILL');
+    await sampler.catch(() => {});
+    if (problems.length > 0 && process.env.CHAOS_VERBOSE) {
+      for (const worker of workers) process.stderr.write(`--- ${worker.lane} ${worker.pid}\n${worker.stderr.slice(-4000)}\n`);
+    }
+    await resend.stop();
+    await observer.query(`DROP SCHEMA ${s} CASCADE`).catch(() => {});
+    await observer.end();
+  }
+  void started;
+}
+
+async function main(): Promise<number> {
+  const runsArg = process.argv.indexOf('--runs');
+  const runs = runsArg >= 0 ? Number(process.argv[runsArg + 1]) : 1;
+  const db = await openDatabase();
+  const results: ChaosRun[] = [];
+  try {
+    for (let run = 1; run <= runs; run++) {
+      const result = await oneRun(db, run);
+      results.push(result);
+      process.stdout.write(
+        `run ${run}: ${result.ok ? 'ok' : 'FAILED'}; idle after faults: expiry ${result.idleAfterFaults.expiry.toFixed(1)} s, delivery ${result.idleAfterFaults.delivery.toFixed(1)} s; ` +
+          `during: expiry ${result.idleDuringFaults.expiry.toFixed(1)} s, delivery ${result.idleDuringFaults.delivery.toFixed(1)} s; ` +
+          `killed worker's intents resent within ${result.reclaim.worst.toFixed(2)} s (${result.reclaim.count}); ${result.kills} kills; ` +
+          `drained ${result.drainedInS.toFixed(1)} s after; ${result.duplicatesFlagged} flagged possible duplicates` +
+          (result.ok ? '' : `\n  ${result.problems.join('\n  ')}`) +
+          '\n',
+      );
+    }
+  } finally {
+    await db.close();
+  }
+  return results.every((r) => r.ok) ? 0 : 1;
+}
+
+main().then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    process.stderr.write(`${(error as Error)?.stack ?? String(error)}\n`);
+    process.exit(1);
+  },
+);
