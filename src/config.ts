@@ -55,6 +55,8 @@ export const DEFAULTS = {
   dbConnectTimeoutMs: 5000,
   /** A query with no answer fails after this long (its connection is dropped); see db/pool.ts connectionBounds. */
   dbQueryTimeoutMs: 20_000,
+  /** The server ends a transaction of leasehold's whose client has been silent inside it this long (db/pool.ts withTransaction). */
+  dbIdleInTransactionMs: 30_000,
   /**
    * A lane's round still unfinished after this long is given up on by its
    * loop (runtime/loop.ts); each of its waits is bounded already, so this

@@ -1,7 +1,7 @@
 import { execFile, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { chmod, chown, mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
+import { createServer, isIP } from 'node:net';
 import { userInfo } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -123,6 +123,8 @@ export interface EmbeddedOptions {
   onLog?: (line: string) => void;
   /** Listen on this port instead of a free one (restarting on the same address). */
   port?: number;
+  /** Addresses to listen on (default: 127.0.0.1 only); connections from elsewhere also need a pg_hba.conf line. */
+  listenAddresses?: string[];
 }
 
 /** Whether `dataDir` holds an initialised cluster (without creating anything). */
@@ -218,6 +220,8 @@ export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<E
   }
 
   const port = options.port ?? (await freePort());
+  const listen = options.listenAddresses ?? ['127.0.0.1'];
+  if (!listen.every((address) => isIP(address) !== 0)) throw new Error(`listenAddresses must be IP addresses, got ${JSON.stringify(listen)}`);
   const logFile = path.join(pgdata, 'server.log');
   try {
     await spawnChecked(
@@ -229,7 +233,7 @@ export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<E
         `--pgdata=${pgdata}`,
         `--log=${logFile}`,
         // Loopback TCP only: no unix socket to collide with another server.
-        `--options=-p ${port} -c listen_addresses=127.0.0.1 -c unix_socket_directories=''`,
+        `--options=-p ${port} -c listen_addresses=${listen.join(',')} -c unix_socket_directories=''`,
       ],
       spawnOpts,
     );

@@ -64,6 +64,13 @@ export interface ListenerOptions {
  */
 const SESSION_KEEPALIVES = ['tcp_keepalives_idle = 2', 'tcp_keepalives_interval = 1', 'tcp_keepalives_count = 2', 'tcp_user_timeout = 4000'];
 
+/**
+ * A heartbeat unanswered this long means the session is gone: shorter than
+ * the query bound, so a worker learns within about 5 s that its presence
+ * lock is gone too (the server drops a silent session after about 4 s).
+ */
+const HEARTBEAT_TIMEOUT_MS = 3000;
+
 /** Longest wait between two attempts to open the session. */
 const MAX_RECONNECT_DELAY_MS = 2000;
 
@@ -199,7 +206,7 @@ export class Listener {
       if (inFlight || this.client !== client) return;
       inFlight = true;
       client
-        .query('SELECT 1')
+        .query({ text: 'SELECT 1', query_timeout: HEARTBEAT_TIMEOUT_MS } as pg.QueryConfig)
         .catch(() => this.reconnect(client))
         .finally(() => (inFlight = false));
     }, this.options.heartbeatMs ?? 2000);

@@ -153,7 +153,12 @@ export async function withClient<T>(pool: pg.Pool, work: (client: pg.PoolClient)
  */
 export function withTransaction<T>(pool: pg.Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
   return withClient(pool, async (client) => {
-    await client.query('BEGIN');
+    // The server ends the transaction (and its row locks) if this client
+    // goes silent inside it: a partitioned worker's expiry batch must not
+    // keep its holds locked until the server's TCP keep-alive gives up,
+    // hours later. SET LOCAL, so it is this transaction's alone, also
+    // behind a transaction-mode pooler. One round trip with the BEGIN.
+    await client.query(`BEGIN; SET LOCAL idle_in_transaction_session_timeout = ${DEFAULTS.dbIdleInTransactionMs}`);
     try {
       const result = await work(client);
       await client.query('COMMIT');

@@ -96,6 +96,13 @@ export async function intentsLease(
   const { rows } = await db.query<Record<string, unknown>>(
     `WITH clock AS (
        SELECT coalesce($4::timestamptz, now()) AS now
+     ), owner AS (
+       -- The owner is named only while its presence lock is held now: a
+       -- worker that has not yet noticed its session is gone (a partition)
+       -- takes leases nobody would reclaim early, instead of ones that
+       -- look abandoned the moment they are taken.
+       SELECT $8::int AS owner WHERE $8::int IS NOT NULL AND EXISTS (
+         SELECT 1 FROM (${presenceLiveOwnersSql('$9')}) live WHERE live.owner = $8::int)
      ), next AS (
        SELECT o.id, o.lease_token AS old_token
          FROM ${s}.email_outbox o, clock
@@ -123,7 +130,7 @@ export async function intentsLease(
      ), closed AS (
        ${attemptsCloseExpired(s, 'ARRAY(SELECT next.id FROM next)', '(SELECT clock.now FROM clock)')}
      ), opened AS (
-       ${attemptsOpen(s, 'leased', '$3::uuid', '$5', '(SELECT clock.now FROM clock)', '$8::int')}
+       ${attemptsOpen(s, 'leased', '$3::uuid', '$5', '(SELECT clock.now FROM clock)', '(SELECT owner FROM owner)')}
      ), refunded AS (
        ${rateLimiterRefundInLease(s, '(coalesce($6::int, 0) - (SELECT count(*) FROM leased)::int)', '$7::timestamptz')}
      )
@@ -147,6 +154,7 @@ export async function intentsLease(
       lease.permits?.granted ?? null,
       lease.permits?.bucketTime ?? null,
       lease.owner ?? null,
+      schema,
     ],
   );
   return rows.map((row) => ({

@@ -61,8 +61,9 @@ describe('leases of a worker that is gone', () => {
   it('are reclaimed by another worker long before they expire, recorded as lease_expired, and the returning owner is fenced', async () => {
     await insertDueHolds(db.pool, db.schema, 5, { prefix: 'gone' });
     await new ExpiryWorker({ pool: db.pool, schema: db.schema, logger: silentLogger }).runOnce();
-    // Worker A leases under owner 424242, whose lock nobody holds: as if A's
-    // process had died right after leasing. Its sends hang until released.
+    // Worker A leases holding its presence lock; its sends hang until released.
+    const presenceA = new Presence(db.schema, silentLogger);
+    const sessionA = await presenceSession(presenceA);
     const releaseA: Array<(result: SendResult) => void> = [];
     const gatewayA = new ScriptedGateway(() => new Promise<SendResult>((resolve) => releaseA.push(resolve)));
     const a = new DeliveryWorker({
@@ -72,11 +73,14 @@ describe('leases of a worker that is gone', () => {
       leaseMs: LEASE_MS,
       from: 'Support <support@leasehold.test>',
       logger: silentLogger,
-      presence: { owner: 424242 },
+      presence: presenceA,
       reclaimIntervalMs: 0,
     });
     const roundA = a.runOnce();
     await waitForCount(async () => releaseA.length, 5, 10_000, 'sends held by A');
+    expect(await countWhere(db.pool, db.schema, 'email_attempts', `worker = ${presenceA.owner!} AND finished_at IS NULL`)).toBe(5);
+    // A's session ends (its process died, or it was cut off): its lock is free.
+    await sessionA.end();
 
     const metrics = createMetrics();
     const gatewayB = new ScriptedGateway({ kind: 'accepted', receipt: 'b' });
@@ -117,6 +121,15 @@ describe('leases of a worker that is gone', () => {
     expect(late.outcomes).toEqual({ failed: 5 });
     expect(await countWhere(db.pool, db.schema, 'email_outbox', `id LIKE '%:gone-%' AND state = 'sent' AND failed_attempts = 0`)).toBe(5);
     expect(await countWhere(db.pool, db.schema, 'email_attempts', `intent_id LIKE '%:gone-%' AND outcome = 'failed'`)).toBe(0);
+  });
+
+  it('name no owner when the worker believes it has a presence the server no longer holds', async () => {
+    await insertDueHolds(db.pool, db.schema, 2, { prefix: 'stale' });
+    await new ExpiryWorker({ pool: db.pool, schema: db.schema, logger: silentLogger }).runOnce();
+    // 424242's lock is held by nobody: as for a worker whose session was
+    // dropped by the server while it has not noticed yet (a partition).
+    await intentsLease(db.pool, db.schema, { limit: 2, leaseMs: LEASE_MS, token: crypto.randomUUID(), provider: 'test', now: null, owner: 424242 });
+    expect(await countWhere(db.pool, db.schema, 'email_attempts', `intent_id LIKE '%:stale-%' AND finished_at IS NULL AND worker IS NULL`)).toBe(2);
   });
 
   it('are left alone while their owner holds its lock, and taken only after the owner has been gone for the grace period', async () => {

@@ -8,23 +8,50 @@ import net from 'node:net';
  * VM (the peer never answers and never closes). Connections opened after
  * the freeze pass normally.
  */
+/**
+ * What the relay does to the bytes it forwards, for kernels without netem:
+ * a fixed delay each way, and a share of chunks held back as a lost
+ * segment's retransmission would hold the stream (TCP itself never loses
+ * bytes, so loss shows to the endpoints as stalls). Order is kept.
+ */
+export interface Impairment {
+  delayMs?: number;
+  /** Share of chunks (0-1) held back a further 200-1000 ms. */
+  stallChance?: number;
+}
+
 export class TcpProxy {
   private server: net.Server | undefined;
   private readonly pairs = new Set<{ client: net.Socket; upstream: net.Socket; frozen: boolean }>();
+  private impairment: Impairment = {};
+
+  /** Impair what is forwarded from now on ({} for none). */
+  impair(impairment: Impairment): void {
+    this.impairment = impairment;
+  }
 
   constructor(private readonly target: { host: string; port: number }) {}
 
-  async start(): Promise<number> {
+  /** Listen on `host` (default 127.0.0.1) and a free port; returns the port. */
+  async start(host = '127.0.0.1'): Promise<number> {
     this.server = net.createServer((client) => {
       const upstream = net.connect(this.target.port, this.target.host);
       const pair = { client, upstream, frozen: false };
       this.pairs.add(pair);
-      const forward = (from: net.Socket, to: net.Socket) =>
+      const forward = (from: net.Socket, to: net.Socket) => {
+        let lastAt = 0;
         from.on('data', (chunk) => {
           // A frozen pair swallows what it gets: the sender sees its bytes
           // leave and no answer ever come back.
-          if (!pair.frozen) to.write(chunk);
+          if (pair.frozen) return;
+          const { delayMs = 0, stallChance = 0 } = this.impairment;
+          const stall = Math.random() < stallChance ? 200 + Math.random() * 800 : 0;
+          if (delayMs === 0 && stall === 0 && lastAt <= Date.now()) return void to.write(chunk);
+          const at = Math.max(lastAt, Date.now() + delayMs + stall);
+          lastAt = at;
+          setTimeout(() => to.writable && to.write(chunk), at - Date.now());
         });
+      };
       forward(client, upstream);
       forward(upstream, client);
       const close = () => {
@@ -35,7 +62,7 @@ export class TcpProxy {
       client.on('error', close).on('close', close);
       upstream.on('error', close).on('close', close);
     });
-    await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
+    await new Promise<void>((resolve) => this.server!.listen(0, host, resolve));
     return (this.server!.address() as net.AddressInfo).port;
   }
 
@@ -60,9 +87,9 @@ export class TcpProxy {
 }
 
 /** `url` with its host and port replaced by the proxy's. */
-export function throughProxy(url: string, port: number): string {
+export function throughProxy(url: string, port: number, host = '127.0.0.1'): string {
   const parsed = new URL(url);
-  parsed.hostname = '127.0.0.1';
+  parsed.hostname = host;
   parsed.port = String(port);
   return parsed.toString();
 }
