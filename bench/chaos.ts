@@ -56,7 +56,7 @@ export interface ChaosRun {
   /** Longest stretch during the faults, for information (s). */
   idleDuringFaults: { expiry: number; delivery: number };
   /** Kill of a delivery worker to the next attempt of an intent it held (s): worst, and how many were measured. */
-  reclaim: { worst: number; count: number; unowned: number };
+  reclaim: { worst: number; worstKillAt: number; count: number; unowned: number };
   kills: number;
   drainedInS: number;
   duplicatesFlagged: number;
@@ -121,6 +121,21 @@ function startWorker(lane: Worker['lane'], env: Record<string, string>): Worker 
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** Open a transaction, run `sql` in it and sit idle in it for `ms` (a restart may end it first: part of the drill). */
+async function holdTransaction(pool: pg.Pool, sql: string, ms: number): Promise<void> {
+  const client = await pool.connect();
+  try {
+    await client.query('BEGIN');
+    await client.query(sql);
+    await sleep(ms);
+    await client.query('COMMIT');
+  } catch {
+    // Ended by a purge or the restart.
+  } finally {
+    client.release(true);
+  }
+}
+
 /** The longest idle stretch per lane, from samples of "work due" and "last work started". */
 class IdleMeter {
   private idleSince: number | undefined;
@@ -170,6 +185,7 @@ async function oneRun(db: Database, run: number): Promise<ChaosRun> {
     ...Array.from({ length: 3 }, () => startWorker('delivery', env)),
   ];
   const kills: Array<{ at: number; pid: number; lane: Worker['lane']; presenceIds: Set<number> }> = [];
+  let faultsStart = 0;
   let faultsEnd: number | undefined;
   const meters = { expiry: new IdleMeter(() => faultsEnd), delivery: new IdleMeter(() => faultsEnd) };
   const problems: string[] = [];
@@ -209,7 +225,7 @@ async function oneRun(db: Database, run: number): Promise<ChaosRun> {
       [HOLDS, SPREAD_MS],
     );
 
-    const faultsStart = Date.now();
+    faultsStart = Date.now();
     const at = (ms: number) => sleep(Math.max(0, faultsStart + ms - Date.now()));
     const killer = (async () => {
       for (let t = KILL_EVERY_MS; t < FAULTS_MS; t += KILL_EVERY_MS) {
@@ -230,36 +246,14 @@ async function oneRun(db: Database, run: number): Promise<ChaosRun> {
       await at(3000);
       await purge();
       // Idle in transaction for 8 s: its snapshot holds back vacuum, its locks any DDL.
-      const idle = (async () => {
-        const client = await observer.connect();
-        try {
-          await client.query('BEGIN');
-          await client.query(`SELECT count(*) FROM ${s}.email_outbox`);
-          await sleep(8000);
-          await client.query('COMMIT');
-        } catch {
-          // Ended by the restart below: that is part of the drill.
-        } finally {
-          client.release(true);
-        }
-      })();
+      const idle = holdTransaction(observer, `SELECT count(*) FROM ${s}.email_outbox`, 8000);
       await at(6000);
       // Row locks on 20 due holds for 5 s.
-      const locks = (async () => {
-        const client = await observer.connect();
-        try {
-          await client.query('BEGIN');
-          await client.query(
-            `SELECT id FROM ${s}.support_reservations WHERE status = 'held' ORDER BY expires_at LIMIT 20 FOR UPDATE SKIP LOCKED`,
-          );
-          await sleep(5000);
-          await client.query('COMMIT');
-        } catch {
-          // As above.
-        } finally {
-          client.release(true);
-        }
-      })();
+      const locks = holdTransaction(
+        observer,
+        `SELECT id FROM ${s}.support_reservations WHERE status = 'held' ORDER BY expires_at LIMIT 20 FOR UPDATE SKIP LOCKED`,
+        5000,
+      );
       await at(9000);
       await purge();
       await idle;
@@ -320,6 +314,7 @@ async function oneRun(db: Database, run: number): Promise<ChaosRun> {
         WHERE a.outcome = 'lease_expired'`,
     );
     let worstReclaim = 0;
+    let worstKillAt = 0;
     let reclaimCount = 0;
     let unowned = 0;
     for (const { worker, prev, next } of retaken) {
@@ -327,7 +322,10 @@ async function oneRun(db: Database, run: number): Promise<ChaosRun> {
       if (worker === null) unowned += 1;
       if (kill === undefined) continue;
       reclaimCount += 1;
-      worstReclaim = Math.max(worstReclaim, (next - kill.at) / 1000);
+      if ((next - kill.at) / 1000 > worstReclaim) {
+        worstReclaim = (next - kill.at) / 1000;
+        worstKillAt = (kill.at - faultsStart) / 1000;
+      }
     }
     const idleAfterFaults = { expiry: meters.expiry.worstAfter, delivery: meters.delivery.worstAfter };
     for (const lane of ['expiry', 'delivery'] as const) {
@@ -340,7 +338,7 @@ async function oneRun(db: Database, run: number): Promise<ChaosRun> {
       problems,
       idleAfterFaults,
       idleDuringFaults: { expiry: meters.expiry.worstDuring, delivery: meters.delivery.worstDuring },
-      reclaim: { worst: worstReclaim, count: reclaimCount, unowned },
+      reclaim: { worst: worstReclaim, worstKillAt, count: reclaimCount, unowned },
       kills: kills.length,
       drainedInS,
       duplicatesFlagged: dup[0]!.n,
@@ -371,7 +369,7 @@ async function main(): Promise<number> {
       process.stdout.write(
         `run ${run}: ${result.ok ? 'ok' : 'FAILED'}; idle after faults: expiry ${result.idleAfterFaults.expiry.toFixed(1)} s, delivery ${result.idleAfterFaults.delivery.toFixed(1)} s; ` +
           `during: expiry ${result.idleDuringFaults.expiry.toFixed(1)} s, delivery ${result.idleDuringFaults.delivery.toFixed(1)} s; ` +
-          `killed worker's intents resent within ${result.reclaim.worst.toFixed(2)} s (${result.reclaim.count}; ${result.reclaim.unowned} re-leased without an owner); ${result.kills} kills; ` +
+          `killed worker's intents resent within ${result.reclaim.worst.toFixed(2)} s (worst: the kill at ${result.reclaim.worstKillAt.toFixed(1)} s; ${result.reclaim.count}; ${result.reclaim.unowned} re-leased without an owner); ${result.kills} kills; ` +
           `drained ${result.drainedInS.toFixed(1)} s after; ${result.duplicatesFlagged} flagged possible duplicates` +
           (result.ok ? '' : `\n  ${result.problems.join('\n  ')}`) +
           '\n',

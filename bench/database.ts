@@ -49,7 +49,7 @@ export async function openBenchDatabase(): Promise<BenchDatabase> {
       await rm(dir, { recursive: true, force: true });
     };
   }
-  const admin = createPool({ connectionString: url, max: 1, applicationName: 'leasehold-bench' });
+  const admin = createPool({ connectionString: url, max: 1, applicationName: 'leasehold-bench', queryTimeoutMs: 0 });
   const { rows } = await admin.query<{ server_version: string }>('SHOW server_version');
   const serverVersion = rows[0]?.server_version ?? 'unknown';
 
@@ -59,7 +59,7 @@ export async function openBenchDatabase(): Promise<BenchDatabase> {
     serverVersion,
     async freshSchema(label, poolSize = 10) {
       const schema = `bench_${label.replace(/[^a-z0-9_]/g, '_')}_${randomBytes(3).toString('hex')}`;
-      const pool = createPool({ connectionString: url, max: poolSize, applicationName: 'leasehold-bench' });
+      const pool = createPool({ connectionString: url, max: poolSize, applicationName: 'leasehold-bench', queryTimeoutMs: 0 });
       await migrate(pool, schema);
       return {
         url,

@@ -225,7 +225,7 @@ export class Listener {
     this.failures += 1;
     // Capped low: the session carries this worker's presence, and while it
     // is away the worker's new leases cannot be reclaimed quickly.
-    const delay = Math.min(MAX_RECONNECT_DELAY_MS, 100 * 2 ** Math.min(this.failures, 5));
+    const delay = Math.min(MAX_RECONNECT_DELAY_MS, 50 * 2 ** Math.min(this.failures - 1, 6));
     this.retryTimer = setTimeout(() => void this.connect(), delay);
   }
 }

@@ -170,6 +170,8 @@ export class DeliveryWorker extends LoopWorker<DeliveryEvents> {
       this.reclaimLoop = new ServiceLoop({
         name: 'delivery.reclaim',
         intervalMs: reclaimIntervalMs,
+        // A reclaim is what ends a dead worker's wait: never back off long.
+        maxBackoffMs: 1000,
         logger: this.logger,
         tick: () => reclaimer.tick(),
         tickTimeoutMs: DEFAULTS.tickTimeoutMs,

@@ -17,7 +17,8 @@ export interface TestDatabase {
 export async function testDatabase(label = 't'): Promise<TestDatabase> {
   const url = inject('databaseUrl');
   const schema = `${label.replace(/[^a-z0-9_]/g, '_')}_${randomBytes(4).toString('hex')}`;
-  const pool = createPool({ connectionString: url, max: 20 });
+  // Seeding a million rows may take longer than the service's query bound on a loaded machine.
+  const pool = createPool({ connectionString: url, max: 20, queryTimeoutMs: 0 });
   await migrate(pool, schema);
   return {
     url,
