@@ -8,10 +8,15 @@
  *   BENCH_MODE=drain                 start() (its round loops, as a service runs them) until
  *                                    no intent is pending, then stop() and exit
  *   BENCH_MODE=run                   start() and run until SIGTERM (drains, then exits)
+ *   BENCH_PRESENCE=1                 hold a presence lock on a session of its own, as the
+ *                                    service does on its LISTEN session, so each lease names
+ *                                    its owner (the owner check in the lease statement)
  *
  * Prints `READY` once connected and `DONE <sent>` before exiting.
  */
+import pg from 'pg';
 import { createPool, ident } from '../src/db/pool.js';
+import { Presence } from '../src/db/presence.js';
 import { loadConfig } from '../src/config.js';
 import { deliveryWorkerFor } from '../src/service.js';
 import { silentLogger } from '../src/observability/logger.js';
@@ -29,8 +34,18 @@ const mode = process.env.BENCH_MODE ?? 'drain';
 
 const pool = createPool({ connectionString: url, max: 6, applicationName: 'leasehold-bench-delivery' });
 const gateway = new SandboxGateway({ latencyMs: 0 });
+const presence = new Presence(schema, silentLogger);
+const session = process.env.BENCH_PRESENCE === '1' ? new pg.Client({ connectionString: url }) : undefined;
+if (session) {
+  await session.connect();
+  await presence.acquire(session);
+}
 // Built as the service builds it (src/service.ts): the configured defaults, the benchmark's batch on top.
-const worker = deliveryWorkerFor(loadConfig(process.env), { pool, schema, logger: silentLogger }, gateway, { batchSize, concurrency });
+const worker = deliveryWorkerFor(loadConfig(process.env), { pool, schema, logger: silentLogger }, gateway, {
+  batchSize,
+  concurrency,
+  ...(session ? { presence } : {}),
+});
 await pool.query('SELECT 1');
 process.stdout.write('READY\n');
 
@@ -55,4 +70,5 @@ if (mode === 'drain') {
   await worker.stop();
 }
 process.stdout.write(`DONE ${gateway.accepted.length}\n`);
+await session?.end();
 await pool.end();

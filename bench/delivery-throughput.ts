@@ -29,13 +29,19 @@ interface Drain {
   perSecond: number;
 }
 
-async function drain(db: BenchDatabase, batch: number, processes: number): Promise<Drain> {
+async function drain(db: BenchDatabase, batch: number, processes: number, presence = false): Promise<Drain> {
   const target = await db.freshSchema('delivery_throughput');
   try {
     await seedPendingIntents(target.pool, target.schema, INTENTS);
     await rateLimiterSet(target.pool, target.schema, { perSecond: 1_000_000, burst: 1_000_000 });
     await target.pool.query('CHECKPOINT').catch(() => {});
-    const env = { ...target.env, BENCH_BATCH: String(batch), BENCH_CONCURRENCY: String(concurrencyFor(batch)), BENCH_MODE: 'drain' };
+    const env = {
+      ...target.env,
+      BENCH_BATCH: String(batch),
+      BENCH_CONCURRENCY: String(concurrencyFor(batch)),
+      BENCH_MODE: 'drain',
+      BENCH_PRESENCE: presence ? '1' : '0',
+    };
     const children = Array.from({ length: processes }, () => startChild('delivery-child', env));
     await Promise.all(children.map((c) => c.ready));
     const startAt = Date.now();
@@ -63,12 +69,19 @@ export const deliveryThroughput: Benchmark = {
     for (const batch of BATCHES) sweep.push(await drain(db, batch, 1));
     const best = sweep.reduce((a, b) => (b.perSecond > a.perSecond ? b : a));
     const two = await drain(db, best.batch, 2);
+    // The owner check a lease makes when its worker holds a presence lock
+    // (as the service's workers do): the same drain, interleaved with one
+    // without, so the ratio compares runs of one moment.
+    const owned = await drain(db, best.batch, 1, true);
+    const unowned = await drain(db, best.batch, 1, false);
     const figures: Figure[] = sweep.map((d) => ({
       name: `1 process, batch ${d.batch}, concurrency ${concurrencyFor(d.batch)}`,
       value: Math.round(d.perSecond),
       unit: 'intents/s',
     }));
     figures.push({ name: `2 processes, batch ${two.batch}, concurrency ${concurrencyFor(two.batch)}`, value: Math.round(two.perSecond), unit: 'intents/s' });
+    figures.push({ name: `1 process, batch ${best.batch}, leases naming their owner`, value: Math.round(owned.perSecond), unit: 'intents/s' });
+    figures.push({ name: 'owner check: owned / unowned drain rate', value: round(owned.perSecond / unowned.perSecond, 3), unit: 'ratio' });
     figures.push({
       name: 'best',
       value: Math.round(Math.max(best.perSecond, two.perSecond)),
@@ -77,7 +90,7 @@ export const deliveryThroughput: Benchmark = {
     });
     return {
       figures,
-      details: { intents: INTENTS, sweep: sweep.map((d) => ({ ...d, perSecond: round(d.perSecond, 0) })), twoProcesses: two },
+      details: { intents: INTENTS, sweep: sweep.map((d) => ({ ...d, perSecond: round(d.perSecond, 0) })), twoProcesses: two, owned, unowned },
     };
   },
 };

@@ -101,7 +101,7 @@ async function runningPort(pgdata: string): Promise<number | undefined> {
 async function ready(url: string, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const client = new pg.Client({ connectionString: url });
+    const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5000, query_timeout: 5000 });
     client.on('error', () => {});
     try {
       await client.connect();

@@ -131,7 +131,7 @@ export class ServiceLoop {
         this.wakePending = false;
         logger.error(
           {
-            event: `${name}.error`,
+            event: error instanceof TickTimeoutError ? `${name}.tick_timeout` : `${name}.error`,
             err: error,
             connectionLost: isConnectionError(error),
             consecutiveErrors: this.consecutiveErrors,

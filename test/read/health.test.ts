@@ -68,6 +68,32 @@ describe('/healthz', () => {
   });
 });
 
+describe('a lane of this process that stopped finishing rounds', () => {
+  it('turns /healthz 503 with lane_stalled naming the lane; a lane within its bound does not', async () => {
+    const metrics = createMetrics();
+    let deliveryAge = 2;
+    metrics.watchLane('expiry', { age: () => 0.4, stalledAfterSeconds: 30 });
+    metrics.watchLane('delivery', { age: () => deliveryAge, stalledAfterSeconds: 30 });
+    const app = buildApp({ pool: h.db.pool, schema: h.db.schema, config: loadConfig({}), logger: createLogger({ level: 'silent' }), metrics, apiToken: TOKEN });
+    try {
+      const ok = await app.inject({ method: 'GET', url: '/healthz' });
+      expect(ok.statusCode, ok.body).toBe(200);
+      deliveryAge = 95;
+      const stalled = await app.inject({ method: 'GET', url: '/healthz' });
+      expect(stalled.statusCode).toBe(503);
+      expect(stalled.json().reasons).toEqual([
+        { code: 'lane_stalled', message: 'the delivery lane of this process has not finished a round for 95s (stalled after 30s)' },
+      ]);
+      // The same age for Prometheus, by lane.
+      const text = await (await app.inject({ method: 'GET', url: '/metrics' })).body;
+      expect(text).toContain('leasehold_loop_last_round_age_seconds{lane="delivery"} 95');
+      expect(text).toContain('leasehold_loop_last_round_age_seconds{lane="expiry"} 0.4');
+    } finally {
+      await app.close();
+    }
+  });
+});
+
 describe('database unreachable', () => {
   it("/healthz (open to anyone) gives a stable code and no address; the cause goes to the logs", async () => {
     const pool = createPool({ connectionString: 'postgres://nobody@127.0.0.1:1/none' });

@@ -195,3 +195,52 @@ describe('wake-ups', () => {
     await loop.stop();
   });
 });
+
+describe('a round that never ends', () => {
+  it('is given up on after tickTimeoutMs: the loop backs off and runs again instead of stopping for good', async () => {
+    vi.spyOn(Math, 'random').mockReturnValue(0);
+    const times: number[] = [];
+    const loop = new ServiceLoop({
+      name: 'test',
+      intervalMs: 100,
+      logger: silentLogger,
+      tickTimeoutMs: 5000,
+      tick: async () => {
+        times.push(Date.now());
+        // The first round hangs for ever (an await that never settles); later ones work.
+        if (times.length === 1) await new Promise(() => {});
+        return { full: false };
+      },
+    });
+    loop.start();
+    await vi.advanceTimersByTimeAsync(4999);
+    expect(times).toEqual([0]);
+    // Given up at 5000, then the first back-off (200 ms x 0.5 with no jitter).
+    await vi.advanceTimersByTimeAsync(101);
+    expect(times).toEqual([0, 5100]);
+    await vi.advanceTimersByTimeAsync(100);
+    expect(times).toEqual([0, 5100, 5200]);
+    await loop.stop();
+  });
+
+  it('shows in the age of the last finished round, which a working loop keeps near its interval', async () => {
+    let hang = false;
+    const loop = new ServiceLoop({
+      name: 'test',
+      intervalMs: 1000,
+      logger: silentLogger,
+      tick: async () => {
+        if (hang) await new Promise(() => {});
+        return { full: false };
+      },
+    });
+    expect(loop.lastRoundAgeSeconds()).toBeUndefined();
+    loop.start();
+    await vi.advanceTimersByTimeAsync(10_000);
+    expect(loop.lastRoundAgeSeconds()).toBeLessThanOrEqual(1);
+    hang = true;
+    await vi.advanceTimersByTimeAsync(60_000);
+    expect(loop.lastRoundAgeSeconds()).toBeGreaterThanOrEqual(59);
+    // stop() would wait for the hung round: not called; the loop is dropped with the test.
+  });
+});
