@@ -69,6 +69,6 @@ if (mode === 'drain') {
   await new Promise<void>((resolve) => process.once('SIGTERM', () => resolve()));
   await worker.stop();
 }
-process.stdout.write(`DONE ${gateway.accepted.length}\n`);
+process.stdout.write(`DONE ${gateway.acceptedCount}\n`);
 await session?.end();
 await pool.end();

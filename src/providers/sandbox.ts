@@ -45,15 +45,29 @@ export interface SandboxRecord {
  * what it accepted for tests and the demo to inspect. It does not deduplicate
  * (like SES or SMTP), so a retry after a crash really sends twice.
  */
+/** How many acceptances the sandbox keeps in memory (the journal, SANDBOX_JOURNAL, keeps every one). */
+export const KEEP_ACCEPTED = 10_000;
+
 export class SandboxGateway implements EmailGateway {
   readonly name = 'sandbox';
   readonly idempotent = false;
+  /**
+   * The most recent acceptances (at most KEEP_ACCEPTED), for tests and the
+   * demo to inspect; `acceptedCount` counts them all. Bounded because the
+   * sandbox is also what a long-running service sends through by default.
+   */
   readonly accepted: SandboxRecord[] = [];
+  private acceptedTotal = 0;
   private readonly bucket: TokenBucket | undefined;
   private readonly random: () => number;
   private sink: SandboxEventSink | undefined;
   private readonly scheduled = new Map<NodeJS.Timeout, ProviderEvent>();
   private readonly emitting = new Set<Promise<void>>();
+
+  /** Every acceptance since this gateway was made. */
+  get acceptedCount(): number {
+    return this.acceptedTotal;
+  }
 
   constructor(private readonly options: SandboxOptions = {}) {
     this.bucket = options.rateLimit ? new TokenBucket(options.rateLimit) : undefined;
@@ -97,6 +111,8 @@ export class SandboxGateway implements EmailGateway {
       attempt: context.attempt,
     };
     this.accepted.push(record);
+    this.acceptedTotal += 1;
+    if (this.accepted.length > KEEP_ACCEPTED) this.accepted.splice(0, this.accepted.length - KEEP_ACCEPTED / 2);
     if (this.options.journalPath) appendFileSync(this.options.journalPath, JSON.stringify(record) + '\n');
     if (this.sink) this.schedule(this.eventFor(record.receipt, message.to));
     return { kind: 'accepted', receipt: record.receipt, providerStatus: 200 };

@@ -94,7 +94,7 @@ export function registerDemo(program: Command, context: ContextFactory): void {
         process.off('SIGINT', onSignal);
         await Promise.all([expiry.stop(), delivery.stop(), listener.stop()]);
         const seconds = (Date.now() - started) / 1000;
-        out(`done: ${gateway.accepted.length} emails accepted by the sandbox in ${seconds.toFixed(0)}s; the backlog drained at the ${rate}/s limit.`);
+        out(`done: ${gateway.acceptedCount} emails accepted by the sandbox in ${seconds.toFixed(0)}s; the backlog drained at the ${rate}/s limit.`);
         // Both with the schema: a bare `trace demo-1` would look in LEASEHOLD_SCHEMA, not here.
         out('inspect it:');
         out(`  LEASEHOLD_SCHEMA=${schema} npx leasehold status`);
