@@ -1,0 +1,152 @@
+import { parse as parseYaml } from 'yaml';
+import { ConfigError } from '../errors.js';
+import { onFirstUse } from '../zod.js';
+import { BURST_RULE, isValidPerSecond, MAX_BURST, PER_SECOND_RULE } from './delivery-policy.js';
+
+/**
+ * Provider accounts, as LEASEHOLD_ACCOUNTS_FILE names them: several at once,
+ * each with its own provider, credentials, quota (in the provider's own
+ * unit: requests or emails a second, and an optional daily quota) and
+ * sender, and the order intents try them in (`failover`). One model of "an
+ * account's quota" for the limiter, batches (`batch`: emails per provider
+ * request) and tenants to share.
+ *
+ * Pure: the file's text and the environment in, the accounts out, or a
+ * ConfigError naming the field (`accounts[1].provider: ...`). Secrets come
+ * from the environment only: a secret field must be a `${VAR}` reference,
+ * never a literal, so the file can be committed.
+ */
+
+export const ACCOUNT_PROVIDERS = ['sandbox', 'resend', 'postmark', 'ses', 'smtp'] as const;
+export type AccountProvider = (typeof ACCOUNT_PROVIDERS)[number];
+
+/** What a limiter permit stands for on this account: one provider request, or one email (recipient). */
+export type QuotaUnit = 'requests' | 'emails';
+
+export interface Account {
+  name: string;
+  provider: AccountProvider;
+  rate: { perSecond: number; burst: number; unit: QuotaUnit };
+  /** Most emails a day, where the provider sets one (SES). */
+  dailyQuota?: number;
+  /** Emails per provider request; absent: the provider's documented maximum. */
+  batch?: number;
+  from?: string;
+  /** The provider's own settings (apiKey, baseUrl, region ...), references resolved. */
+  settings: Record<string, string>;
+}
+
+export interface Accounts {
+  accounts: Account[];
+  /** Account names, in the order an intent tries them. */
+  failover: string[];
+}
+
+/** The name the single-provider environment (EMAIL_PROVIDER) gets as its one account. */
+export const DEFAULT_ACCOUNT = 'default';
+
+export const ACCOUNT_NAME = /^[a-z0-9][a-z0-9_-]{0,62}$/;
+
+/** Each provider's settings: which exist, which must be given, which are secrets (references only). */
+const PROVIDER_SETTINGS: Record<AccountProvider, { required: string[]; optional: string[]; secret: string[] }> = {
+  sandbox: { required: [], optional: [], secret: [] },
+  resend: { required: ['apiKey'], optional: ['baseUrl'], secret: ['apiKey'] },
+  postmark: { required: ['serverToken'], optional: ['baseUrl', 'messageStream'], secret: ['serverToken'] },
+  ses: {
+    required: [],
+    optional: ['region', 'endpoint', 'accessKeyId', 'secretAccessKey', 'sessionToken', 'configurationSet'],
+    secret: ['secretAccessKey', 'sessionToken'],
+  },
+  // The URL carries the SMTP credentials (smtp://user:pass@host:587).
+  smtp: { required: ['url'], optional: [], secret: ['url'] },
+};
+
+const COMMON_FIELDS = ['name', 'provider', 'rate', 'dailyQuota', 'batch', 'from'];
+const REFERENCE = /^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$/;
+
+const fileSchema = onFirstUse((z) => {
+  const rate = z.strictObject({
+    perSecond: z.number({ error: PER_SECOND_RULE }).refine(isValidPerSecond, PER_SECOND_RULE),
+    burst: z.number({ error: BURST_RULE }).int(BURST_RULE).min(1, BURST_RULE).max(MAX_BURST, BURST_RULE),
+    unit: z.enum(['requests', 'emails'], { error: 'must be requests or emails' }).default('requests'),
+  });
+  const account = z.looseObject({
+    name: z.string({ error: 'must be a string' }).regex(ACCOUNT_NAME, 'must be lowercase letters, digits, - and _ (at most 63), starting with a letter or digit'),
+    provider: z.enum(ACCOUNT_PROVIDERS, { error: `must be one of ${ACCOUNT_PROVIDERS.join(', ')}` }),
+    rate,
+    dailyQuota: z.number({ error: 'must be a whole number of emails' }).int('must be a whole number of emails').min(1, 'must be at least 1').optional(),
+    batch: z.number({ error: 'must be a whole number' }).int('must be a whole number').min(1, 'must be at least 1 (1 turns batching off)').optional(),
+    from: z.string({ error: 'must be a string' }).min(3, 'must be a sender address').optional(),
+  });
+  return z.strictObject({
+    accounts: z.array(account, { error: 'must be a list of accounts' }).min(1, 'must name at least one account'),
+    failover: z.array(z.string({ error: 'must be account names' }), { error: 'must be a list of account names' }).min(1, 'must name at least one account').optional(),
+  });
+});
+
+/** `accounts[1].rate.perSecond` from a zod path. */
+function fieldOf(path: ReadonlyArray<PropertyKey>): string {
+  return path.reduce<string>((out, key) => (typeof key === 'number' ? `${out}[${key}]` : out ? `${out}.${String(key)}` : String(key)), '');
+}
+
+/**
+ * Parse an accounts file. `source` names it in errors (the variable
+ * LEASEHOLD_ACCOUNTS_FILE); `env` resolves the `${VAR}` references.
+ */
+export function parseAccounts(text: string, env: Readonly<Record<string, string | undefined>>, source = 'LEASEHOLD_ACCOUNTS_FILE'): Accounts {
+  const fail = (field: string, message: string): never => {
+    throw new ConfigError(source, field ? `${field}: ${message}` : message);
+  };
+  let doc: unknown;
+  try {
+    doc = parseYaml(text);
+  } catch (error) {
+    return fail('', `not valid YAML: ${(error as Error).message.split('\n')[0]}`);
+  }
+  const parsed = fileSchema().safeParse(doc);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    const known = issue.code === 'unrecognized_keys' ? ` (unknown: ${issue.keys.join(', ')})` : '';
+    return fail(fieldOf(issue.path), `${issue.message}${known}`);
+  }
+  const seen = new Set<string>();
+  const accounts = parsed.data.accounts.map((raw, i): Account => {
+    const at = `accounts[${i}]`;
+    if (seen.has(raw.name)) fail(`${at}.name`, `${JSON.stringify(raw.name)} is named twice`);
+    seen.add(raw.name);
+    const rules = PROVIDER_SETTINGS[raw.provider];
+    const settings: Record<string, string> = {};
+    for (const [key, value] of Object.entries(raw)) {
+      if (COMMON_FIELDS.includes(key)) continue;
+      if (!rules.required.includes(key) && !rules.optional.includes(key)) {
+        const allowed = [...rules.required, ...rules.optional];
+        fail(`${at}.${key}`, `is not a setting of ${raw.provider} accounts${allowed.length > 0 ? ` (${allowed.join(', ')})` : ''}`);
+      }
+      if (typeof value !== 'string') fail(`${at}.${key}`, 'must be a string');
+      const reference = REFERENCE.exec(value as string);
+      if (rules.secret.includes(key) && !reference) fail(`${at}.${key}`, 'is a secret: give it as a ${VAR} reference to the environment, never literally');
+      const resolved = reference ? env[reference[1]!] : (value as string);
+      if (resolved === undefined || resolved === '') {
+        if (rules.required.includes(key)) fail(`${at}.${key}`, `${value as string} is not set in the environment`);
+        continue;
+      }
+      settings[key] = resolved;
+    }
+    for (const key of rules.required) if (settings[key] === undefined && raw[key] === undefined) fail(`${at}.${key}`, `is required for ${raw.provider} accounts`);
+    return {
+      name: raw.name,
+      provider: raw.provider,
+      rate: raw.rate,
+      ...(raw.dailyQuota !== undefined ? { dailyQuota: raw.dailyQuota } : {}),
+      ...(raw.batch !== undefined ? { batch: raw.batch } : {}),
+      ...(raw.from !== undefined ? { from: raw.from } : {}),
+      settings,
+    };
+  });
+  const failover = parsed.data.failover ?? accounts.map((a) => a.name);
+  failover.forEach((name, i) => {
+    if (!seen.has(name)) fail(`failover[${i}]`, `${JSON.stringify(name)} is not an account in this file (${[...seen].join(', ')})`);
+    if (failover.indexOf(name) !== i) fail(`failover[${i}]`, `${JSON.stringify(name)} is listed twice`);
+  });
+  return { accounts, failover };
+}
