@@ -57,6 +57,8 @@ export interface ChaosRun {
   idleDuringFaults: { expiry: number; delivery: number };
   /** Kill of a delivery worker to the next attempt of an intent it held (s): worst, and how many were measured. */
   reclaim: { worst: number; worstKillAt: number; count: number; unowned: number };
+  /** Attempts left open (closed as lease_expired): seconds from their start to the next attempt's. */
+  retakeAfter: { median: number; max: number; count: number };
   kills: number;
   drainedInS: number;
   duplicatesFlagged: number;
@@ -309,7 +311,8 @@ async function oneRun(db: Database, run: number): Promise<ChaosRun> {
     // leased while its session was away name no owner and wait out the
     // lease; they are counted apart.
     const { rows: retaken } = await observer.query<{ worker: number | null; prev: number; next: number }>(
-      `SELECT a.worker, extract(epoch FROM a.started_at)::float8 * 1000 AS prev, extract(epoch FROM b.started_at)::float8 * 1000 AS next
+      // (to_jsonb: a schema from before the worker column reads null there.)
+      `SELECT (to_jsonb(a) ->> 'worker')::int AS worker, extract(epoch FROM a.started_at)::float8 * 1000 AS prev, extract(epoch FROM b.started_at)::float8 * 1000 AS next
          FROM ${s}.email_attempts a JOIN ${s}.email_attempts b ON b.intent_id = a.intent_id AND b.attempt = a.attempt + 1
         WHERE a.outcome = 'lease_expired'`,
     );
@@ -327,6 +330,11 @@ async function oneRun(db: Database, run: number): Promise<ChaosRun> {
         worstKillAt = (kill.at - faultsStart) / 1000;
       }
     }
+    // Every re-lease of an attempt that never reported back (killed, or its
+    // result lost with the database), from its start to the next attempt's:
+    // comparable with a leasehold that had no presence.
+    const delays = retaken.map((r) => (r.next - r.prev) / 1000).sort((a, b) => a - b);
+    const retakeAfter = { median: delays[Math.floor(delays.length / 2)] ?? 0, max: delays.at(-1) ?? 0, count: delays.length };
     const idleAfterFaults = { expiry: meters.expiry.worstAfter, delivery: meters.delivery.worstAfter };
     for (const lane of ['expiry', 'delivery'] as const) {
       if (idleAfterFaults[lane] > IDLE_LIMIT_S) problems.push(`${lane} lane idle ${idleAfterFaults[lane].toFixed(1)} s after the faults stopped`);
@@ -339,6 +347,7 @@ async function oneRun(db: Database, run: number): Promise<ChaosRun> {
       idleAfterFaults,
       idleDuringFaults: { expiry: meters.expiry.worstDuring, delivery: meters.delivery.worstDuring },
       reclaim: { worst: worstReclaim, worstKillAt, count: reclaimCount, unowned },
+      retakeAfter,
       kills: kills.length,
       drainedInS,
       duplicatesFlagged: dup[0]!.n,
@@ -370,6 +379,7 @@ async function main(): Promise<number> {
         `run ${run}: ${result.ok ? 'ok' : 'FAILED'}; idle after faults: expiry ${result.idleAfterFaults.expiry.toFixed(1)} s, delivery ${result.idleAfterFaults.delivery.toFixed(1)} s; ` +
           `during: expiry ${result.idleDuringFaults.expiry.toFixed(1)} s, delivery ${result.idleDuringFaults.delivery.toFixed(1)} s; ` +
           `killed worker's intents resent within ${result.reclaim.worst.toFixed(2)} s (worst: the kill at ${result.reclaim.worstKillAt.toFixed(1)} s; ${result.reclaim.count}; ${result.reclaim.unowned} re-leased without an owner); ${result.kills} kills; ` +
+          `unfinished attempts retaken after ${result.retakeAfter.median.toFixed(2)} s median, ${result.retakeAfter.max.toFixed(2)} s max (${result.retakeAfter.count}); ` +
           `drained ${result.drainedInS.toFixed(1)} s after; ${result.duplicatesFlagged} flagged possible duplicates` +
           (result.ok ? '' : `\n  ${result.problems.join('\n  ')}`) +
           '\n',
