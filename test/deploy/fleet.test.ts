@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ident } from '../../src/db/pool.js';
+import { presenceNamespaceSql } from '../../src/db/presence.js';
 import { rateLimiterSet } from '../../src/tables/rate-limiter.js';
 import { testDatabase, type TestDatabase } from '../helpers/database.js';
 import {
@@ -59,10 +60,14 @@ describe('four expiry and four delivery processes on one schema', () => {
       const sent = () => countWhere(db.pool, db.schema, 'email_outbox', `state = 'sent'`);
       await waitForCount(sent, HOLDS, 25_000, 'intents sent');
 
-      // One LISTEN session per delivery process, each checked by its own test NOTIFY.
+      // One LISTEN session per delivery process, each checked by its own
+      // test NOTIFY and holding that process's presence lock for this schema.
       const listeners = await db.pool.query<{ n: number }>(
-        `SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = 'leasehold-listener' AND query LIKE $1`,
-        [`%${db.schema}%`],
+        `SELECT count(DISTINCT a.pid)::int AS n
+           FROM pg_stat_activity a JOIN pg_locks l ON l.pid = a.pid
+          WHERE a.application_name = 'leasehold-listener' AND l.locktype = 'advisory' AND l.objsubid = 2 AND l.granted
+            AND l.classid = ${presenceNamespaceSql('$1')}::int8::oid`,
+        [db.schema],
       );
       expect(listeners.rows[0]!.n).toBe(PROCESSES);
 
