@@ -3,7 +3,7 @@ import type pg from 'pg';
 import type { Clock } from '../runtime/clock.js';
 import { databaseClock } from '../runtime/clock.js';
 import { DEFAULTS, isExampleSender } from '../config.js';
-import { ValidationError } from '../errors.js';
+import { isConnectionError, ValidationError } from '../errors.js';
 import { noFaults, type Faults } from '../runtime/faults.js';
 import { LoopWorker, ServiceLoop, type TickResult } from '../runtime/loop.js';
 import { Slots } from '../runtime/slots.js';
@@ -78,6 +78,9 @@ export interface DeliveryRun {
   retryInMs?: number;
 }
 
+/** Rounds of results kept for recording after a lost connection, at most. */
+const MAX_UNRECORDED_ROUNDS = 20;
+
 const outcomeOf: Record<SendResult['kind'], AttemptOutcome> = {
   accepted: 'accepted',
   rate_limited: 'rate_limited',
@@ -120,6 +123,7 @@ export class DeliveryWorker extends LoopWorker<DeliveryEvents> {
   private readonly faults: Faults;
   private readonly random: () => number;
   private limiterReady = false;
+  private readonly unrecorded: Array<{ results: AttemptResult[]; holdIds: Map<string, string> }> = [];
   private waitingSince: number | undefined;
 
   constructor(private readonly options: DeliveryWorkerOptions) {
@@ -273,18 +277,52 @@ export class DeliveryWorker extends LoopWorker<DeliveryEvents> {
         return this.attempt(intent, token, messages.get(intent.id)!).finally(() => release(1));
       }),
     );
-    const recorded = await intentsRecord(pool, this.schema, results, { maxAttempts: this.maxAttempts, now: this.clock.now() });
     const holdIds = new Map(leased.map((i) => [i.id, i.holdId]));
-    await this.afterRecord(results, recorded, holdIds);
-    // Recorded and committed: now in-process listeners may hear of it.
-    this.events.emitAll(deliveryEvents(results, recorded, holdIds));
+    await this.record(results, holdIds);
 
     const outcomes: DeliveryRun['outcomes'] = {};
     for (const r of results) outcomes[r.outcome] = (outcomes[r.outcome] ?? 0) + 1;
     return { permits: grant.granted, leased: leased.length, outcomes };
   }
 
+  /**
+   * Record a round's results, then apply their side effects and tell
+   * in-process listeners. A record lost with its connection (a database
+   * restart, a purge) is kept and recorded again before this worker's next
+   * round: the outcomes are known here, so the intents need not wait out
+   * their leases and be sent a second time. Fencing is the lease token's as
+   * always: a result whose lease has moved on since changes only its attempt.
+   */
+  private async record(results: AttemptResult[], holdIds: Map<string, string>): Promise<void> {
+    let recorded: RecordedResult[];
+    try {
+      recorded = await intentsRecord(this.options.pool, this.schema, results, { maxAttempts: this.maxAttempts, now: this.clock.now() });
+    } catch (error) {
+      if (isConnectionError(error)) {
+        this.unrecorded.push({ results, holdIds });
+        // Bounded: past this, the oldest are left to their leases' expiry, as before.
+        if (this.unrecorded.length > MAX_UNRECORDED_ROUNDS) this.unrecorded.shift();
+        this.logger.warn({ event: 'delivery.record_deferred', results: results.length }, 'results not recorded (connection lost); recording them again next round');
+      }
+      throw error;
+    }
+    await this.afterRecord(results, recorded, holdIds);
+    // Recorded and committed: now in-process listeners may hear of it.
+    this.events.emitAll(deliveryEvents(results, recorded, holdIds));
+  }
+
+  /** The results kept by record() after a lost connection, oldest first; they stay kept until recorded. */
+  private async recordDeferred(): Promise<void> {
+    while (this.unrecorded.length > 0) {
+      const { results, holdIds } = this.unrecorded.shift()!;
+      // On failure record() keeps them again (at the back: the order of
+      // rounds does not matter to the fencing) and the loop backs off.
+      await this.record(results, holdIds);
+    }
+  }
+
   private async tick(): Promise<TickResult> {
+    await this.recordDeferred();
     const run = await this.runOnce();
     if (run.leased > 0 && run.leased === run.permits) {
       // Everything this round could take was due: there may be a backlog.

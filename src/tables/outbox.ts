@@ -293,7 +293,11 @@ export async function intentsRecord(
                 WHEN r.outcome = 'failed' AND o.failed_attempts + 1 >= $14 THEN clock.now
                 ELSE NULL END,
               last_error = CASE WHEN r.outcome = 'accepted' THEN o.last_error ELSE r.error END,
-              possible_duplicate = o.possible_duplicate OR (r.outcome = 'accepted' AND (o.state = 'sent' OR r.duplicate_risk)),
+              -- A second acceptance of a sent intent is a duplicate, unless it is
+              -- the same one again (the same receipt: a provider replaying an
+              -- idempotent request, or a record repeated after its answer was lost).
+              possible_duplicate = o.possible_duplicate OR (r.outcome = 'accepted'
+                AND ((o.state = 'sent' AND o.receipt IS DISTINCT FROM r.receipt) OR r.duplicate_risk)),
               outcome_unknown_seen = o.outcome_unknown_seen OR r.unknown,
               lease_token = NULL,
               lease_expires_at = NULL

@@ -24,6 +24,20 @@ export class TcpProxy {
   private server: net.Server | undefined;
   private readonly pairs = new Set<{ client: net.Socket; upstream: net.Socket; frozen: boolean }>();
   private impairment: Impairment = {};
+  private refusing = false;
+
+  /** Drop every connection and refuse new ones (a database that went away) until restore(). */
+  cut(): void {
+    this.refusing = true;
+    for (const pair of this.pairs) {
+      pair.client.destroy();
+      pair.upstream.destroy();
+    }
+  }
+
+  restore(): void {
+    this.refusing = false;
+  }
 
   /** Impair what is forwarded from now on ({} for none). */
   impair(impairment: Impairment): void {
@@ -35,6 +49,7 @@ export class TcpProxy {
   /** Listen on `host` (default 127.0.0.1) and a free port; returns the port. */
   async start(host = '127.0.0.1'): Promise<number> {
     this.server = net.createServer((client) => {
+      if (this.refusing) return void client.destroy();
       const upstream = net.connect(this.target.port, this.target.host);
       const pair = { client, upstream, frozen: false };
       this.pairs.add(pair);
