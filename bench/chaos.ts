@@ -56,7 +56,7 @@ export interface ChaosRun {
   /** Longest stretch during the faults, for information (s). */
   idleDuringFaults: { expiry: number; delivery: number };
   /** Kill of a delivery worker to the next attempt of an intent it held (s): worst, and how many were measured. */
-  reclaim: { worst: number; worstKillAt: number; count: number; unowned: number };
+  reclaim: { worst: number; worstKillAt: number; worstReclaimedAfter: number; count: number; unowned: number };
   /** Attempts left open (closed as lease_expired): seconds from their start to the next attempt's. */
   retakeAfter: { median: number; max: number; count: number };
   kills: number;
@@ -100,13 +100,18 @@ interface Worker {
   pid: number;
   /** The presence ids this delivery worker held (its `presence.held` log events). */
   presenceIds: Set<number>;
+  /** When this worker reclaimed leases, and whose (its `lease.reclaimed` log events). */
+  reclaims: Array<{ at: number; owners: number[] }>;
 }
+
+/** Every `lease.reclaimed` event of the current run's workers. */
+let allReclaims: Array<{ at: number; owners: number[] }> = [];
 
 function startWorker(lane: Worker['lane'], env: Record<string, string>): Worker {
   // Delivery workers log at info for their presence.held events (each names the worker's id).
   const level = lane === 'delivery' ? { LOG_LEVEL: 'info' } : {};
   const child = spawn(process.execPath, [cli, `${lane}-worker`], { env: { ...process.env, ...env, ...level }, stdio: ['ignore', 'ignore', 'pipe'] });
-  const worker: Worker = { lane, child, stderr: '', pid: child.pid ?? 0, presenceIds: new Set() };
+  const worker: Worker = { lane, child, stderr: '', pid: child.pid ?? 0, presenceIds: new Set(), reclaims: [] };
   let partial = '';
   child.stderr!.on('data', (d: Buffer) => {
     const text = partial + d.toString();
@@ -114,6 +119,10 @@ function startWorker(lane: Worker['lane'], env: Record<string, string>): Worker 
     partial = lines.pop() ?? '';
     for (const line of lines) {
       if (line.includes('"presence.held"')) worker.presenceIds.add(JSON.parse(line).worker as number);
+      if (line.includes('"lease.reclaimed"')) {
+        const entry = JSON.parse(line) as { time: string; owners: number[] };
+        allReclaims.push({ at: Date.parse(entry.time), owners: entry.owners });
+      }
     }
     // Keep the tail only: a run logs a great deal.
     worker.stderr = (worker.stderr + d.toString()).slice(-20_000);
@@ -165,6 +174,7 @@ class IdleMeter {
 
 async function oneRun(db: Database, run: number): Promise<ChaosRun> {
   const schema = `chaos_${run}_${process.pid}`;
+  allReclaims = [];
   const s = ident(schema);
   const observer = createPool({ connectionString: db.url, max: 2, applicationName: 'chaos-observer' });
   await migrate(observer, schema);
@@ -318,6 +328,7 @@ async function oneRun(db: Database, run: number): Promise<ChaosRun> {
     );
     let worstReclaim = 0;
     let worstKillAt = 0;
+    let worstReclaimedAfter = NaN;
     let reclaimCount = 0;
     let unowned = 0;
     for (const { worker, prev, next } of retaken) {
@@ -328,6 +339,8 @@ async function oneRun(db: Database, run: number): Promise<ChaosRun> {
       if ((next - kill.at) / 1000 > worstReclaim) {
         worstReclaim = (next - kill.at) / 1000;
         worstKillAt = (kill.at - faultsStart) / 1000;
+        const reclaimed = allReclaims.filter((r) => r.at >= kill.at && r.owners.includes(worker!)).map((r) => r.at);
+        worstReclaimedAfter = reclaimed.length > 0 ? (Math.min(...reclaimed) - kill.at) / 1000 : NaN;
       }
     }
     // Every re-lease of an attempt that never reported back (killed, or its
@@ -346,7 +359,7 @@ async function oneRun(db: Database, run: number): Promise<ChaosRun> {
       problems,
       idleAfterFaults,
       idleDuringFaults: { expiry: meters.expiry.worstDuring, delivery: meters.delivery.worstDuring },
-      reclaim: { worst: worstReclaim, worstKillAt, count: reclaimCount, unowned },
+      reclaim: { worst: worstReclaim, worstKillAt, worstReclaimedAfter, count: reclaimCount, unowned },
       retakeAfter,
       kills: kills.length,
       drainedInS,
@@ -378,7 +391,7 @@ async function main(): Promise<number> {
       process.stdout.write(
         `run ${run}: ${result.ok ? 'ok' : 'FAILED'}; idle after faults: expiry ${result.idleAfterFaults.expiry.toFixed(1)} s, delivery ${result.idleAfterFaults.delivery.toFixed(1)} s; ` +
           `during: expiry ${result.idleDuringFaults.expiry.toFixed(1)} s, delivery ${result.idleDuringFaults.delivery.toFixed(1)} s; ` +
-          `killed worker's intents resent within ${result.reclaim.worst.toFixed(2)} s (worst: the kill at ${result.reclaim.worstKillAt.toFixed(1)} s; ${result.reclaim.count}; ${result.reclaim.unowned} re-leased without an owner); ${result.kills} kills; ` +
+          `killed worker's intents resent within ${result.reclaim.worst.toFixed(2)} s (worst: the kill at ${result.reclaim.worstKillAt.toFixed(1)} s, its leases reclaimed after ${result.reclaim.worstReclaimedAfter.toFixed(2)} s; ${result.reclaim.count}; ${result.reclaim.unowned} re-leased without an owner); ${result.kills} kills; ` +
           `unfinished attempts retaken after ${result.retakeAfter.median.toFixed(2)} s median, ${result.retakeAfter.max.toFixed(2)} s max (${result.retakeAfter.count}); ` +
           `drained ${result.drainedInS.toFixed(1)} s after; ${result.duplicatesFlagged} flagged possible duplicates` +
           (result.ok ? '' : `\n  ${result.problems.join('\n  ')}`) +

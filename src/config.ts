@@ -64,9 +64,9 @@ export const DEFAULTS = {
    */
   tickTimeoutMs: 120_000,
   /** A delivery worker looks for leases whose owner is gone this often... */
-  reclaimIntervalMs: 200,
+  reclaimIntervalMs: 150,
   /** ...and takes them once the owner has been gone this long (a session that blinked keeps its leases). */
-  reclaimGraceMs: 500,
+  reclaimGraceMs: 300,
 } as const;
 
 /**
