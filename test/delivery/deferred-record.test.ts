@@ -9,7 +9,7 @@ import { testDatabase, type TestDatabase } from '../helpers/database.js';
 import { countWhere, waitForCount } from '../helpers/fleet.js';
 import { insertDueHolds } from '../helpers/holds.js';
 import { ScriptedGateway } from '../helpers/scripted-gateway.js';
-import { TcpProxy, throughProxy } from '../helpers/tcp-proxy.js';
+import { proxyInFront, type TcpProxy } from '../helpers/tcp-proxy.js';
 
 /**
  * A round whose record is lost with its connection (a restart or a purge
@@ -23,9 +23,7 @@ let proxied: string;
 beforeAll(async () => {
   db = await testDatabase('deferred');
   await rateLimiterSet(db.pool, db.schema, { perSecond: 1_000_000, burst: 1_000_000 });
-  const target = new URL(db.url);
-  proxy = new TcpProxy({ host: target.hostname, port: Number(target.port) });
-  proxied = throughProxy(db.url, await proxy.start());
+  ({ proxy, url: proxied } = await proxyInFront(db.url));
 });
 afterAll(async () => {
   await proxy.stop();

@@ -108,3 +108,10 @@ export function throughProxy(url: string, port: number, host = '127.0.0.1'): str
   parsed.port = String(port);
   return parsed.toString();
 }
+
+/** A proxy started in front of the server of `url`, and the URL that goes through it. */
+export async function proxyInFront(url: string): Promise<{ proxy: TcpProxy; url: string }> {
+  const target = new URL(url);
+  const proxy = new TcpProxy({ host: target.hostname, port: Number(target.port) });
+  return { proxy, url: throughProxy(url, await proxy.start()) };
+}
