@@ -3,25 +3,24 @@ import type pg from 'pg';
 import type { Clock } from '../runtime/clock.js';
 import { databaseClock } from '../runtime/clock.js';
 import { DEFAULTS, isExampleSender } from '../config.js';
-import { isConnectionError, ValidationError } from '../errors.js';
+import { ValidationError } from '../errors.js';
 import { noFaults, type Faults } from '../runtime/faults.js';
 import { LoopWorker, ServiceLoop, type TickResult } from '../runtime/loop.js';
 import { Slots } from '../runtime/slots.js';
 import { defaultLibraryLogger, type Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { EmailGateway, SendResult } from '../providers/gateway.js';
-import { rateLimiterCooldown, rateLimiterRefund, rateLimiterTake } from '../tables/rate-limiter.js';
-import { intentsLease, intentsRecord, type AttemptResult, type LeasedIntent, type RecordedResult } from '../tables/outbox.js';
+import { rateLimiterEnsure, rateLimiterRefund, rateLimiterTake } from '../tables/rate-limiter.js';
+import { intentsLease, type AttemptResult, type LeasedIntent } from '../tables/outbox.js';
 import { suppressedAttempt, suppressedIntents } from './suppression-gate.js';
 import type { AttemptOutcome } from '../model/intent-states.js';
-import { deliveryPause } from '../tables/delivery-control.js';
-import { rateLimiterEnsure } from '../tables/rate-limiter.js';
 import { roundsInFlight, roundSize, type RateLimitPolicy } from '../model/delivery-policy.js';
 import { failureDelayMs, rateLimitDelayMs, defaultRetryPolicy, type RetryPolicy } from './retry-policy.js';
-import { emailMessageFor, prepareMessages, templateFailure, TEMPLATE_ERROR_CODE, type PreparedMessage } from './messages.js';
+import { emailMessageFor, prepareMessages, templateFailure, type PreparedMessage } from './messages.js';
 import { shippedTemplates, type Templates } from '../templates/templates.js';
-import { deliveryEvents, type DeliveryEvents } from './events.js';
+import type { DeliveryEvents } from './events.js';
 import { LeaseReclaimer } from './reclaimer.js';
+import { RoundRecorder } from './recorder.js';
 
 export interface DeliveryWorkerOptions {
   pool: pg.Pool;
@@ -78,9 +77,6 @@ export interface DeliveryRun {
   retryInMs?: number;
 }
 
-/** Rounds of results kept for recording after a lost connection, at most. */
-const MAX_UNRECORDED_ROUNDS = 20;
-
 const outcomeOf: Record<SendResult['kind'], AttemptOutcome> = {
   accepted: 'accepted',
   rate_limited: 'rate_limited',
@@ -123,7 +119,7 @@ export class DeliveryWorker extends LoopWorker<DeliveryEvents> {
   private readonly faults: Faults;
   private readonly random: () => number;
   private limiterReady = false;
-  private readonly unrecorded: Array<{ results: AttemptResult[]; holdIds: Map<string, string> }> = [];
+  private readonly recorder: RoundRecorder;
   private waitingSince: number | undefined;
 
   constructor(private readonly options: DeliveryWorkerOptions) {
@@ -147,6 +143,17 @@ export class DeliveryWorker extends LoopWorker<DeliveryEvents> {
     }
     this.faults = options.faults ?? noFaults;
     this.random = options.random ?? Math.random;
+    this.recorder = new RoundRecorder({
+      pool: options.pool,
+      schema: this.schema,
+      maxAttempts: this.maxAttempts,
+      clock: this.clock,
+      logger: this.logger,
+      ...(options.metrics ? { metrics: options.metrics } : {}),
+      providerName: this.gateway.name,
+      // Recorded and committed: now in-process listeners may hear of it.
+      emit: (events) => this.events.emitAll(events),
+    });
     const [first, ...more] = Array.from(
       { length: roundsInFlight(batch, concurrency) },
       () =>
@@ -278,51 +285,15 @@ export class DeliveryWorker extends LoopWorker<DeliveryEvents> {
       }),
     );
     const holdIds = new Map(leased.map((i) => [i.id, i.holdId]));
-    await this.record(results, holdIds);
+    await this.recorder.record(results, holdIds);
 
     const outcomes: DeliveryRun['outcomes'] = {};
     for (const r of results) outcomes[r.outcome] = (outcomes[r.outcome] ?? 0) + 1;
     return { permits: grant.granted, leased: leased.length, outcomes };
   }
 
-  /**
-   * Record a round's results, then apply their side effects and tell
-   * in-process listeners. A record lost with its connection (a database
-   * restart, a purge) is kept and recorded again before this worker's next
-   * round: the outcomes are known here, so the intents need not wait out
-   * their leases and be sent a second time. Fencing is the lease token's as
-   * always: a result whose lease has moved on since changes only its attempt.
-   */
-  private async record(results: AttemptResult[], holdIds: Map<string, string>): Promise<void> {
-    let recorded: RecordedResult[];
-    try {
-      recorded = await intentsRecord(this.options.pool, this.schema, results, { maxAttempts: this.maxAttempts, now: this.clock.now() });
-    } catch (error) {
-      if (isConnectionError(error)) {
-        this.unrecorded.push({ results, holdIds });
-        // Bounded: past this, the oldest are left to their leases' expiry, as before.
-        if (this.unrecorded.length > MAX_UNRECORDED_ROUNDS) this.unrecorded.shift();
-        this.logger.warn({ event: 'delivery.record_deferred', results: results.length }, 'results not recorded (connection lost); recording them again next round');
-      }
-      throw error;
-    }
-    await this.afterRecord(results, recorded, holdIds);
-    // Recorded and committed: now in-process listeners may hear of it.
-    this.events.emitAll(deliveryEvents(results, recorded, holdIds));
-  }
-
-  /** The results kept by record() after a lost connection, oldest first; they stay kept until recorded. */
-  private async recordDeferred(): Promise<void> {
-    while (this.unrecorded.length > 0) {
-      const { results, holdIds } = this.unrecorded.shift()!;
-      // On failure record() keeps them again (at the back: the order of
-      // rounds does not matter to the fencing) and the loop backs off.
-      await this.record(results, holdIds);
-    }
-  }
-
   private async tick(): Promise<TickResult> {
-    await this.recordDeferred();
+    await this.recorder.recordKept();
     const run = await this.runOnce();
     if (run.leased > 0 && run.leased === run.permits) {
       // Everything this round could take was due: there may be a backlog.
@@ -376,83 +347,5 @@ export class DeliveryWorker extends LoopWorker<DeliveryEvents> {
       ...(result.kind === 'rate_limited' ? { providerWaitMs: result.retryAfterMs } : {}),
       ...(result.kind === 'paused' && result.resumeAfterMs !== undefined ? { providerWaitMs: result.resumeAfterMs } : {}),
     };
-  }
-
-  /** Fleet-wide side effects, metrics and one log event per transition. */
-  private async afterRecord(results: AttemptResult[], recorded: RecordedResult[], holdIds: Map<string, string>): Promise<void> {
-    const { pool, metrics } = this.options;
-    const byId = new Map(recorded.map((r) => [r.id, r]));
-    // Fleet-wide consequences, applied once per round however many sends
-    // reported them, and whether or not the lease was still ours.
-    let cooldownMs = 0;
-    let pause: AttemptResult | undefined;
-    for (const result of results) {
-      const row = byId.get(result.id);
-      const ids = { holdId: holdIds.get(result.id), intentId: result.id, attempt: result.attempt };
-      metrics?.sends.inc({ outcome: result.outcome });
-      if (result.outcomeUnknown) metrics?.outcomeUnknown.inc();
-      if (result.outcome === 'rate_limited') {
-        metrics?.rateLimited.inc();
-        cooldownMs = Math.max(cooldownMs, result.providerWaitMs ?? 0);
-      }
-      if (result.outcome === 'paused') pause ??= result;
-      if (row && !row.applied) {
-        this.logger.warn({ event: 'intent.fenced', ...ids, outcome: result.outcome }, 'lease no longer ours; result recorded on the attempt only');
-        continue;
-      }
-      switch (result.outcome) {
-        case 'accepted':
-          this.logger.info(
-            { event: 'intent.accepted', ...ids, receipt: result.receipt, possibleDuplicate: row?.possibleDuplicate ?? false },
-            'intent accepted',
-          );
-          break;
-        case 'rate_limited':
-          this.logger.warn({ event: 'intent.rate_limited', ...ids, retryInMs: result.delayMs }, 'provider rate limit');
-          break;
-        case 'rejected':
-          this.logger.warn({ event: 'intent.rejected', ...ids, reason: result.error, code: result.providerCode }, 'intent rejected');
-          break;
-        case 'failed':
-          if (row?.state === 'dead') {
-            this.logger.error({ event: 'intent.dead', ...ids, reason: result.error }, 'intent dead after max attempts');
-          } else {
-            this.logger.warn(
-              { event: 'intent.failed', ...ids, reason: result.error, outcomeUnknown: result.outcomeUnknown, retryInMs: result.delayMs },
-              'send failed; will retry',
-            );
-          }
-          break;
-        case 'paused':
-          this.logger.info({ event: 'intent.released', ...ids, reason: result.error }, 'intent released while delivery is paused');
-          break;
-      }
-      if (row && row.state !== 'pending') metrics?.attemptsPerIntent.observe({ state: row.state }, row.attempts);
-    }
-    if (cooldownMs > 0) await rateLimiterCooldown(pool, this.schema, cooldownMs);
-    if (pause) {
-      const reason = pause.error ?? 'provider asked to pause';
-      // A broken template pauses like a provider does, but says it was the templates.
-      const by = pause.providerCode === TEMPLATE_ERROR_CODE ? 'templates' : this.gateway.name;
-      const control = await deliveryPause(pool, this.schema, {
-        reason,
-        by,
-        ...(pause.providerWaitMs !== undefined ? { untilMs: pause.providerWaitMs } : {}),
-      });
-      // An operator's pause (or a longer provider pause) outranks this one and stays as it was.
-      const kept = control.pausedBy !== by || control.reason !== reason;
-      this.logger.error(
-        {
-          event: 'delivery.paused',
-          holdId: holdIds.get(pause.id),
-          intentId: pause.id,
-          attempt: pause.attempt,
-          reason,
-          by,
-          ...(kept ? { inForce: { by: control.pausedBy, reason: control.reason, until: control.pausedUntil } } : {}),
-        },
-        kept ? 'provider answer asked to pause; the pause already in force stays' : 'delivery paused by provider answer',
-      );
-    }
   }
 }

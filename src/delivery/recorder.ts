@@ -1,0 +1,148 @@
+import type pg from 'pg';
+import { isConnectionError } from '../errors.js';
+import type { Logger } from '../observability/logger.js';
+import type { Metrics } from '../observability/metrics.js';
+import type { Clock } from '../runtime/clock.js';
+import { deliveryPause } from '../tables/delivery-control.js';
+import { intentsRecord, type AttemptResult, type RecordedResult } from '../tables/outbox.js';
+import { rateLimiterCooldown } from '../tables/rate-limiter.js';
+import { deliveryEvents } from './events.js';
+import { TEMPLATE_ERROR_CODE } from './messages.js';
+
+export interface RecorderOptions {
+  pool: pg.Pool;
+  schema: string;
+  maxAttempts: number;
+  clock: Clock;
+  logger: Logger;
+  metrics?: Metrics;
+  /** Who a provider's pause is by (the gateway's name). */
+  providerName: string;
+  /** Hand the lane events of a recorded round to in-process listeners. */
+  emit: (events: ReturnType<typeof deliveryEvents>) => void;
+}
+
+/** Rounds of results kept for recording after a lost connection, at most. */
+const MAX_KEPT_ROUNDS = 20;
+
+/**
+ * The last step of a delivery round: record its results in one fenced
+ * statement, then apply what they mean for the fleet (a provider cooldown
+ * or pause), count them and log one event per transition, and only then,
+ * committed, tell in-process listeners.
+ *
+ * A record lost with its connection (a database restart, a purge) is kept
+ * and made again before the worker's next round: the outcomes are known
+ * here, so the intents need not wait out their leases and be sent a second
+ * time. Fencing is the lease token's as always: a result whose lease has
+ * moved on since changes only its attempt.
+ */
+export class RoundRecorder {
+  private readonly kept: Array<{ results: AttemptResult[]; holdIds: Map<string, string> }> = [];
+
+  constructor(private readonly options: RecorderOptions) {}
+
+  async record(results: AttemptResult[], holdIds: Map<string, string>): Promise<void> {
+    const { pool, schema, maxAttempts, clock, logger } = this.options;
+    let recorded: RecordedResult[];
+    try {
+      recorded = await intentsRecord(pool, schema, results, { maxAttempts, now: clock.now() });
+    } catch (error) {
+      if (isConnectionError(error)) {
+        this.kept.push({ results, holdIds });
+        // Bounded: past this, the oldest are left to their leases' expiry, as before.
+        if (this.kept.length > MAX_KEPT_ROUNDS) this.kept.shift();
+        logger.warn({ event: 'delivery.record_deferred', results: results.length }, 'results not recorded (connection lost); recording them again next round');
+      }
+      throw error;
+    }
+    await this.afterRecord(results, recorded, holdIds);
+    this.options.emit(deliveryEvents(results, recorded, holdIds));
+  }
+
+  /** Record what record() kept after a lost connection, oldest first; on failure it is kept again and this throws. */
+  async recordKept(): Promise<void> {
+    while (this.kept.length > 0) {
+      const { results, holdIds } = this.kept.shift()!;
+      await this.record(results, holdIds);
+    }
+  }
+
+  /** Fleet-wide side effects, metrics and one log event per transition. */
+  private async afterRecord(results: AttemptResult[], recorded: RecordedResult[], holdIds: Map<string, string>): Promise<void> {
+    const { pool, schema, metrics, logger } = this.options;
+    const byId = new Map(recorded.map((r) => [r.id, r]));
+    // Fleet-wide consequences, applied once per round however many sends
+    // reported them, and whether or not the lease was still ours.
+    let cooldownMs = 0;
+    let pause: AttemptResult | undefined;
+    for (const result of results) {
+      const row = byId.get(result.id);
+      const ids = { holdId: holdIds.get(result.id), intentId: result.id, attempt: result.attempt };
+      metrics?.sends.inc({ outcome: result.outcome });
+      if (result.outcomeUnknown) metrics?.outcomeUnknown.inc();
+      if (result.outcome === 'rate_limited') {
+        metrics?.rateLimited.inc();
+        cooldownMs = Math.max(cooldownMs, result.providerWaitMs ?? 0);
+      }
+      if (result.outcome === 'paused') pause ??= result;
+      if (row && !row.applied) {
+        logger.warn({ event: 'intent.fenced', ...ids, outcome: result.outcome }, 'lease no longer ours; result recorded on the attempt only');
+        continue;
+      }
+      switch (result.outcome) {
+        case 'accepted':
+          logger.info(
+            { event: 'intent.accepted', ...ids, receipt: result.receipt, possibleDuplicate: row?.possibleDuplicate ?? false },
+            'intent accepted',
+          );
+          break;
+        case 'rate_limited':
+          logger.warn({ event: 'intent.rate_limited', ...ids, retryInMs: result.delayMs }, 'provider rate limit');
+          break;
+        case 'rejected':
+          logger.warn({ event: 'intent.rejected', ...ids, reason: result.error, code: result.providerCode }, 'intent rejected');
+          break;
+        case 'failed':
+          if (row?.state === 'dead') {
+            logger.error({ event: 'intent.dead', ...ids, reason: result.error }, 'intent dead after max attempts');
+          } else {
+            logger.warn(
+              { event: 'intent.failed', ...ids, reason: result.error, outcomeUnknown: result.outcomeUnknown, retryInMs: result.delayMs },
+              'send failed; will retry',
+            );
+          }
+          break;
+        case 'paused':
+          logger.info({ event: 'intent.released', ...ids, reason: result.error }, 'intent released while delivery is paused');
+          break;
+      }
+      if (row && row.state !== 'pending') metrics?.attemptsPerIntent.observe({ state: row.state }, row.attempts);
+    }
+    if (cooldownMs > 0) await rateLimiterCooldown(pool, schema, cooldownMs);
+    if (pause) {
+      const reason = pause.error ?? 'provider asked to pause';
+      // A broken template pauses like a provider does, but says it was the templates.
+      const by = pause.providerCode === TEMPLATE_ERROR_CODE ? 'templates' : this.options.providerName;
+      const control = await deliveryPause(pool, schema, {
+        reason,
+        by,
+        ...(pause.providerWaitMs !== undefined ? { untilMs: pause.providerWaitMs } : {}),
+      });
+      // An operator's pause (or a longer provider pause) outranks this one and stays as it was.
+      const kept = control.pausedBy !== by || control.reason !== reason;
+      logger.error(
+        {
+          event: 'delivery.paused',
+          holdId: holdIds.get(pause.id),
+          intentId: pause.id,
+          attempt: pause.attempt,
+          reason,
+          by,
+          ...(kept ? { inForce: { by: control.pausedBy, reason: control.reason, until: control.pausedUntil } } : {}),
+        },
+        kept ? 'provider answer asked to pause; the pause already in force stays' : 'delivery paused by provider answer',
+      );
+    }
+  }
+}
