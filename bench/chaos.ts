@@ -32,7 +32,7 @@ import { fileURLToPath } from 'node:url';
 import type pg from 'pg';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from '../src/db/embedded.js';
 import { migrate } from '../src/db/migrate.js';
-import { createPool, ident } from '../src/db/pool.js';
+import { createPool, ident, withTransaction } from '../src/db/pool.js';
 import { rateLimiterSet } from '../src/tables/rate-limiter.js';
 import { FakeResend } from '../test/helpers/fake-resend.js';
 
@@ -132,19 +132,16 @@ function startWorker(lane: Worker['lane'], env: Record<string, string>): Worker 
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** Open a transaction, run `sql` in it and sit idle in it for `ms` (a restart may end it first: part of the drill). */
+/**
+ * Open a transaction, run `sql` in it and sit idle in it for `ms`. Through
+ * withTransaction, so the checked-out client has an error listener: a purge
+ * or the restart may end it first, which is part of the drill.
+ */
 async function holdTransaction(pool: pg.Pool, sql: string, ms: number): Promise<void> {
-  const client = await pool.connect();
-  try {
-    await client.query('BEGIN');
+  await withTransaction(pool, async (client) => {
     await client.query(sql);
     await sleep(ms);
-    await client.query('COMMIT');
-  } catch {
-    // Ended by a purge or the restart.
-  } finally {
-    client.release(true);
-  }
+  }).catch(() => {});
 }
 
 /** The longest idle stretch per lane, from samples of "work due" and "last work started". */

@@ -37,6 +37,8 @@ const gateway = new SandboxGateway({ latencyMs: 0 });
 const presence = new Presence(schema, silentLogger);
 const session = process.env.BENCH_PRESENCE === '1' ? new pg.Client({ connectionString: url }) : undefined;
 if (session) {
+  // A lost session only ends the owner check's measurement; it must not end the process.
+  session.on('error', (error) => process.stderr.write(`delivery-child: presence session lost: ${error.message}\n`));
   await session.connect();
   await presence.acquire(session);
 }

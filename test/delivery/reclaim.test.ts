@@ -52,6 +52,8 @@ async function retakes(prefix: string): Promise<Array<{ intent: string; outcome:
 /** A session holding a worker's presence lock, as the LISTEN session does in the service. */
 async function presenceSession(presence: Presence): Promise<pg.Client> {
   const client = new pg.Client({ connectionString: db.url });
+  // Ended on purpose by the tests; an error after that is expected, not a crash.
+  client.on('error', () => {});
   await client.connect();
   await presence.acquire(client);
   return client;
