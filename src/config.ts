@@ -67,6 +67,8 @@ export const DEFAULTS = {
   reclaimIntervalMs: 150,
   /** ...and takes them once the owner has been gone this long (a session that blinked keeps its leases). */
   reclaimGraceMs: 300,
+  /** An account cooling down (429) this long sends its intents on to the next account in failover. */
+  failoverAfterS: 60,
 } as const;
 
 /**
@@ -120,6 +122,8 @@ const schema = onFirstUse((z) => {
       .min(16, 'must be at least 16 characters')
       .regex(/^[\x21-\x7e]+$/, 'must be printable ASCII without whitespace (it is sent in an Authorization: Bearer header)')
       .optional(),
+    LEASEHOLD_ACCOUNTS_FILE: z.string().min(1).optional(),
+    LEASEHOLD_FAILOVER_AFTER_S: int(1, 86_400).default(DEFAULTS.failoverAfterS),
     EMAIL_PROVIDER: z.enum(['sandbox', 'resend', 'postmark', 'ses', 'smtp']).default('sandbox'),
     EMAIL_FROM: z.string().min(3).default(DEFAULTS.emailFrom),
     LEASEHOLD_RATE_PER_SECOND: z.coerce.number({ error: PER_SECOND_RULE }).refine(isValidPerSecond, PER_SECOND_RULE).default(DEFAULTS.ratePerSecond),
@@ -174,6 +178,10 @@ export interface Config {
   /** Interface the HTTP API listens on. */
   host: string;
   apiToken: string | undefined;
+  /** Provider accounts (src/model/accounts.ts); unset: one account, `default`, from EMAIL_PROVIDER and its variables. */
+  accountsFile: string | undefined;
+  /** An intent moves on from an account that has been cooling down (429) longer than this. */
+  failoverAfterS: number;
   emailProvider: Env['EMAIL_PROVIDER'];
   emailFrom: string;
   ratePerSecond: number;
@@ -230,6 +238,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     port: e.PORT,
     host: e.LEASEHOLD_HOST,
     apiToken: e.LEASEHOLD_API_TOKEN,
+    accountsFile: e.LEASEHOLD_ACCOUNTS_FILE,
+    failoverAfterS: e.LEASEHOLD_FAILOVER_AFTER_S,
     emailProvider: e.EMAIL_PROVIDER,
     emailFrom: e.EMAIL_FROM,
     ratePerSecond: e.LEASEHOLD_RATE_PER_SECOND,

@@ -91,8 +91,8 @@ export class MigrationError extends LeaseholdError {
 
 /** The shared rate limiter's row is missing: nothing ran rateLimiterEnsure (service start-up does). */
 export class LimiterMissingError extends LeaseholdError {
-  constructor(schema: string) {
-    super('limiter_missing', `the rate limiter row is missing in schema ${schema}; start the service (or call rateLimiterEnsure) first`, 503);
+  constructor(schema: string, account = 'default') {
+    super('limiter_missing', `the rate limiter row of account ${JSON.stringify(account)} is missing in schema ${schema}; start the service (or call rateLimiterEnsure) first`, 503);
   }
 }
 

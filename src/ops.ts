@@ -6,8 +6,19 @@ import { databaseClock, type Clock } from './runtime/clock.js';
 import type { Queryable } from './db/pool.js';
 import { deliveryControlGet, deliveryPause, deliveryResume, type DeliveryControl } from './tables/delivery-control.js';
 import { messagesDiscardFinished } from './tables/messages.js';
-import { intentsGet, intentsReplay } from './tables/outbox.js';
-import { rateLimiterEnsure, rateLimiterGet, rateLimiterSet, type RateLimitState } from './tables/rate-limiter.js';
+import { intentsGet, intentsMove, intentsPendingByAccount, intentsReplay } from './tables/outbox.js';
+import { attemptsLastMinuteByAccount } from './tables/attempts.js';
+import {
+  rateLimiterEnsure,
+  rateLimiterGet,
+  rateLimiterGetMany,
+  rateLimiterPause,
+  rateLimiterResume,
+  rateLimiterSet,
+  type AccountPause,
+  type RateLimitState,
+} from './tables/rate-limiter.js';
+import { DEFAULT_ACCOUNT, type AccountProvider, type Accounts, type QuotaUnit } from './model/accounts.js';
 
 /**
  * What an operator does to a running fleet: pause, resume, replay, change
@@ -21,6 +32,8 @@ export interface OperationsOptions {
   schema: string;
   /** The policy a fresh limiter row starts with (LEASEHOLD_RATE_PER_SECOND, LEASEHOLD_RATE_BURST). */
   initialRate: RateLimitPolicy;
+  /** The provider accounts (providers/registry.ts accountsFromConfig); default: one, `default`, at `initialRate`. */
+  accounts?: Accounts;
   logger?: Logger;
   clock?: Clock;
 }
@@ -31,10 +44,29 @@ export const DEFAULT_PAUSE_REASON = 'paused by an operator';
 /** Longest pause with an end: a year (longer is an indefinite pause). */
 export const MAX_PAUSE_SECONDS = 31_536_000;
 
+/** One account as operators see it: `leasehold accounts`, GET /v1/accounts. */
+export interface AccountView {
+  name: string;
+  provider: AccountProvider;
+  /** Its place in failover (0: first), or null when it is not in failover (never sent through). */
+  failoverIndex: number | null;
+  unit: QuotaUnit;
+  dailyQuota: number | null;
+  rate: RateLimitState;
+  pause: AccountPause;
+  coolingDown: boolean;
+  cooldownUntil: Date | null;
+  /** Pending intents on this account (not yet leased ones count on the first in failover). */
+  backlog: number;
+  /** Attempts finished through it in the last minute, by outcome. */
+  lastMinute: Record<string, number>;
+}
+
 export class Operations {
   private readonly pool: Queryable;
   private readonly schema: string;
   private readonly initialRate: RateLimitPolicy;
+  readonly accounts: Accounts;
   private readonly logger: Logger;
   private readonly clock: Clock;
 
@@ -42,6 +74,10 @@ export class Operations {
     this.pool = options.pool;
     this.schema = options.schema;
     this.initialRate = options.initialRate;
+    this.accounts = options.accounts ?? {
+      accounts: [{ name: DEFAULT_ACCOUNT, provider: 'sandbox', rate: { ...options.initialRate, unit: 'requests' }, settings: {} }],
+      failover: [DEFAULT_ACCOUNT],
+    };
     this.logger = options.logger ?? silentLogger;
     this.clock = options.clock ?? databaseClock;
   }
@@ -70,12 +106,107 @@ export class Operations {
     return control;
   }
 
-  /** Lift any pause. Returns the state before and after. */
-  async resume(): Promise<{ before: DeliveryControl; after: DeliveryControl }> {
+  /** Lift every pause: the fleet's and each account's. Returns the fleet's state before and after, and the accounts resumed. */
+  async resume(): Promise<{ before: DeliveryControl; after: DeliveryControl; accounts: string[] }> {
     const before = await this.delivery();
     const after = await deliveryResume(this.pool, this.schema, this.clock.now());
-    this.logger.info({ event: 'delivery.resumed', by: PAUSED_BY_OPERATOR, wasPaused: before.paused }, 'delivery resumed');
-    return { before, after };
+    const accounts = await rateLimiterResume(this.pool, this.schema, null, this.clock.now());
+    this.logger.info({ event: 'delivery.resumed', by: PAUSED_BY_OPERATOR, wasPaused: before.paused, accounts }, 'delivery resumed');
+    return { before, after, accounts };
+  }
+
+  /** The first account in failover: the one /v1/rate-limit and `leasehold rate-limit` act on. */
+  get firstAccount(): string {
+    return this.accounts.failover[0]!;
+  }
+
+  /** The named account, or NotFoundError (404) listing the configured ones. */
+  private account(name: string) {
+    const account = this.accounts.accounts.find((a) => a.name === name);
+    if (!account) throw new NotFoundError('account', name);
+    return account;
+  }
+
+  /** Every configured account with its provider, rate, tokens, pause, cooldown, backlog and sends in the last minute. */
+  async listAccounts(): Promise<AccountView[]> {
+    const names = this.accounts.accounts.map((a) => a.name);
+    for (const account of this.accounts.accounts) {
+      await rateLimiterEnsure(this.pool, this.schema, { perSecond: account.rate.perSecond, burst: account.rate.burst }, account.name);
+    }
+    const now = this.clock.now();
+    const [states, backlog, recent] = [
+      await rateLimiterGetMany(this.pool, this.schema, names, now),
+      await intentsPendingByAccount(this.pool, this.schema, this.accounts.failover, this.firstAccount),
+      await attemptsLastMinuteByAccount(this.pool, this.schema),
+    ];
+    return this.accounts.accounts.map((account): AccountView => {
+      const rate = states.get(account.name)!;
+      const index = this.accounts.failover.indexOf(account.name);
+      return {
+        name: account.name,
+        provider: account.provider,
+        failoverIndex: index >= 0 ? index : null,
+        unit: account.rate.unit,
+        dailyQuota: account.dailyQuota ?? null,
+        rate,
+        pause: rate.pause,
+        coolingDown: rate.coolingForMs > 0 || (rate.cooldownUntil !== null && rate.cooldownUntil.getTime() > Date.now()),
+        cooldownUntil: rate.cooldownUntil,
+        backlog: backlog.get(account.name) ?? 0,
+        lastMinute: recent.get(account.name) ?? {},
+      };
+    });
+  }
+
+  async getAccount(name: string): Promise<AccountView> {
+    this.account(name);
+    return (await this.listAccounts()).find((a) => a.name === name)!;
+  }
+
+  /** Pause one account: its intents that are not pinned to it move on to the next account in failover. */
+  async pauseAccount(name: string, options: { reason?: string; forSeconds?: number } = {}): Promise<AccountView> {
+    const account = this.account(name);
+    const { forSeconds } = options;
+    if (forSeconds !== undefined && !(Number.isFinite(forSeconds) && forSeconds > 0 && forSeconds <= MAX_PAUSE_SECONDS)) {
+      throw new ValidationError('forSeconds', `must be a number of seconds from more than 0 to ${MAX_PAUSE_SECONDS}`);
+    }
+    await rateLimiterEnsure(this.pool, this.schema, { perSecond: account.rate.perSecond, burst: account.rate.burst }, name);
+    const pause = await rateLimiterPause(this.pool, this.schema, name, {
+      reason: options.reason ?? DEFAULT_PAUSE_REASON,
+      by: PAUSED_BY_OPERATOR,
+      now: this.clock.now(),
+      ...(forSeconds !== undefined ? { untilMs: forSeconds * 1000 } : {}),
+    });
+    this.logger.info({ event: 'account.paused', account: name, reason: pause?.reason, by: PAUSED_BY_OPERATOR, until: pause?.pausedUntil }, 'account paused');
+    return this.getAccount(name);
+  }
+
+  async resumeAccount(name: string): Promise<AccountView> {
+    this.account(name);
+    const resumed = await rateLimiterResume(this.pool, this.schema, name, this.clock.now());
+    this.logger.info({ event: 'account.resumed', account: name, by: PAUSED_BY_OPERATOR, wasPaused: resumed.length > 0 }, 'account resumed');
+    return this.getAccount(name);
+  }
+
+  /**
+   * Move a pending intent to `account`, even one pinned to its account by an
+   * attempt whose outcome is unknown: then the old account may have it
+   * already, and an acceptance on the new one is flagged possible_duplicate.
+   */
+  async moveIntent(intentId: string, account: string): Promise<Intent> {
+    if (!this.accounts.failover.includes(account)) {
+      throw new ValidationError('account', `must be an account in failover (${this.accounts.failover.join(', ')})`);
+    }
+    const moved = await intentsMove(this.pool, this.schema, intentId, account);
+    const intent = await intentsGet(this.pool, this.schema, intentId);
+    if (!intent) throw new NotFoundError('intent', intentId);
+    if (!moved) {
+      throw new IntentStateError(intentId, intent.state, intent.state === 'pending'
+        ? `intent ${JSON.stringify(intentId)} is being sent now (its lease is live); move it when the attempt ends`
+        : `intent ${JSON.stringify(intentId)} is ${intent.state}: only a pending intent can move`);
+    }
+    this.logger.warn({ event: 'intent.moved', intentId, holdId: intent.holdId, account, unsettled: intent.pinnedAccount === null }, 'intent moved by an operator');
+    return intent;
   }
 
   async replay(intentId: string): Promise<Intent> {
@@ -84,24 +215,28 @@ export class Operations {
     return intent;
   }
 
-  /** The shared limiter's policy and state; a fleet that never started gets the configured initial policy. */
-  async rateLimit(): Promise<RateLimitState> {
+  /**
+   * An account's limiter policy and state (default: the first account in
+   * failover); a fleet that never started gets the configured initial policy.
+   */
+  async rateLimit(account = this.firstAccount): Promise<RateLimitState> {
+    const configured = this.account(account);
     const now = this.clock.now();
-    const current = await rateLimiterGet(this.pool, this.schema, now);
+    const current = await rateLimiterGet(this.pool, this.schema, now, account);
     if (current) return current;
-    await rateLimiterEnsure(this.pool, this.schema, this.initialRate);
-    return (await rateLimiterGet(this.pool, this.schema, now))!;
+    await rateLimiterEnsure(this.pool, this.schema, { perSecond: configured.rate.perSecond, burst: configured.rate.burst }, account);
+    return (await rateLimiterGet(this.pool, this.schema, now, account))!;
   }
 
-  /** Change the policy; either half alone keeps the other half of the current policy. */
-  async setRateLimit(change: { perSecond?: number; burst?: number }): Promise<RateLimitState> {
+  /** Change an account's policy (default: the first in failover); either half alone keeps the other half of the current policy. */
+  async setRateLimit(change: { perSecond?: number; burst?: number }, account = this.firstAccount): Promise<RateLimitState> {
     if (change.perSecond === undefined && change.burst === undefined) {
       throw new ValidationError('perSecond', 'give perSecond, burst or both');
     }
-    const current = await this.rateLimit();
+    const current = await this.rateLimit(account);
     const policy = validatePolicy({ perSecond: change.perSecond ?? current.perSecond, burst: change.burst ?? current.burst });
-    const state = await rateLimiterSet(this.pool, this.schema, policy, this.clock.now());
-    this.logger.info({ event: 'rate_limit.changed', ...policy }, 'rate limit changed');
+    const state = await rateLimiterSet(this.pool, this.schema, policy, this.clock.now(), account);
+    this.logger.info({ event: 'rate_limit.changed', account, ...policy }, 'rate limit changed');
     return state;
   }
 }

@@ -12,7 +12,8 @@ import type { Logger } from './observability/logger.js';
 import { createMetrics, stalledAfterSeconds, type Metrics } from './observability/metrics.js';
 import { Operations } from './ops.js';
 import type { EmailGateway } from './providers/gateway.js';
-import { createGateway } from './providers/registry.js';
+import { accountsFromConfig, createGateways, type AccountGateway } from './providers/registry.js';
+import type { Accounts } from './model/accounts.js';
 import { SandboxGateway } from './providers/sandbox.js';
 import { PruneWorker } from './retention/prune-worker.js';
 import { startApiServer, type ApiServer } from './server/app.js';
@@ -44,7 +45,10 @@ export interface ServiceParts {
 export interface PreparedService {
   config: Config;
   parts: ServiceParts;
-  gateway: EmailGateway | undefined;
+  /** The provider accounts (LEASEHOLD_ACCOUNTS_FILE, or `default` from EMAIL_PROVIDER), checked. */
+  accounts: Accounts;
+  /** A gateway per account in failover order, for the delivery lane. */
+  gateways: AccountGateway[] | undefined;
   templates: Templates | undefined;
   webhooks: WebhookSettings | undefined;
 }
@@ -71,12 +75,25 @@ export function checkedTemplates(config: Config): Templates {
   return templates;
 }
 
-/** Check what Config alone decides for these parts; `gateway` replaces the configured provider (demo, tests). */
+/**
+ * Check what Config alone decides for these parts: the accounts file (for
+ * every part: the API lists accounts and takes their webhooks) and, for
+ * the delivery lane, every account's settings. `gateway` replaces the
+ * configured provider of the first account (demo, tests).
+ */
 export async function prepareService(config: Config, parts: ServiceParts, overrides: { gateway?: EmailGateway } = {}): Promise<PreparedService> {
+  const accounts = accountsFromConfig(config);
+  let gateways: AccountGateway[] | undefined;
+  if (parts.delivery) {
+    gateways = overrides.gateway
+      ? [{ account: accounts.accounts.find((a) => a.name === accounts.failover[0])!, gateway: overrides.gateway }]
+      : await createGateways(config, accounts);
+  }
   return {
     config,
     parts,
-    gateway: parts.delivery ? (overrides.gateway ?? (await createGateway(config))) : undefined,
+    accounts,
+    gateways,
     templates: parts.delivery ? checkedTemplates(config) : undefined,
     webhooks: parts.api ? webhookSettingsFromEnv(config.env) : undefined,
   };
@@ -103,17 +120,28 @@ export function expiryWorkerFor(config: Config, base: ServiceBase, extra: Partia
   });
 }
 
-/** The delivery lane as Config says, sending through `gateway`. */
+/** The delivery lane as Config says, sending through `gateway` (one account, `default`) or each account's gateway. */
 export function deliveryWorkerFor(
   config: Config,
   base: ServiceBase,
-  gateway: EmailGateway,
+  gateways: EmailGateway | AccountGateway[],
   extra: Partial<DeliveryWorkerOptions> = {},
 ): DeliveryWorker {
+  const routes = Array.isArray(gateways)
+    ? {
+        accounts: gateways.map(({ account, gateway }) => ({
+          name: account.name,
+          gateway,
+          ...(account.from ? { from: account.from } : {}),
+          initialRate: { perSecond: account.rate.perSecond, burst: account.rate.burst },
+        })),
+      }
+    : { gateway: gateways };
   return new DeliveryWorker({
     pool: base.pool,
     schema: base.schema,
-    gateway,
+    ...routes,
+    failoverAfterMs: config.failoverAfterS * 1000,
     from: config.emailFrom,
     batchSize: config.deliveryBatch,
     concurrency: config.deliveryConcurrency,
@@ -130,12 +158,13 @@ export function deliveryWorkerFor(
 }
 
 /** The operator actions with this configuration's initial rate policy. */
-export function operationsFor(config: Config, base: ServiceBase): Operations {
+export function operationsFor(config: Config, base: ServiceBase, accounts: Accounts = accountsFromConfig(config)): Operations {
   return new Operations({
     pool: base.pool,
     schema: base.schema,
     logger: base.logger,
     initialRate: { perSecond: config.ratePerSecond, burst: config.rateBurst },
+    accounts,
   });
 }
 
@@ -207,7 +236,9 @@ export async function startService(prepared: PreparedService, base: Omit<Service
     })(),
   };
   try {
-    await rateLimiterEnsure(base.pool, base.schema, { perSecond: config.ratePerSecond, burst: config.rateBurst });
+    for (const account of prepared.accounts.accounts) {
+      await rateLimiterEnsure(base.pool, base.schema, { perSecond: account.rate.perSecond, burst: account.rate.burst }, account.name);
+    }
     if (parts.api) {
       const { token, generated } = resolveApiToken(config.apiToken);
       const api = await startApiServer({
@@ -219,6 +250,7 @@ export async function startService(prepared: PreparedService, base: Omit<Service
         apiToken: token,
         port: config.port,
         host: options.host ?? config.host,
+        accounts: prepared.accounts,
         ...(prepared.webhooks ? { webhooks: prepared.webhooks } : {}),
       });
       service.api = api;
@@ -227,13 +259,14 @@ export async function startService(prepared: PreparedService, base: Omit<Service
       service.announcements.push(`leasehold API listening on ${api.url}`, `dashboard: ${api.url}/`);
       logger.info({ event: 'api.started', url: api.url }, 'API listening');
     }
-    const gateway = prepared.gateway;
-    if (parts.delivery && gateway) {
+    const gateways = prepared.gateways;
+    if (parts.delivery && gateways) {
       const presence = new Presence(base.schema, logger);
-      const worker = deliveryWorkerFor(config, full, gateway, { presence, ...(prepared.templates ? { templates: prepared.templates } : {}) });
+      const worker = deliveryWorkerFor(config, full, gateways, { presence, ...(prepared.templates ? { templates: prepared.templates } : {}) });
       service.delivery = worker;
       metrics.watchLane('delivery', { age: () => worker.lastRoundAgeSeconds(), stalledAfterSeconds: stalledAfterSeconds(worker.roundIntervalMs) });
-      if (gateway instanceof SandboxGateway) {
+      for (const { gateway } of gateways) {
+        if (!(gateway instanceof SandboxGateway)) continue;
         // The sandbox reports delivered/bounced/complained into the same ingestion path as the webhooks.
         gateway.connectEvents((events) =>
           ingestEvents(base.pool, base.schema, events, { logger, metrics }).catch((error: unknown) =>
@@ -248,10 +281,11 @@ export async function startService(prepared: PreparedService, base: Omit<Service
       stops.push(async () => {
         await listener?.stop();
         await worker.stop();
-        await gateway.close?.();
+        for (const { gateway } of gateways) await gateway.close?.();
       });
-      logger.info({ event: 'delivery_worker.started', provider: gateway.name }, 'delivery worker started');
-      service.announcements.push(`delivery lane running (provider ${gateway.name})`);
+      const names = gateways.map(({ account, gateway }) => `${account.name}: ${gateway.name}`).join(', ');
+      logger.info({ event: 'delivery_worker.started', accounts: gateways.map((g) => g.account.name), provider: gateways[0]!.gateway.name }, 'delivery worker started');
+      service.announcements.push(`delivery lane running (${gateways.length === 1 ? `provider ${gateways[0]!.gateway.name}` : `accounts ${names}`})`);
     }
     if (parts.expiry) {
       const worker = expiryWorkerFor(config, full);

@@ -5,7 +5,8 @@ import type { Metrics } from '../observability/metrics.js';
 import type { Clock } from '../runtime/clock.js';
 import { deliveryPause } from '../tables/delivery-control.js';
 import { intentsRecord, type AttemptResult, type RecordedResult } from '../tables/outbox.js';
-import { rateLimiterCooldown } from '../tables/rate-limiter.js';
+import { rateLimiterCooldown, rateLimiterPause } from '../tables/rate-limiter.js';
+import { DEFAULT_ACCOUNT } from '../model/accounts.js';
 import { deliveryEvents } from './events.js';
 import { TEMPLATE_ERROR_CODE } from './messages.js';
 
@@ -16,11 +17,14 @@ export interface RecorderOptions {
   clock: Clock;
   logger: Logger;
   metrics?: Metrics;
-  /** Who a provider's pause is by (the gateway's name). */
-  providerName: string;
+  /** Who a provider's pause of `account` is by (its gateway's name). */
+  providerOf: (account: string) => string;
   /** Hand the lane events of a recorded round to in-process listeners. */
   emit: (events: ReturnType<typeof deliveryEvents>) => void;
 }
+
+/** Who a fleet-wide pause for a broken template is by. */
+const TEMPLATES = 'templates';
 
 /** Rounds of results kept for recording after a lost connection, at most. */
 const MAX_KEPT_ROUNDS = 20;
@@ -72,20 +76,26 @@ export class RoundRecorder {
   private async afterRecord(results: AttemptResult[], recorded: RecordedResult[], holdIds: Map<string, string>): Promise<void> {
     const { pool, schema, metrics, logger } = this.options;
     const byId = new Map(recorded.map((r) => [r.id, r]));
-    // Fleet-wide consequences, applied once per round however many sends
-    // reported them, and whether or not the lease was still ours.
-    let cooldownMs = 0;
-    let pause: AttemptResult | undefined;
+    // Consequences for the account (a cooldown, a pause) or the fleet (a
+    // broken template), applied once per round however many sends reported
+    // them, and whether or not the lease was still ours.
+    const cooldowns = new Map<string, number>();
+    const pauses = new Map<string, AttemptResult>();
     for (const result of results) {
       const row = byId.get(result.id);
-      const ids = { holdId: holdIds.get(result.id), intentId: result.id, attempt: result.attempt };
-      metrics?.sends.inc({ outcome: result.outcome });
-      if (result.outcomeUnknown) metrics?.outcomeUnknown.inc();
+      const account = result.account ?? DEFAULT_ACCOUNT;
+      const ids = { holdId: holdIds.get(result.id), intentId: result.id, attempt: result.attempt, account };
+      metrics?.sends.inc({ outcome: result.outcome, account });
+      if (result.outcomeUnknown) metrics?.outcomeUnknown.inc({ account });
       if (result.outcome === 'rate_limited') {
-        metrics?.rateLimited.inc();
-        cooldownMs = Math.max(cooldownMs, result.providerWaitMs ?? 0);
+        metrics?.rateLimited.inc({ account });
+        cooldowns.set(account, Math.max(cooldowns.get(account) ?? 0, result.providerWaitMs ?? 0));
       }
-      if (result.outcome === 'paused') pause ??= result;
+      if (result.outcome === 'paused') {
+        // A broken template is the fleet's problem, not one account's.
+        const key = result.providerCode === TEMPLATE_ERROR_CODE ? TEMPLATES : account;
+        if (!pauses.has(key)) pauses.set(key, result);
+      }
       if (row && !row.applied) {
         logger.warn({ event: 'intent.fenced', ...ids, outcome: result.outcome }, 'lease no longer ours; result recorded on the attempt only');
         continue;
@@ -104,6 +114,7 @@ export class RoundRecorder {
           logger.warn({ event: 'intent.rejected', ...ids, reason: result.error, code: result.providerCode }, 'intent rejected');
           break;
         case 'failed':
+          if (result.moveTo) logger.warn({ event: 'intent.failed_over', ...ids, to: result.moveTo, reason: result.error }, 'send never left; the intent moves to the next account');
           if (row?.state === 'dead') {
             logger.error({ event: 'intent.dead', ...ids, reason: result.error }, 'intent dead after max attempts');
           } else {
@@ -119,30 +130,41 @@ export class RoundRecorder {
       }
       if (row && row.state !== 'pending') metrics?.attemptsPerIntent.observe({ state: row.state }, row.attempts);
     }
-    if (cooldownMs > 0) await rateLimiterCooldown(pool, schema, cooldownMs);
-    if (pause) {
-      const reason = pause.error ?? 'provider asked to pause';
-      // A broken template pauses like a provider does, but says it was the templates.
-      const by = pause.providerCode === TEMPLATE_ERROR_CODE ? 'templates' : this.options.providerName;
-      const control = await deliveryPause(pool, schema, {
+    for (const [account, ms] of cooldowns) if (ms > 0) await rateLimiterCooldown(pool, schema, ms, null, account);
+    for (const [key, pause] of pauses) await this.pause(key, pause, holdIds);
+  }
+
+  /**
+   * A provider's answer paused `key`'s account (or, for a broken template,
+   * the fleet). An operator's pause, or a longer provider pause, outranks
+   * it and stays as it was.
+   */
+  private async pause(key: string, pause: AttemptResult, holdIds: Map<string, string>): Promise<void> {
+    const { pool, schema, logger } = this.options;
+    const reason = pause.error ?? 'provider asked to pause';
+    const fleet = key === TEMPLATES;
+    const by = fleet ? TEMPLATES : this.options.providerOf(key);
+    const untilMs = pause.providerWaitMs !== undefined ? { untilMs: pause.providerWaitMs } : {};
+    const control = fleet
+      ? await deliveryPause(pool, schema, { reason, by, ...untilMs })
+      : await rateLimiterPause(pool, schema, key, { reason, by, ...untilMs });
+    const kept = control !== undefined && (control.pausedBy !== by || control.reason !== reason);
+    logger.error(
+      {
+        event: fleet ? 'delivery.paused' : 'account.paused',
+        ...(fleet ? {} : { account: key }),
+        holdId: holdIds.get(pause.id),
+        intentId: pause.id,
+        attempt: pause.attempt,
         reason,
         by,
-        ...(pause.providerWaitMs !== undefined ? { untilMs: pause.providerWaitMs } : {}),
-      });
-      // An operator's pause (or a longer provider pause) outranks this one and stays as it was.
-      const kept = control.pausedBy !== by || control.reason !== reason;
-      logger.error(
-        {
-          event: 'delivery.paused',
-          holdId: holdIds.get(pause.id),
-          intentId: pause.id,
-          attempt: pause.attempt,
-          reason,
-          by,
-          ...(kept ? { inForce: { by: control.pausedBy, reason: control.reason, until: control.pausedUntil } } : {}),
-        },
-        kept ? 'provider answer asked to pause; the pause already in force stays' : 'delivery paused by provider answer',
-      );
-    }
+        ...(kept ? { inForce: { by: control.pausedBy, reason: control.reason, until: control.pausedUntil } } : {}),
+      },
+      kept
+        ? 'provider answer asked to pause; the pause already in force stays'
+        : fleet
+          ? 'delivery paused: a template is broken'
+          : 'account paused by provider answer; its intents move to the next account in failover',
+    );
   }
 }

@@ -10,7 +10,9 @@ import { Slots } from '../runtime/slots.js';
 import { defaultLibraryLogger, type Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { EmailGateway, SendResult } from '../providers/gateway.js';
-import { rateLimiterEnsure, rateLimiterRefund, rateLimiterTake } from '../tables/rate-limiter.js';
+import { rateLimiterEnsure, rateLimiterGetMany, rateLimiterRefund, rateLimiterTake } from '../tables/rate-limiter.js';
+import { DEFAULT_ACCOUNT } from '../model/accounts.js';
+import { legsFor, nextAccount } from './routing.js';
 import { intentsLease, type AttemptResult, type LeasedIntent } from '../tables/outbox.js';
 import { suppressedAttempt, suppressedIntents } from './suppression-gate.js';
 import type { AttemptOutcome } from '../model/intent-states.js';
@@ -22,10 +24,25 @@ import type { DeliveryEvents } from './events.js';
 import { LeaseReclaimer } from './reclaimer.js';
 import { RoundRecorder } from './recorder.js';
 
+/** One provider account the lane sends through (model/accounts.ts), with its gateway. */
+export interface DeliveryAccount {
+  name: string;
+  gateway: EmailGateway;
+  /** Sender for templates that name none; default the worker's `from`. */
+  from?: string;
+  /** Limiter policy written only if the account's limiter row does not exist yet; default the worker's `initialRate`. */
+  initialRate?: RateLimitPolicy;
+}
+
 export interface DeliveryWorkerOptions {
   pool: pg.Pool;
   schema?: string;
-  gateway: EmailGateway;
+  /** The one provider, as an account named `default` (the single-provider setup); or give `accounts`. */
+  gateway?: EmailGateway;
+  /** The provider accounts, in failover order (the order an intent tries them in). */
+  accounts?: DeliveryAccount[];
+  /** An account cooling down (429) longer than this sends its intents on to the next (default DEFAULTS.failoverAfterS). */
+  failoverAfterMs?: number;
   /** Sender for templates that name none. Default DEFAULTS.emailFrom, an example address: a warning is logged until you set one. */
   from?: string;
   /** Message templates (`loadTemplates()`); default: the ones shipped in the package. Check them at start-up. */
@@ -107,8 +124,10 @@ export class DeliveryWorker extends LoopWorker<DeliveryEvents> {
   private readonly reclaimLoop: ServiceLoop | undefined;
   private readonly slots: Slots;
   private readonly schema: string;
-  private readonly gateway: EmailGateway;
-  private readonly from: string;
+  private readonly accounts: ReadonlyArray<Required<Pick<DeliveryAccount, 'name' | 'gateway' | 'from'>> & DeliveryAccount>;
+  private readonly byName: ReadonlyMap<string, DeliveryWorker['accounts'][number]>;
+  private readonly failover: string[];
+  private readonly failoverAfterMs: number;
   private readonly templates: Templates;
   private readonly batchSize: number;
   private readonly leaseMs: number;
@@ -125,8 +144,14 @@ export class DeliveryWorker extends LoopWorker<DeliveryEvents> {
   constructor(private readonly options: DeliveryWorkerOptions) {
     super();
     this.schema = options.schema ?? DEFAULTS.schema;
-    this.gateway = options.gateway;
-    this.from = options.from ?? DEFAULTS.emailFrom;
+    const from = options.from ?? DEFAULTS.emailFrom;
+    const accounts = options.accounts ?? (options.gateway ? [{ name: DEFAULT_ACCOUNT, gateway: options.gateway }] : []);
+    if (accounts.length === 0) throw new ValidationError('accounts', 'give a gateway or at least one account');
+    this.accounts = accounts.map((a) => ({ ...a, from: a.from ?? from }));
+    this.byName = new Map(this.accounts.map((a) => [a.name, a]));
+    if (this.byName.size !== this.accounts.length) throw new ValidationError('accounts', 'account names must be unique');
+    this.failover = this.accounts.map((a) => a.name);
+    this.failoverAfterMs = options.failoverAfterMs ?? DEFAULTS.failoverAfterS * 1000;
     this.templates = options.templates ?? shippedTemplates();
     const concurrency = Math.max(1, options.concurrency ?? DEFAULTS.deliveryConcurrency);
     this.slots = new Slots(concurrency);
@@ -138,8 +163,13 @@ export class DeliveryWorker extends LoopWorker<DeliveryEvents> {
     this.maxAttempts = options.maxAttempts ?? DEFAULTS.maxAttempts;
     this.clock = options.clock ?? databaseClock;
     this.logger = options.logger ?? defaultLibraryLogger();
-    if (isExampleSender(this.from)) {
-      this.logger.warn({ event: 'delivery.example_sender', from: this.from }, 'sending from an example address: set `from` (EMAIL_FROM)');
+    for (const account of this.accounts) {
+      if (isExampleSender(account.from)) {
+        this.logger.warn(
+          { event: 'delivery.example_sender', account: account.name, from: account.from },
+          'sending from an example address: set `from` (EMAIL_FROM, or the account\'s `from`)',
+        );
+      }
     }
     this.faults = options.faults ?? noFaults;
     this.random = options.random ?? Math.random;
@@ -150,7 +180,7 @@ export class DeliveryWorker extends LoopWorker<DeliveryEvents> {
       clock: this.clock,
       logger: this.logger,
       ...(options.metrics ? { metrics: options.metrics } : {}),
-      providerName: this.gateway.name,
+      providerOf: (account) => this.byName.get(account)?.gateway.name ?? account,
       // Recorded and committed: now in-process listeners may hear of it.
       emit: (events) => this.events.emitAll(events),
     });
@@ -217,17 +247,75 @@ export class DeliveryWorker extends LoopWorker<DeliveryEvents> {
     }
   }
 
+  /**
+   * The round's legs: with one account, that account takes every due
+   * intent; with several, one leg per account that keeps its intents,
+   * each taking those routed to it (delivery/routing.ts).
+   */
+  private async legs(): Promise<Array<{ account: string; route?: { from: string[]; known: string[]; first: string } }>> {
+    if (this.accounts.length === 1) return [{ account: this.failover[0]! }];
+    const states = await rateLimiterGetMany(this.options.pool, this.schema, this.failover, this.clock.now());
+    const conditions = new Map(
+      [...states].map(([name, state]) => [name, { paused: state.pause.paused, coolingForMs: state.coolingForMs }]),
+    );
+    return legsFor(this.failover, conditions, this.failoverAfterMs).map((leg) => ({
+      account: leg.account,
+      route: { from: leg.from, known: this.failover, first: this.failover[0]! },
+    }));
+  }
+
   private async round(slots: number, release: (n: number) => void): Promise<DeliveryRun> {
     const { pool } = this.options;
     if (!this.limiterReady) {
-      await rateLimiterEnsure(pool, this.schema, this.options.initialRate ?? { perSecond: DEFAULTS.ratePerSecond, burst: DEFAULTS.rateBurst });
+      for (const account of this.accounts) {
+        const initial = account.initialRate ?? this.options.initialRate ?? { perSecond: DEFAULTS.ratePerSecond, burst: DEFAULTS.rateBurst };
+        await rateLimiterEnsure(pool, this.schema, initial, account.name);
+      }
       this.limiterReady = true;
     }
-    const grant = await rateLimiterTake(pool, this.schema, slots);
-    if (grant.granted === 0) {
+    const legs = await this.legs();
+    if (legs.length === 0) {
+      // Every account is paused (or cooling down past failover): nothing can go anywhere.
       this.waitingSince ??= Date.now();
-      const blocked = grant.paused ? 'paused' : grant.coolingDown ? 'cooling-down' : 'rate-limit';
-      return { permits: 0, leased: 0, outcomes: {}, blocked, retryInMs: grant.retryInMs };
+      return { permits: 0, leased: 0, outcomes: {}, blocked: 'paused', retryInMs: 1000 };
+    }
+    const token = randomUUID();
+    let free = slots;
+    let permits = 0;
+    let blocked: DeliveryRun['blocked'];
+    let retryInMs = Infinity;
+    const leased: Array<{ intent: LeasedIntent; account: string; bucketTime: string }> = [];
+    for (const leg of legs) {
+      if (free === 0) break;
+      const grant = await rateLimiterTake(pool, this.schema, free, null, leg.account);
+      if (grant.granted === 0) {
+        blocked ??= grant.paused ? 'paused' : grant.coolingDown ? 'cooling-down' : 'rate-limit';
+        retryInMs = Math.min(retryInMs, grant.retryInMs);
+        continue;
+      }
+      permits += grant.granted;
+      const intents = await intentsLease(pool, this.schema, {
+        limit: grant.granted,
+        leaseMs: this.leaseMs,
+        token,
+        provider: this.byName.get(leg.account)!.gateway.name,
+        account: leg.account,
+        ...(leg.route ? { route: leg.route } : {}),
+        // The attempts start when their permits were granted, so their
+        // started_at obeys the limiter's bound exactly, however long this
+        // process took to get from the take to the lease.
+        now: this.clock.now() ?? grant.bucketTime,
+        permits: { granted: grant.granted, bucketTime: grant.bucketTime },
+        ...(this.options.presence?.owner !== undefined ? { owner: this.options.presence.owner } : {}),
+      });
+      // Permits this lease did not use went back in the lease statement itself.
+      free -= intents.length;
+      for (const intent of intents) leased.push({ intent, account: leg.account, bucketTime: grant.bucketTime });
+    }
+    release(free);
+    if (permits === 0) {
+      this.waitingSince ??= Date.now();
+      return { permits: 0, leased: 0, outcomes: {}, blocked: blocked ?? 'rate-limit', retryInMs: Number.isFinite(retryInMs) ? retryInMs : 1000 };
     }
     if (this.waitingSince !== undefined) {
       this.options.metrics?.limiterWaitSeconds.observe((Date.now() - this.waitingSince) / 1000);
@@ -235,61 +323,61 @@ export class DeliveryWorker extends LoopWorker<DeliveryEvents> {
     } else {
       this.options.metrics?.limiterWaitSeconds.observe(0);
     }
+    if (leased.length === 0) return { permits, leased: 0, outcomes: {}, blocked: 'idle' };
+    const intents = leased.map((l) => l.intent);
+    const accountOf = new Map(leased.map((l) => [l.intent.id, l.account]));
 
-    const token = randomUUID();
-    const leased = await intentsLease(pool, this.schema, {
-      limit: grant.granted,
-      leaseMs: this.leaseMs,
-      token,
-      provider: this.gateway.name,
-      // The attempts start when their permits were granted, so their
-      // started_at obeys the limiter's bound exactly, however long this
-      // process took to get from the take to the lease.
-      now: this.clock.now() ?? grant.bucketTime,
-      permits: { granted: grant.granted, bucketTime: grant.bucketTime },
-      ...(this.options.presence?.owner !== undefined ? { owner: this.options.presence.owner } : {}),
-    });
-    // Permits this lease did not use went back in the lease statement itself.
-    release(slots - leased.length);
-    if (leased.length === 0) return { permits: grant.granted, leased: 0, outcomes: {}, blocked: 'idle' };
     // Suppressed recipients are rejected without calling the provider (the
     // lease looked them up); their permits go back too, as the lease's do.
-    const suppressed = await suppressedIntents(pool, this.schema, leased);
+    const suppressed = await suppressedIntents(pool, this.schema, intents);
     release(suppressed.size);
     if (suppressed.size > 0) {
-      await rateLimiterRefund(pool, this.schema, suppressed.size, grant.bucketTime);
+      const refunds = new Map<string, { n: number; bucketTime: string }>();
+      for (const l of leased) {
+        if (!suppressed.has(l.intent.id)) continue;
+        const r = refunds.get(l.account) ?? { n: 0, bucketTime: l.bucketTime };
+        r.n += 1;
+        refunds.set(l.account, r);
+      }
+      for (const [account, r] of refunds) await rateLimiterRefund(pool, this.schema, r.n, r.bucketTime, account);
       this.options.metrics?.suppressedSends.inc(suppressed.size);
     }
 
-    for (const intent of leased) {
+    for (const { intent, account } of leased) {
       if (intent.leaseWasExpired) {
         this.options.metrics?.leaseExpirations.inc();
         this.logger.warn({ event: 'lease.expired', intentId: intent.id, holdId: intent.holdId }, 'previous lease expired');
       }
       this.logger.info(
-        { event: 'intent.leased', intentId: intent.id, holdId: intent.holdId, attempt: intent.attempts },
+        { event: 'intent.leased', intentId: intent.id, holdId: intent.holdId, attempt: intent.attempts, account },
         'intent leased',
       );
     }
-    await this.faults.at('delivery.leased', { intents: leased.map((i) => i.id) });
+    await this.faults.at('delivery.leased', { intents: intents.map((i) => i.id) });
 
     // Rendered once, at the first lease, and stored: every attempt sends the
     // same bytes. Suppressed intents need no message: they are never sent.
-    const toSend = leased.filter((intent) => !suppressed.has(intent.id));
-    const messages = await prepareMessages(pool, this.schema, this.templates, toSend, { from: this.from });
+    // Each account's sender fills in templates that name none.
+    const messages = new Map<string, PreparedMessage>();
+    for (const account of this.accounts) {
+      const toSend = intents.filter((intent) => !suppressed.has(intent.id) && accountOf.get(intent.id) === account.name);
+      if (toSend.length === 0) continue;
+      for (const [id, m] of await prepareMessages(pool, this.schema, this.templates, toSend, { from: account.from })) messages.set(id, m);
+    }
     const results = await Promise.all(
-      leased.map((intent) => {
+      intents.map((intent) => {
         const suppression = suppressed.get(intent.id);
-        if (suppression) return suppressedAttempt(intent, token, suppression);
-        return this.attempt(intent, token, messages.get(intent.id)!).finally(() => release(1));
+        const account = this.byName.get(accountOf.get(intent.id)!)!;
+        if (suppression) return { ...suppressedAttempt(intent, token, suppression), account: account.name };
+        return this.attempt(intent, token, messages.get(intent.id)!, account).finally(() => release(1));
       }),
     );
-    const holdIds = new Map(leased.map((i) => [i.id, i.holdId]));
+    const holdIds = new Map(intents.map((i) => [i.id, i.holdId]));
     await this.recorder.record(results, holdIds);
 
     const outcomes: DeliveryRun['outcomes'] = {};
     for (const r of results) outcomes[r.outcome] = (outcomes[r.outcome] ?? 0) + 1;
-    return { permits: grant.granted, leased: leased.length, outcomes };
+    return { permits, leased: intents.length, outcomes };
   }
 
   private async tick(): Promise<TickResult> {
@@ -309,13 +397,14 @@ export class DeliveryWorker extends LoopWorker<DeliveryEvents> {
     return { full: false, nextInMs: Math.min(1000, run.retryInMs ?? 1000) };
   }
 
-  private async attempt(intent: LeasedIntent, token: string, prepared: PreparedMessage): Promise<AttemptResult> {
-    if (!prepared.ok) return templateFailure(intent, token, prepared.error);
+  private async attempt(intent: LeasedIntent, token: string, prepared: PreparedMessage, account: DeliveryAccount): Promise<AttemptResult> {
+    if (!prepared.ok) return { ...templateFailure(intent, token, prepared.error), account: account.name };
     const message = emailMessageFor(intent, prepared.message);
+    const { gateway } = account;
     const started = Date.now();
     let result: SendResult;
     try {
-      result = await this.gateway.send(message, {
+      result = await gateway.send(message, {
         attempt: intent.attempts,
         previousOutcomeUnknown: intent.previousOutcomeUnknown,
         signal: AbortSignal.timeout(this.sendTimeoutMs),
@@ -330,6 +419,15 @@ export class DeliveryWorker extends LoopWorker<DeliveryEvents> {
     let delayMs = 0;
     if (result.kind === 'rate_limited') delayMs = rateLimitDelayMs(result.retryAfterMs, this.random);
     if (result.kind === 'failed') delayMs = failureDelayMs(intent.failedAttempts, this.options.retryPolicy ?? defaultRetryPolicy, this.random);
+    // A send that never left moves the intent on to the next account, due at
+    // once there, unless an unknown outcome holds it to this one.
+    const moveTo =
+      result.kind === 'failed' && result.neverSent && !intent.previousOutcomeUnknown ? nextAccount(this.failover, account.name) : undefined;
+    if (moveTo !== undefined && moveTo !== account.name) delayMs = 0;
+    // Accepted after an earlier attempt whose outcome is unknown: a
+    // duplicate is possible unless this account deduplicates on the key and
+    // that earlier attempt went through this same account.
+    const elsewhere = intent.movedUnsettled || (intent.pinnedAccount !== null && intent.pinnedAccount !== account.name);
     return {
       id: intent.id,
       token,
@@ -343,7 +441,9 @@ export class DeliveryWorker extends LoopWorker<DeliveryEvents> {
       outcomeUnknown: result.kind === 'failed' && result.outcomeUnknown,
       durationMs: Date.now() - started,
       duplicateRisk:
-        result.kind === 'accepted' && !result.reconciled && !this.gateway.idempotent && intent.previousOutcomeUnknown,
+        result.kind === 'accepted' && !result.reconciled && intent.previousOutcomeUnknown && (!gateway.idempotent || elsewhere),
+      account: account.name,
+      ...(moveTo !== undefined && moveTo !== account.name ? { moveTo } : {}),
       ...(result.kind === 'rate_limited' ? { providerWaitMs: result.retryAfterMs } : {}),
       ...(result.kind === 'paused' && result.resumeAfterMs !== undefined ? { providerWaitMs: result.resumeAfterMs } : {}),
     };

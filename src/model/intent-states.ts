@@ -48,11 +48,19 @@ export interface Intent {
   leaseExpirations: number;
   replays: number;
   possibleDuplicate: boolean;
+  /** The provider account it is routed to (null: not yet leased; it starts on the first in failover). */
+  account: string | null;
+  /** The account an attempt with an unknown outcome went through: the intent is sent only there until settled. */
+  pinnedAccount: string | null;
+  /** The account that accepted it. */
+  sentAccount: string | null;
 }
 
 export interface Attempt {
   attempt: number;
   provider: string | null;
+  /** The provider account it went through (null: before accounts existed). */
+  account: string | null;
   startedAt: Date;
   finishedAt: Date | null;
   outcome: AttemptOutcome | null;

@@ -17,8 +17,8 @@ export interface Metrics {
   expiryBatchSize: Histogram;
   expiryTransactionSeconds: Histogram;
   expiryLockContention: Gauge;
-  sends: Counter<'outcome'>;
-  rateLimited: Counter;
+  sends: Counter<'outcome' | 'account'>;
+  rateLimited: Counter<'account'>;
   leaseExpirations: Counter;
   leasesReclaimed: Counter;
   loopLastRoundAge: Gauge<'lane'>;
@@ -32,7 +32,7 @@ export interface Metrics {
   laneRounds(): Array<{ lane: string; ageSeconds: number; stalledAfterSeconds: number }>;
   attemptsPerIntent: Histogram<'state'>;
   limiterWaitSeconds: Histogram;
-  outcomeUnknown: Counter;
+  outcomeUnknown: Counter<'account'>;
   retentionPruned: Counter<'table'>;
   retentionErased: Counter<'table'>;
   retentionBatchSeconds: Histogram;
@@ -94,13 +94,14 @@ export function createMetrics(registry?: Registry): Metrics {
     }),
     sends: new Counter({
       name: 'leasehold_email_sends_total',
-      help: 'Send attempts by outcome (accepted, rate_limited, rejected, failed, paused).',
-      labelNames: ['outcome'],
+      help: 'Send attempts by outcome (accepted, rate_limited, rejected, failed, paused) and provider account.',
+      labelNames: ['outcome', 'account'],
       registers: r,
     }),
     rateLimited: new Counter({
       name: 'leasehold_email_rate_limited_total',
-      help: 'Attempts the provider answered with a rate limit.',
+      help: 'Attempts the provider answered with a rate limit, by provider account.',
+      labelNames: ['account'],
       registers: r,
     }),
     leaseExpirations: new Counter({
@@ -138,7 +139,8 @@ export function createMetrics(registry?: Registry): Metrics {
     }),
     outcomeUnknown: new Counter({
       name: 'leasehold_email_outcome_unknown_total',
-      help: 'Attempts whose request may have reached the provider without an answer (timeout, 5xx).',
+      help: 'Attempts whose request may have reached the provider without an answer (timeout, 5xx), by provider account.',
+      labelNames: ['account'],
       registers: r,
     }),
     retentionPruned: new Counter({

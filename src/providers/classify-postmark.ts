@@ -50,7 +50,7 @@ export function classifyPostmarkError(input: PostmarkErrorInput): SendResult {
 
   if (status === null) {
     return input.neverSent
-      ? { kind: 'failed', reason: why('could not connect'), outcomeUnknown: false, ...detail }
+      ? { kind: 'failed', reason: why('could not connect'), outcomeUnknown: false, neverSent: true, ...detail }
       : { kind: 'failed', reason: why('no answer (network error or timeout)'), outcomeUnknown: true, ...detail };
   }
   // Rate limiting arrives as HTTP 429 (ErrorCode 429 "Rate Limit Exceeded" in the same table).

@@ -98,7 +98,7 @@ export function classifySesError(input: SesErrorInput): SendResult {
     return { kind: 'paused', reason: why('credentials refused (check the AWS credentials and region)'), ...detail };
   }
   if (input.status === undefined) {
-    if (input.neverSent) return { kind: 'failed', reason: why('could not connect'), outcomeUnknown: false, ...detail };
+    if (input.neverSent) return { kind: 'failed', reason: why('could not connect'), outcomeUnknown: false, neverSent: true, ...detail };
     return {
       kind: 'failed',
       reason: input.aborted ? 'SES: send timed out (the message may have been accepted)' : why('no answer (network error)'),

@@ -102,6 +102,8 @@ export function classifySmtpError(input: SmtpErrorInput): SendResult {
     kind: 'failed',
     reason: input.aborted ? 'SMTP: send timed out before DATA' : why(`connection problem before DATA (${code ?? 'error'})`),
     outcomeUnknown: false,
+    // Nothing of the message reached the server before DATA.
+    neverSent: true,
     ...detail,
   };
 }

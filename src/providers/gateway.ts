@@ -55,8 +55,20 @@ export type SendResult =
   /** The message itself is refused (bad/suppressed recipient): terminal, never retried. */
   | ({ kind: 'rejected'; reason: string } & Detail)
   /** Transient failure: back off and retry, counting against max attempts. */
-  | ({ kind: 'failed'; reason: string; /** The request may have reached the provider. */ outcomeUnknown: boolean } & Detail)
-  /** Not the message's fault (bad key, unverified sender, suspended, quota): pause delivery fleet-wide. */
+  | ({
+      kind: 'failed';
+      reason: string;
+      /** The request may have reached the provider. */
+      outcomeUnknown: boolean;
+      /**
+       * The request provably never left (connection refused, DNS, TLS): the
+       * intent may move to the next account in failover. Only set where the
+       * adapter can tell (Resend's SDK cannot: a refused connection and a
+       * lost answer look alike there, so both are outcome-unknown).
+       */
+      neverSent?: boolean;
+    } & Detail)
+  /** Not the message's fault (bad key, unverified sender, suspended, quota): pause the account (its intents move on to the next in failover). */
   | ({ kind: 'paused'; reason: string; /** The pause lifts itself after this long (quota reset). */ resumeAfterMs?: number } & Detail);
 
 

@@ -1,4 +1,6 @@
+import { readFileSync } from 'node:fs';
 import type { Config } from '../config.js';
+import { DEFAULT_ACCOUNT, parseAccounts, type Account, type AccountProvider, type Accounts } from '../model/accounts.js';
 import { ConfigError } from '../errors.js';
 import { importOptional } from '../runtime/optional-package.js';
 import type { EmailGateway } from './gateway.js';
@@ -12,26 +14,6 @@ function read(env: Env, name: string): string | undefined {
   return value === undefined || value === '' ? undefined : value;
 }
 
-function required(env: Env, name: string, why: string): string {
-  const value = read(env, name);
-  if (value === undefined) throw new ConfigError(name, `is required ${why}`);
-  return value;
-}
-
-function url(env: Env, name: string, protocols: string[]): string | undefined {
-  const value = read(env, name);
-  if (value === undefined) return undefined;
-  let parsed: URL;
-  try {
-    parsed = new URL(value);
-  } catch {
-    throw new ConfigError(name, `must be a URL (got ${JSON.stringify(value)})`);
-  }
-  if (!protocols.includes(parsed.protocol)) {
-    throw new ConfigError(name, `must start with ${protocols.map((p) => `${p}//`).join(' or ')} (got ${JSON.stringify(value)})`);
-  }
-  return value;
-}
 
 function number(env: Env, name: string, min: number, max: number): number | undefined {
   const value = read(env, name);
@@ -85,6 +67,78 @@ export function sandboxOptionsFromEnv(env: Env): SandboxOptions {
 }
 
 /**
+ * Where an adapter's settings come from: the single-provider environment
+ * (RESEND_API_KEY ...) or an account in LEASEHOLD_ACCOUNTS_FILE (its
+ * `apiKey`, references resolved). Either way a bad value fails naming its
+ * field: the variable, or `accounts[1].baseUrl` in the file.
+ */
+interface Settings {
+  get(key: string): string | undefined;
+  fail(key: string, message: string): never;
+  /** Why a missing setting is required, for the error. */
+  readonly context: string;
+}
+
+/** Each provider's settings as environment variables (the single-provider setup). */
+const ENV_NAMES: Record<Exclude<AccountProvider, 'sandbox'>, Record<string, string[]>> = {
+  resend: { apiKey: ['RESEND_API_KEY'], baseUrl: ['RESEND_BASE_URL'] },
+  postmark: { serverToken: ['POSTMARK_SERVER_TOKEN'], baseUrl: ['POSTMARK_BASE_URL'], messageStream: ['POSTMARK_MESSAGE_STREAM'] },
+  ses: {
+    region: ['AWS_REGION', 'AWS_DEFAULT_REGION'],
+    endpoint: ['SES_ENDPOINT'],
+    accessKeyId: ['AWS_ACCESS_KEY_ID'],
+    secretAccessKey: ['AWS_SECRET_ACCESS_KEY'],
+    sessionToken: ['AWS_SESSION_TOKEN'],
+    configurationSet: ['SES_CONFIGURATION_SET'],
+  },
+  smtp: { url: ['SMTP_URL'] },
+};
+
+function envSettings(env: Env, provider: Exclude<AccountProvider, 'sandbox'>): Settings {
+  const names = ENV_NAMES[provider];
+  return {
+    get: (key) => names[key]!.map((name) => read(env, name)).find((v) => v !== undefined),
+    fail: (key, message) => {
+      throw new ConfigError(names[key]![0]!, message);
+    },
+    context: `when EMAIL_PROVIDER=${provider}`,
+  };
+}
+
+function fileSettings(account: Account, index: number): Settings {
+  return {
+    get: (key) => account.settings[key],
+    fail: (key, message) => {
+      throw new ConfigError('LEASEHOLD_ACCOUNTS_FILE', `accounts[${index}].${key}: ${message}`);
+    },
+    context: `for ${account.provider} accounts`,
+  };
+}
+
+function required(settings: Settings, key: string, example = ''): string {
+  const value = settings.get(key);
+  if (value === undefined) return settings.fail(key, `is required ${settings.context}${example}`);
+  return value;
+}
+
+function url(settings: Settings, key: string, protocols: string[]): string | undefined {
+  const value = settings.get(key);
+  if (value === undefined) return undefined;
+  let parsed: URL;
+  try {
+    parsed = new URL(value);
+  } catch {
+    // Never echoed for a URL that may carry credentials (SMTP).
+    return settings.fail(key, key === 'url' ? 'must be a URL' : `must be a URL (got ${JSON.stringify(value)})`);
+  }
+  if (!protocols.includes(parsed.protocol)) {
+    const got = key === 'url' ? ` (got ${parsed.protocol}//...)` : ` (got ${JSON.stringify(value)})`;
+    return settings.fail(key, `must start with ${protocols.map((p) => `${p}//`).join(' or ')}${got}`);
+  }
+  return value;
+}
+
+/**
  * The adapters, loaded on first use: each pulls in its provider's SDK (the
  * AWS SDK alone takes longer to load than the rest of the library), and the
  * SDKs are optional dependencies that may not be installed.
@@ -96,32 +150,21 @@ const adapters = {
   smtp: () => importOptional('nodemailer', 'EMAIL_PROVIDER=smtp', () => import('./smtp.js')),
 };
 
-/**
- * The gateway named by EMAIL_PROVIDER, with its own variables (read from
- * `config.env`) validated first: a missing or malformed one throws a
- * ConfigError naming it, which the CLI prints as one line (exit 2). Then the
- * adapter is loaded; a provider SDK that is not installed throws a
- * MissingPackageError naming the package (also exit 2).
- */
-export async function createGateway(config: Config): Promise<EmailGateway> {
-  const env = config.env;
-  switch (config.emailProvider) {
-    case 'sandbox':
-      return new SandboxGateway(sandboxOptionsFromEnv(env));
+/** The gateway of one provider from its settings, each validated first. */
+async function gatewayFrom(provider: AccountProvider, settings: Settings | undefined, env: Env): Promise<EmailGateway> {
+  if (provider === 'sandbox' || !settings) return new SandboxGateway(sandboxOptionsFromEnv(env));
+  switch (provider) {
     case 'resend': {
-      const baseUrl = url(env, 'RESEND_BASE_URL', ['https:', 'http:']);
-      const options = {
-        apiKey: required(env, 'RESEND_API_KEY', 'when EMAIL_PROVIDER=resend'),
-        ...(baseUrl ? { baseUrl } : {}),
-      };
+      const baseUrl = url(settings, 'baseUrl', ['https:', 'http:']);
+      const options = { apiKey: required(settings, 'apiKey'), ...(baseUrl ? { baseUrl } : {}) };
       const { ResendGateway } = await adapters.resend();
       return new ResendGateway(options);
     }
     case 'postmark': {
-      const baseUrl = url(env, 'POSTMARK_BASE_URL', ['https:', 'http:']);
-      const messageStream = read(env, 'POSTMARK_MESSAGE_STREAM');
+      const baseUrl = url(settings, 'baseUrl', ['https:', 'http:']);
+      const messageStream = settings.get('messageStream');
       const options = {
-        serverToken: required(env, 'POSTMARK_SERVER_TOKEN', 'when EMAIL_PROVIDER=postmark'),
+        serverToken: required(settings, 'serverToken'),
         ...(baseUrl ? { baseUrl } : {}),
         ...(messageStream ? { messageStream } : {}),
       };
@@ -129,19 +172,15 @@ export async function createGateway(config: Config): Promise<EmailGateway> {
       return new PostmarkGateway(options);
     }
     case 'ses': {
-      const endpoint = url(env, 'SES_ENDPOINT', ['https:', 'http:']);
-      const region = read(env, 'AWS_REGION') ?? read(env, 'AWS_DEFAULT_REGION') ?? 'us-east-1';
-      if (!/^[a-z0-9-]+$/.test(region)) throw new ConfigError('AWS_REGION', `must be a region name like us-east-1 (got ${JSON.stringify(region)})`);
-      const accessKeyId = read(env, 'AWS_ACCESS_KEY_ID');
-      const secretAccessKey = read(env, 'AWS_SECRET_ACCESS_KEY');
-      if (accessKeyId !== undefined && secretAccessKey === undefined) {
-        throw new ConfigError('AWS_SECRET_ACCESS_KEY', 'is required when AWS_ACCESS_KEY_ID is set');
-      }
-      if (secretAccessKey !== undefined && accessKeyId === undefined) {
-        throw new ConfigError('AWS_ACCESS_KEY_ID', 'is required when AWS_SECRET_ACCESS_KEY is set');
-      }
-      const sessionToken = read(env, 'AWS_SESSION_TOKEN');
-      const configurationSetName = read(env, 'SES_CONFIGURATION_SET');
+      const endpoint = url(settings, 'endpoint', ['https:', 'http:']);
+      const region = settings.get('region') ?? 'us-east-1';
+      if (!/^[a-z0-9-]+$/.test(region)) settings.fail('region', `must be a region name like us-east-1 (got ${JSON.stringify(region)})`);
+      const accessKeyId = settings.get('accessKeyId');
+      const secretAccessKey = settings.get('secretAccessKey');
+      if (accessKeyId !== undefined && secretAccessKey === undefined) settings.fail('secretAccessKey', 'is required when the access key id is set');
+      if (secretAccessKey !== undefined && accessKeyId === undefined) settings.fail('accessKeyId', 'is required when the secret access key is set');
+      const sessionToken = settings.get('sessionToken');
+      const configurationSetName = settings.get('configurationSet');
       const options = {
         region,
         ...(endpoint ? { endpoint } : {}),
@@ -155,14 +194,74 @@ export async function createGateway(config: Config): Promise<EmailGateway> {
       return new SesGateway(options);
     }
     case 'smtp': {
-      const smtpUrl = url(env, 'SMTP_URL', ['smtp:', 'smtps:']);
-      if (!smtpUrl) throw new ConfigError('SMTP_URL', 'is required when EMAIL_PROVIDER=smtp (smtp://user:pass@host:587)');
+      const smtpUrl = url(settings, 'url', ['smtp:', 'smtps:']) ?? required(settings, 'url', ' (smtp://user:pass@host:587)');
       const { SmtpGateway } = await adapters.smtp();
       return new SmtpGateway({ url: smtpUrl });
     }
     default: {
-      const never: never = config.emailProvider;
+      const never: never = provider;
       throw new ConfigError('EMAIL_PROVIDER', `unknown provider ${JSON.stringify(never)}`);
     }
   }
+}
+
+/**
+ * The provider accounts this configuration sends through: those of
+ * LEASEHOLD_ACCOUNTS_FILE, or else one account named `default` made of
+ * the single-provider environment (EMAIL_PROVIDER, its variables,
+ * LEASEHOLD_RATE_*, EMAIL_FROM), so that setup keeps working unchanged.
+ * A file that cannot be read or is broken throws a ConfigError naming the
+ * field (the CLI prints one line, exit 2).
+ */
+export function accountsFromConfig(config: Config): Accounts {
+  if (config.accountsFile) {
+    let text: string;
+    try {
+      text = readFileSync(config.accountsFile, 'utf8');
+    } catch (error) {
+      throw new ConfigError('LEASEHOLD_ACCOUNTS_FILE', `cannot read ${config.accountsFile}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+    }
+    return parseAccounts(text, config.env);
+  }
+  return {
+    accounts: [
+      {
+        name: DEFAULT_ACCOUNT,
+        provider: config.emailProvider,
+        rate: { perSecond: config.ratePerSecond, burst: config.rateBurst, unit: 'requests' },
+        from: config.emailFrom,
+        settings: {},
+      },
+    ],
+    failover: [DEFAULT_ACCOUNT],
+  };
+}
+
+/** An account and the gateway that sends through it. */
+export interface AccountGateway {
+  account: Account;
+  gateway: EmailGateway;
+}
+
+/**
+ * A gateway per account, in failover order, with every account's settings
+ * validated first: a missing or malformed one throws a ConfigError naming
+ * it. A provider SDK that is not installed throws a MissingPackageError
+ * naming the package (also exit 2).
+ */
+export async function createGateways(config: Config, accounts: Accounts = accountsFromConfig(config)): Promise<AccountGateway[]> {
+  const out: AccountGateway[] = [];
+  for (const name of accounts.failover) {
+    const index = accounts.accounts.findIndex((a) => a.name === name);
+    const account = accounts.accounts[index]!;
+    const settings =
+      account.provider === 'sandbox' ? undefined : config.accountsFile ? fileSettings(account, index) : envSettings(config.env, account.provider);
+    out.push({ account, gateway: await gatewayFrom(account.provider, settings, config.env) });
+  }
+  return out;
+}
+
+/** The gateway of the first account in failover (the one account of the single-provider environment). */
+export async function createGateway(config: Config): Promise<EmailGateway> {
+  return (await createGateways(config))[0]!.gateway;
 }

@@ -1,5 +1,5 @@
 import { ident, type Queryable } from '../db/pool.js';
-import { LIMITER_NAME } from '../tables/rate-limiter.js';
+import { DEFAULT_ACCOUNT } from '../model/accounts.js';
 import { RETENTION_TABLES, type RetentionTables } from '../retention/policy.js';
 import { retentionOldestFromRow, retentionOldestSql, type OldestRetained } from '../retention/preview.js';
 import { laneStatsFromRow, laneStatsSql, type LaneStats } from './stats.js';
@@ -23,14 +23,19 @@ export interface ScrapeReading {
  * flat join of their dozen relations, planning alone took 4.7 ms where the
  * three parts take 0.7 (PostgreSQL 15, BENCHMARKS.md).
  */
-export async function scrapeReading(db: Queryable, schema: string, tables: RetentionTables = RETENTION_TABLES): Promise<ScrapeReading> {
+export async function scrapeReading(
+  db: Queryable,
+  schema: string,
+  tables: RetentionTables = RETENTION_TABLES,
+  account = DEFAULT_ACCOUNT,
+): Promise<ScrapeReading> {
   const s = ident(schema);
   const { rows } = await db.query(
     `WITH lanes AS MATERIALIZED (${laneStatsSql(s, '$1')}),
           reputation AS MATERIALIZED (${reputationSql(s, '$2::int')}),
           retained AS MATERIALIZED (${retentionOldestSql(s, tables)})
      SELECT * FROM lanes, reputation, retained`,
-    [LIMITER_NAME, EVENT_WINDOW_HOURS],
+    [account, EVENT_WINDOW_HOURS],
   );
   const row = rows[0] as Record<string, unknown>;
   return { lanes: laneStatsFromRow(row), reputation: reputationFromRow(row), retained: retentionOldestFromRow(row, tables) };

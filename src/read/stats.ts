@@ -1,6 +1,7 @@
 import { ident, type Queryable } from '../db/pool.js';
 import { controlFromRow, deliveryControlSql, type ControlRow, type DeliveryControl } from '../tables/delivery-control.js';
-import { LIMITER_NAME, rateLimiterStateFromRow, rateLimiterStateSql, type RateLimitState } from '../tables/rate-limiter.js';
+import { DEFAULT_ACCOUNT } from '../model/accounts.js';
+import { rateLimiterStateFromRow, rateLimiterStateSql, type RateLimitState } from '../tables/rate-limiter.js';
 import { holdsDueFromRow, holdsDueSql } from '../tables/holds.js';
 import { intentsOldestPendingAgeSql, pendingAgeFromRow } from '../tables/outbox.js';
 import { intentCountsFromRow, intentCountsSql } from '../tables/intent-counts.js';
@@ -32,7 +33,7 @@ export interface LaneStats {
   expiry: ExpiryLaneStats;
   delivery: DeliveryLaneStats;
   control: DeliveryControl;
-  /** Undefined until a worker or the API has created the limiter row. */
+  /** The first account's limiter (the one /v1/rate-limit acts on); undefined until a worker or the API has created its row. */
   limiter: RateLimitState | undefined;
 }
 
@@ -44,15 +45,15 @@ export interface LaneStats {
  * and every age from one end of a partial index, so nothing here grows with
  * history or with the backlog. `db` may be a pool or an application's client.
  */
-export async function laneStats(db: Queryable, schema: string): Promise<LaneStats> {
-  const { rows } = await db.query(laneStatsSql(ident(schema), '$1'), [LIMITER_NAME]);
+export async function laneStats(db: Queryable, schema: string, account = DEFAULT_ACCOUNT): Promise<LaneStats> {
+  const { rows } = await db.query(laneStatsSql(ident(schema), '$1'), [account]);
   return laneStatsFromRow(rows[0] as Record<string, unknown>);
 }
 
 /**
  * The lane numbers as one row, for laneStats and for the scrape statement
  * (read/scrape.ts) that reads them beside the reputation and retention
- * numbers; `limiterParam` is the placeholder holding LIMITER_NAME.
+ * numbers; `limiterParam` is the placeholder holding the account whose limiter is shown (the first in failover).
  */
 export function laneStatsSql(s: string, limiterParam: string): string {
   return `SELECT *

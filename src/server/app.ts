@@ -8,6 +8,7 @@ import type { WebhookSettings } from '../events/webhook-config.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import { Operations } from '../ops.js';
+import type { Accounts } from '../model/accounts.js';
 import { bearerAuth } from './auth.js';
 import type { ApiContext } from './context.js';
 import { ApiError, clientErrorHandler, errorHandler, toErrorResponse } from './errors.js';
@@ -36,6 +37,8 @@ export interface ApiOptions {
   apiToken: string;
   /** Provider webhook verification (see webhookSettingsFromEnv); unset: every webhook answers 401 webhook_not_configured. */
   webhooks?: WebhookSettings;
+  /** The provider accounts (providers/registry.ts accountsFromConfig); default: one, `default`, at the configured rate. */
+  accounts?: Accounts;
 }
 
 /** The largest body accepted: a hold with 16 KiB of metadata fits with room to spare. */
@@ -99,6 +102,7 @@ export function buildApp(options: ApiOptions): FastifyInstance {
     schema: options.schema,
     initialRate: { perSecond: options.config.ratePerSecond, burst: options.config.rateBurst },
     logger,
+    ...(options.accounts ? { accounts: options.accounts } : {}),
   });
   const ctx: ApiContext = { pool: options.pool, schema: options.schema, config: options.config, logger, metrics: options.metrics, ops };
   const databaseMetrics = createDatabaseMetrics({

@@ -13,6 +13,7 @@ import type { Attempt } from '../model/intent-states.js';
 interface AttemptRow {
   attempt: number;
   provider: string | null;
+  account: string | null;
   started_at: Date;
   finished_at: Date | null;
   outcome: Attempt['outcome'];
@@ -28,6 +29,7 @@ export function attemptFromRow(row: AttemptRow): Attempt {
   return {
     attempt: row.attempt,
     provider: row.provider,
+    account: row.account,
     startedAt: row.started_at,
     finishedAt: row.finished_at,
     outcome: row.outcome,
@@ -42,7 +44,7 @@ export function attemptFromRow(row: AttemptRow): Attempt {
 
 export async function attemptsList(db: Queryable, schema: string, intentId: string): Promise<Attempt[]> {
   const { rows } = await db.query<AttemptRow>(
-    `SELECT attempt, provider, started_at, finished_at, outcome, outcome_unknown, provider_status, provider_code,
+    `SELECT attempt, provider, account, started_at, finished_at, outcome, outcome_unknown, provider_status, provider_code,
             receipt, error, duration_ms
        FROM ${ident(schema)}.email_attempts WHERE intent_id = $1 ORDER BY attempt`,
     [intentId],
@@ -70,6 +72,23 @@ export async function attemptsRecentOutcomes(
     lastMinute: Object.fromEntries(rows.filter((r) => r.minute > 0).map((r) => [r.outcome, r.minute])),
     lastHour: Object.fromEntries(rows.map((r) => [r.outcome, r.hour])),
   };
+}
+
+/** Attempts finished in the last minute per account, by outcome (the email_attempts_finished index). */
+export async function attemptsLastMinuteByAccount(db: Queryable, schema: string): Promise<Map<string, Record<string, number>>> {
+  const { rows } = await db.query<{ account: string | null; outcome: string; n: number }>(
+    `SELECT coalesce(account, 'default') AS account, outcome, count(*)::int AS n
+       FROM ${ident(schema)}.email_attempts
+      WHERE finished_at >= now() - interval '1 minute'
+      GROUP BY 1, 2`,
+  );
+  const out = new Map<string, Record<string, number>>();
+  for (const row of rows) {
+    const counts = out.get(row.account!) ?? {};
+    counts[row.outcome] = row.n;
+    out.set(row.account!, counts);
+  }
+  return out;
 }
 
 /**
@@ -126,9 +145,9 @@ export const attemptsCloseExpired = (s: string, ids: string, now: string): strin
     WHERE a.intent_id = ANY (${ids}) AND a.finished_at IS NULL`;
 
 /** Open one attempt per leased intent (`leased` has id and attempts), owned by `worker` (an int, or NULL for none). */
-export const attemptsOpen = (s: string, leased: string, token: string, provider: string, now: string, worker: string): string =>
-  `INSERT INTO ${s}.email_attempts (intent_id, attempt, lease_token, provider, started_at, worker)
-   SELECT l.id, l.attempts, ${token}, ${provider}, ${now}, ${worker} FROM ${leased} l`;
+export const attemptsOpen = (s: string, leased: string, token: string, provider: string, account: string, now: string, worker: string): string =>
+  `INSERT INTO ${s}.email_attempts (intent_id, attempt, lease_token, provider, account, started_at, worker)
+   SELECT l.id, l.attempts, ${token}, ${provider}, ${account}, ${now}, ${worker} FROM ${leased} l`;
 
 /**
  * The open attempts (leases in flight) of owners not in `live` (a subquery

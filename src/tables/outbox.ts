@@ -7,6 +7,7 @@ import { attemptsCloseExpired, attemptsFinish, attemptsOpen, attemptsOpenOfGoneO
 import { presenceLiveOwnersSql } from '../db/presence.js';
 import { MESSAGE_LEASE_COLUMNS, messageFromLeaseRow, messagesJoinForLease, type StoredMessage } from './messages.js';
 import { rateLimiterRefundInLease } from './rate-limiter.js';
+import { DEFAULT_ACCOUNT } from '../model/accounts.js';
 import { SUPPRESSION_LEASE_COLUMNS, suppressionFromLeaseRow, suppressionKeyInSql, suppressionsJoinForLease } from './suppressions.js';
 
 /**
@@ -54,6 +55,14 @@ export interface LeasedIntent {
    * may already hold the message.
    */
   previousOutcomeUnknown: boolean;
+  /**
+   * The account an attempt with an unknown outcome went through (null:
+   * none, or an operator moved the intent since): only there can its
+   * idempotency key or lookup settle it.
+   */
+  pinnedAccount: string | null;
+  /** An operator moved it off an account where its outcome was unknown: that account may have sent it. */
+  movedUnsettled: boolean;
   /** The message stored at the first lease, or null: render it now (from `metadata`). */
   message: StoredMessage | null;
   /** The hold's metadata, when there is no stored message yet. */
@@ -90,6 +99,19 @@ export async function intentsLease(
     permits?: { granted: number; bucketTime: string };
     /** The leasing worker's presence id (db/presence.ts), named on each attempt; absent: no owner, reclaimed only by expiry. */
     owner?: number;
+    /** The account these attempts go through (its limiter gave the permits); default `default`. */
+    account?: string;
+    /**
+     * Which intents this account may take (delivery/routing.ts); absent:
+     * every due intent (a fleet with one account).
+     */
+    route?: {
+      /** Intents on these accounts (not pinned elsewhere) are routed to this one. */
+      from: readonly string[];
+      /** The accounts configured now; an intent on any other counts as on `first`. */
+      known: readonly string[];
+      first: string;
+    };
   },
 ): Promise<LeasedIntent[]> {
   const s = ident(schema);
@@ -108,6 +130,13 @@ export async function intentsLease(
          FROM ${s}.email_outbox o, clock
         WHERE o.state = 'pending' AND o.available_at <= clock.now
           AND (o.lease_expires_at IS NULL OR o.lease_expires_at <= clock.now)
+          AND ($11::text[] IS NULL OR (
+            -- Routed to this account ...
+            (CASE WHEN o.account = ANY ($12::text[]) THEN o.account ELSE $13 END) = ANY ($11::text[])
+            -- ... and not held by another account that may have it already:
+            -- an unknown outcome there, or a lease there that never reported.
+            AND (o.pinned_account IS NULL OR o.pinned_account = $10 OR NOT (o.pinned_account = ANY ($12::text[])))
+            AND (o.lease_token IS NULL OR o.account IS NULL OR o.account = $10 OR NOT (o.account = ANY ($12::text[])))))
         ORDER BY o.available_at
         LIMIT $1
           FOR UPDATE OF o SKIP LOCKED
@@ -119,20 +148,24 @@ export async function intentsLease(
               lease_expirations = o.lease_expirations + (next.old_token IS NOT NULL)::int,
               -- A lease still set means its attempt never reported back (closed
               -- below as lease_expired): the provider may have accepted it.
-              outcome_unknown_seen = o.outcome_unknown_seen OR next.old_token IS NOT NULL
+              outcome_unknown_seen = o.outcome_unknown_seen OR next.old_token IS NOT NULL,
+              pinned_account = CASE WHEN next.old_token IS NOT NULL THEN coalesce(o.pinned_account, o.account, $10)
+                                    ELSE o.pinned_account END,
+              account = $10
          FROM next, clock
         -- The = ANY keeps the planner on primary-key lookups; joined on
         -- next.id alone it may hash-join against a scan of the whole outbox.
         WHERE o.id = next.id AND o.id = ANY (ARRAY(SELECT next.id FROM next))
         RETURNING o.id, o.reservation_id, o.recipient, o.template, o.attempts, o.failed_attempts, o.replays,
                   o.lease_expires_at, next.old_token IS NOT NULL AS lease_was_expired,
-                  o.outcome_unknown_seen AS previous_outcome_unknown, ${suppressionKeyInSql('o.recipient')} AS su_key
+                  o.outcome_unknown_seen AS previous_outcome_unknown, o.pinned_account, o.moved_unsettled,
+                  ${suppressionKeyInSql('o.recipient')} AS su_key
      ), closed AS (
        ${attemptsCloseExpired(s, 'ARRAY(SELECT next.id FROM next)', '(SELECT clock.now FROM clock)')}
      ), opened AS (
-       ${attemptsOpen(s, 'leased', '$3::uuid', '$5', '(SELECT clock.now FROM clock)', '(SELECT owner FROM owner)')}
+       ${attemptsOpen(s, 'leased', '$3::uuid', '$5', '$10', '(SELECT clock.now FROM clock)', '(SELECT owner FROM owner)')}
      ), refunded AS (
-       ${rateLimiterRefundInLease(s, '(coalesce($6::int, 0) - (SELECT count(*) FROM leased)::int)', '$7::timestamptz')}
+       ${rateLimiterRefundInLease(s, '$10', '(coalesce($6::int, 0) - (SELECT count(*) FROM leased)::int)', '$7::timestamptz')}
      )
      SELECT l.*, r.expires_at AS hold_expires_at, r.expired_at AS hold_expired_at,
             CASE WHEN m.intent_id IS NULL THEN r.metadata END AS metadata,
@@ -155,6 +188,10 @@ export async function intentsLease(
       lease.permits?.bucketTime ?? null,
       lease.owner ?? null,
       schema,
+      lease.account ?? DEFAULT_ACCOUNT,
+      lease.route?.from ?? null,
+      lease.route?.known ?? null,
+      lease.route?.first ?? null,
     ],
   );
   return rows.map((row) => ({
@@ -170,6 +207,8 @@ export async function intentsLease(
     leaseExpiresAt: row['lease_expires_at'] as Date,
     leaseWasExpired: row['lease_was_expired'] as boolean,
     previousOutcomeUnknown: row['previous_outcome_unknown'] as boolean,
+    pinnedAccount: row['pinned_account'] as string | null,
+    movedUnsettled: row['moved_unsettled'] as boolean,
     message: messageFromLeaseRow(row),
     metadata: row['metadata'] as Record<string, unknown> | null,
     suppression: suppressionFromLeaseRow(row, row['su_key'] !== null),
@@ -235,6 +274,10 @@ export interface AttemptResult {
   duplicateRisk: boolean;
   /** Not stored on the intent: the provider's own retry-after (rate_limited) or pause length (paused). */
   providerWaitMs?: number;
+  /** The account the attempt went through (default `default`). */
+  account?: string;
+  /** The account the intent tries next: the request never left this one (connection refused, DNS, TLS). */
+  moveTo?: string;
 }
 
 export interface RecordedResult {
@@ -270,8 +313,9 @@ export async function intentsRecord(
        SELECT coalesce($13::timestamptz, now()) AS now
      ), r AS (
        SELECT * FROM unnest($1::text[], $2::uuid[], $3::int[], $4::text[], $5::text[], $6::text[], $7::float8[],
-                            $8::int[], $9::text[], $10::bool[], $11::int[], $12::bool[])
-         AS r(id, token, attempt, outcome, receipt, error, delay_ms, status, code, unknown, duration_ms, duplicate_risk)
+                            $8::int[], $9::text[], $10::bool[], $11::int[], $12::bool[], $15::text[], $16::text[])
+         AS r(id, token, attempt, outcome, receipt, error, delay_ms, status, code, unknown, duration_ms, duplicate_risk,
+              account, move_to)
      ), attempts AS (
        ${attemptsFinish(s, 'r', '$1::text[]', '(SELECT clock.now FROM clock)')}
      ), updated AS (
@@ -299,6 +343,11 @@ export async function intentsRecord(
               possible_duplicate = o.possible_duplicate OR (r.outcome = 'accepted'
                 AND ((o.state = 'sent' AND o.receipt IS DISTINCT FROM r.receipt) OR r.duplicate_risk)),
               outcome_unknown_seen = o.outcome_unknown_seen OR r.unknown,
+              -- An unknown outcome pins the intent to its account until it is settled.
+              pinned_account = CASE WHEN r.unknown THEN coalesce(o.pinned_account, r.account) ELSE o.pinned_account END,
+              account = CASE WHEN r.move_to IS NOT NULL AND NOT r.unknown AND o.pinned_account IS NULL THEN r.move_to
+                             ELSE o.account END,
+              sent_account = CASE WHEN r.outcome = 'accepted' THEN coalesce(o.sent_account, r.account) ELSE o.sent_account END,
               lease_token = NULL,
               lease_expires_at = NULL
          FROM r, clock
@@ -327,6 +376,8 @@ export async function intentsRecord(
       col('duplicateRisk'),
       options.now,
       options.maxAttempts,
+      results.map((r) => r.account ?? DEFAULT_ACCOUNT),
+      results.map((r) => r.moveTo ?? null),
     ],
   );
   return rows;
@@ -353,11 +404,15 @@ interface IntentRow {
   lease_expirations: number;
   replays: number;
   possible_duplicate: boolean;
+  account: string | null;
+  pinned_account: string | null;
+  sent_account: string | null;
 }
 
 // The recipient is deliberately not selected: nothing on the read side needs it.
 const INTENT_COLUMNS = `id, reservation_id, template, state, attempts, failed_attempts, available_at, created_at,
-  sent_at, finished_at, receipt, last_error, lease_token, lease_expires_at, lease_expirations, replays, possible_duplicate`;
+  sent_at, finished_at, receipt, last_error, lease_token, lease_expires_at, lease_expirations, replays, possible_duplicate,
+  account, pinned_account, sent_account`;
 
 export function intentFromRow(row: IntentRow): Intent {
   return {
@@ -378,6 +433,9 @@ export function intentFromRow(row: IntentRow): Intent {
     leaseExpirations: row.lease_expirations,
     replays: row.replays,
     possibleDuplicate: row.possible_duplicate,
+    account: row.account,
+    pinnedAccount: row.pinned_account,
+    sentAccount: row.sent_account,
   };
 }
 
@@ -432,9 +490,41 @@ export async function intentsReplay(db: Queryable, schema: string, id: string, n
        finished_at = NULL, sent_at = NULL, receipt = NULL, last_error = NULL, possible_duplicate = false,
        -- The new round has its own key: an ambiguous attempt of the old one says
        -- nothing about whether this deliberate resend is already with the provider.
-       outcome_unknown_seen = false
+       outcome_unknown_seen = false, pinned_account = NULL, sent_account = NULL, moved_unsettled = false
      WHERE id = $1 AND state <> 'pending' AND recipient IS NOT NULL`,
     [id, now],
+  );
+  return rowCount === 1;
+}
+
+/**
+ * Pending intents per account they are on (`first` for those not yet
+ * leased, and for those on an account no longer configured: where they
+ * start). A count over the pending part of the outbox, for operators'
+ * reads (`leasehold accounts`, GET /v1/accounts), not for every scrape.
+ */
+export async function intentsPendingByAccount(db: Queryable, schema: string, known: readonly string[], first: string): Promise<Map<string, number>> {
+  const { rows } = await db.query<{ account: string; n: number }>(
+    `SELECT CASE WHEN account = ANY ($1::text[]) THEN account ELSE $2 END AS account, count(*)::int AS n
+       FROM ${ident(schema)}.email_outbox WHERE state = 'pending' GROUP BY 1`,
+    [known, first],
+  );
+  return new Map(rows.map((r) => [r.account, r.n]));
+}
+
+/**
+ * An operator moves a pending intent to `account`, even one pinned to its
+ * account by an unknown outcome. Not while a lease on it is live. The
+ * unknown outcome stays remembered (outcome_unknown_seen), so an acceptance
+ * on the new account is flagged possible_duplicate: the old account may
+ * have sent it too. Returns whether it moved.
+ */
+export async function intentsMove(db: Queryable, schema: string, id: string, account: string): Promise<boolean> {
+  const { rowCount } = await db.query(
+    `UPDATE ${ident(schema)}.email_outbox SET account = $2, pinned_account = NULL, available_at = least(available_at, now()),
+            moved_unsettled = moved_unsettled OR outcome_unknown_seen OR lease_token IS NOT NULL
+      WHERE id = $1 AND state = 'pending' AND (lease_expires_at IS NULL OR lease_expires_at <= now())`,
+    [id, account],
   );
   return rowCount === 1;
 }

@@ -1,31 +1,46 @@
 import type { Queryable } from '../db/pool.js';
 import { ident } from '../db/pool.js';
 import { LimiterMissingError } from '../errors.js';
-import { MIN_PER_SECOND, validatePolicy, type RateLimitPolicy } from '../model/delivery-policy.js';
-import { pausedNow } from './delivery-control.js';
+import { DEFAULT_ACCOUNT } from '../model/accounts.js';
+import { MIN_PER_SECOND, PAUSED_BY_OPERATOR, validatePauseReason, validatePolicy, type RateLimitPolicy } from '../model/delivery-policy.js';
+import { pausedNow, pauseStatement, resumeSet } from './pause.js';
 
 /**
- * Every statement on rate_limiter: the one shared token bucket (policy and
- * state in a row), refilled from the database clock and shared by every
+ * Every statement on rate_limiter: one row per provider account
+ * (model/accounts.ts), named by the account, holding that account's shared
+ * token bucket (policy and state), its cooldown after a 429 and its own
+ * pause. The bucket is refilled from the database clock and shared by every
  * delivery process on every machine. model/token-bucket.ts is the same
  * formula in TypeScript, for in-process use and tests.
  *
  * Taking permits is one statement that also reads the fleet-wide pause
- * (delivery_control) and the provider cooldown, so the policy, a pause and
- * a 429 reach every worker on its next request. The row lock is held only
+ * (delivery_control), the account's pause and its cooldown, so the policy,
+ * a pause and a 429 reach every worker on its next request. The row lock is held only
  * for that statement; workers take permits in batches, so the row is
  * touched a few hundred times a second even at thousands of sends a second.
  *
  * `now` parameters are `coalesce($n, now())`: null means the database clock.
  */
 
-/** The row's name: one limiter per schema. */
-export const LIMITER_NAME = 'email';
+export interface AccountPause {
+  paused: boolean;
+  reason: string | null;
+  /** `operator`, or the provider whose answer paused the account. */
+  pausedBy: string | null;
+  pausedAt: Date | null;
+  pausedUntil: Date | null;
+}
 
 export interface RateLimitState extends RateLimitPolicy {
   /** Permits available now (refilled to the database clock). */
   tokens: number;
   cooldownUntil: Date | null;
+  /** When the cooldown in force began (null: none in force). */
+  cooldownSince: Date | null;
+  /** How long the cooldown in force has lasted (ms; 0: none). */
+  coolingForMs: number;
+  /** The account's own pause (the fleet-wide one is delivery_control's). */
+  pause: AccountPause;
   updatedAt: Date;
 }
 
@@ -40,25 +55,41 @@ const refilled = (l: string, at: string): string =>
   `least(${l}.burst::float8, ${l}.tokens + ${rate(l)} * greatest(0, extract(epoch FROM ${at} - ${l}.refilled_at)))`;
 
 /** Create the limiter row with the configured initial policy; an existing row (runtime changes) wins. */
-export async function rateLimiterEnsure(db: Queryable, schema: string, initial: RateLimitPolicy): Promise<void> {
+export async function rateLimiterEnsure(db: Queryable, schema: string, initial: RateLimitPolicy, account = DEFAULT_ACCOUNT): Promise<void> {
   const policy = validatePolicy(initial);
   await db.query(
     `INSERT INTO ${ident(schema)}.rate_limiter (name, per_second, burst, tokens)
      VALUES ($1, $2::float8, $3::int, $3::int) ON CONFLICT (name) DO NOTHING`,
-    [LIMITER_NAME, policy.perSecond, policy.burst],
+    [account, policy.perSecond, policy.burst],
   );
 }
 
+const STATE_COLUMNS = (now: string): string =>
+  `l.name AS account, ${rate('l')} AS per_second, l.burst, l.updated_at, l.cooldown_until,
+   CASE WHEN l.cooldown_until > ${now} THEN l.cooldown_since END AS cooldown_since,
+   CASE WHEN l.cooldown_until > ${now} THEN (extract(epoch FROM ${now} - coalesce(l.cooldown_since, ${now})) * 1000)::float8 ELSE 0 END
+     AS cooling_for_ms,
+   ${refilled('l', now)}::float8 AS tokens, ${pausedNow('l', now)} AS account_paused,
+   l.reason AS account_reason, l.paused_by AS account_paused_by, l.paused_at AS account_paused_at,
+   l.paused_until AS account_paused_until`;
+
 /**
- * The limiter's row refilled to `now` (SQL expression), named by `name` (an
- * SQL parameter for LIMITER_NAME): no row until a worker or the API created
- * it. rateLimiterGet reads it alone, the status snapshot (read/stats.ts)
- * beside the others.
+ * An account's limiter row refilled to `now` (SQL expression), named by
+ * `name` (an SQL parameter holding the account's name): no row until a
+ * worker or the API created it. rateLimiterGet reads it alone, the status
+ * snapshot (read/stats.ts) beside the others.
  */
 export const rateLimiterStateSql = (s: string, name: string, now: string): string =>
-  `SELECT ${rate('l')} AS per_second, l.burst, l.updated_at, l.cooldown_until, ${refilled('l', now)}::float8 AS tokens
-     FROM ${s}.rate_limiter l
-    WHERE l.name = ${name}`;
+  `SELECT ${STATE_COLUMNS(now)} FROM ${s}.rate_limiter l WHERE l.name = ${name}`;
+
+/** The pause columns, as a state row names them (`account_`: beside delivery_control's in the lane snapshot) or a pause statement returns them (``). */
+const pauseFromRow = (row: Record<string, unknown>, prefix: 'account_' | ''): AccountPause => ({
+  paused: (row[`${prefix}paused`] as boolean | null) ?? false,
+  reason: (row[`${prefix}reason`] as string | null) ?? null,
+  pausedBy: (row[`${prefix}paused_by`] as string | null) ?? null,
+  pausedAt: (row[`${prefix}paused_at`] as Date | null) ?? null,
+  pausedUntil: (row[`${prefix}paused_until`] as Date | null) ?? null,
+});
 
 /** Read back a row of rateLimiterStateSql; undefined where it had none (columns null through an outer join). */
 export function rateLimiterStateFromRow(row: Record<string, unknown> | undefined): RateLimitState | undefined {
@@ -68,13 +99,35 @@ export function rateLimiterStateFromRow(row: Record<string, unknown> | undefined
     burst: row['burst'] as number,
     tokens: row['tokens'] as number,
     cooldownUntil: row['cooldown_until'] as Date | null,
+    cooldownSince: (row['cooldown_since'] as Date | null | undefined) ?? null,
+    coolingForMs: Math.max(0, (row['cooling_for_ms'] as number | null | undefined) ?? 0),
+    pause: pauseFromRow(row, 'account_'),
     updatedAt: row['updated_at'] as Date,
   };
 }
 
-export async function rateLimiterGet(db: Queryable, schema: string, now: Date | null = null): Promise<RateLimitState | undefined> {
-  const { rows } = await db.query(rateLimiterStateSql(ident(schema), '$1', 'coalesce($2::timestamptz, now())'), [LIMITER_NAME, now]);
+export async function rateLimiterGet(
+  db: Queryable,
+  schema: string,
+  now: Date | null = null,
+  account = DEFAULT_ACCOUNT,
+): Promise<RateLimitState | undefined> {
+  const { rows } = await db.query(rateLimiterStateSql(ident(schema), '$1', 'coalesce($2::timestamptz, now())'), [account, now]);
   return rateLimiterStateFromRow(rows[0]);
+}
+
+/** The rows of the named accounts that exist, by name (one statement: routing reads them every round). */
+export async function rateLimiterGetMany(
+  db: Queryable,
+  schema: string,
+  accounts: readonly string[],
+  now: Date | null = null,
+): Promise<Map<string, RateLimitState>> {
+  const { rows } = await db.query(
+    `SELECT ${STATE_COLUMNS('coalesce($2::timestamptz, now())')} FROM ${ident(schema)}.rate_limiter l WHERE l.name = ANY ($1::text[])`,
+    [accounts, now],
+  );
+  return new Map(rows.map((row) => [row['account'] as string, rateLimiterStateFromRow(row)!]));
 }
 
 /**
@@ -87,6 +140,7 @@ export async function rateLimiterSet(
   schema: string,
   policy: RateLimitPolicy,
   now: Date | null = null,
+  account = DEFAULT_ACCOUNT,
 ): Promise<RateLimitState> {
   const valid = validatePolicy(policy);
   await db.query(
@@ -98,18 +152,22 @@ export async function rateLimiterSet(
        per_second = $2::float8,
        burst = $3::int,
        updated_at = coalesce($4::timestamptz, now())`,
-    [LIMITER_NAME, valid.perSecond, valid.burst, now],
+    [account, valid.perSecond, valid.burst, now],
   );
-  return (await rateLimiterGet(db, schema, now))!;
+  return (await rateLimiterGet(db, schema, now, account))!;
 }
 
 export interface PermitGrant {
   granted: number;
-  /** Delivery is paused fleet-wide (operator or provider). */
+  /** Delivery is paused fleet-wide, or this account is. */
   paused: boolean;
   pauseReason: string | null;
-  /** A provider rate limit is cooling the whole fleet down. */
+  /** This account's own pause is in force (the fleet's may be too). */
+  accountPaused: boolean;
+  /** A provider rate limit is cooling this account down. */
   coolingDown: boolean;
+  /** How long the cooldown in force has lasted (ms; 0 when none). */
+  coolingForMs: number;
   /** How long until asking again could succeed (ms). */
   retryInMs: number;
   perSecond: number;
@@ -128,21 +186,30 @@ export interface PermitGrant {
  * after the row lock is granted (clock_timestamp()) and never earlier than
  * the last refill, so waiting on the lock cannot mint permits twice.
  */
-export async function rateLimiterTake(db: Queryable, schema: string, want: number, now: Date | null = null): Promise<PermitGrant> {
+export async function rateLimiterTake(
+  db: Queryable,
+  schema: string,
+  want: number,
+  now: Date | null = null,
+  account = DEFAULT_ACCOUNT,
+): Promise<PermitGrant> {
   const s = ident(schema);
   const { rows } = await db.query<{
     granted: number;
     paused: boolean;
+    account_paused: boolean;
     reason: string | null;
     cooling: boolean;
     cooldown_ms: number;
+    cooling_for_ms: number | null;
     left: number;
     per_second: number;
     burst: number;
     bucket_time: string;
   }>(
     `WITH cur AS (
-       SELECT l.name, ${rate('l')} AS per_second, l.burst, l.tokens, l.refilled_at, l.cooldown_until,
+       SELECT l.name, ${rate('l')} AS per_second, l.burst, l.tokens, l.refilled_at, l.cooldown_until, l.cooldown_since,
+              l.paused AS a_paused, l.paused_until AS a_paused_until, l.reason AS a_reason,
               greatest(l.refilled_at, coalesce($3::timestamptz, clock_timestamp())) AS t,
               coalesce($3::timestamptz, clock_timestamp()) AS wall
          FROM ${s}.rate_limiter l
@@ -151,12 +218,18 @@ export async function rateLimiterTake(db: Queryable, schema: string, want: numbe
      ), bucket AS (
        SELECT cur.*, ${refilled('cur', 'cur.t')} AS avail,
               coalesce(cur.cooldown_until > cur.wall, false) AS cooling,
-              ${pausedNow('c', 'cur.wall')} AS paused, c.reason
+              ${pausedNow('c', 'cur.wall')} AS fleet_paused, c.reason AS fleet_reason,
+              (cur.a_paused AND (cur.a_paused_until IS NULL OR cur.a_paused_until > cur.wall)) AS account_paused
          FROM cur, ${s}.delivery_control c
+     ), state AS (
+       -- The fleet's pause outranks the account's: its reason is the one reported.
+       SELECT bucket.*, fleet_paused OR account_paused AS paused,
+              CASE WHEN fleet_paused THEN fleet_reason WHEN account_paused THEN a_reason END AS reason
+         FROM bucket
      ), decision AS (
        SELECT bucket.*,
               CASE WHEN paused OR cooling THEN 0 ELSE least($2::int, floor(avail)::int) END AS granted
-         FROM bucket
+         FROM state bucket
      ), upd AS (
        UPDATE ${s}.rate_limiter l
           SET tokens = d.avail - d.granted, refilled_at = d.t
@@ -164,14 +237,15 @@ export async function rateLimiterTake(db: Queryable, schema: string, want: numbe
         WHERE l.name = d.name
         RETURNING l.tokens
      )
-     SELECT d.granted, d.paused, d.reason, d.cooling, d.per_second, d.burst, d.t::text AS bucket_time,
+     SELECT d.granted, d.paused, d.account_paused, d.reason, d.cooling, d.per_second, d.burst, d.t::text AS bucket_time,
             (extract(epoch FROM d.cooldown_until - d.wall) * 1000)::float8 AS cooldown_ms,
+            CASE WHEN d.cooling THEN (extract(epoch FROM d.wall - d.cooldown_since) * 1000)::float8 END AS cooling_for_ms,
             upd.tokens AS left
        FROM decision d, upd`,
-    [LIMITER_NAME, want, now],
+    [account, want, now],
   );
   const row = rows[0];
-  if (!row) throw new LimiterMissingError(schema);
+  if (!row) throw new LimiterMissingError(schema, account);
   let retryInMs = 0;
   if (row.paused) retryInMs = 1000;
   else if (row.cooling) retryInMs = Math.max(1, row.cooldown_ms);
@@ -180,7 +254,9 @@ export async function rateLimiterTake(db: Queryable, schema: string, want: numbe
     granted: row.granted,
     paused: row.paused,
     pauseReason: row.reason,
+    accountPaused: row.account_paused,
     coolingDown: row.cooling,
+    coolingForMs: Math.max(0, row.cooling_for_ms ?? 0),
     retryInMs,
     perSecond: row.per_second,
     burst: row.burst,
@@ -206,33 +282,82 @@ const refundSet = (unused: string): string => `tokens = least(burst::float8, tok
  * round that found fewer intents than permits needs no refund of its own.
  * The limiter row is locked only as the statement ends.
  */
-export const rateLimiterRefundInLease = (s: string, unused: string, bucketTime: string): string =>
+export const rateLimiterRefundInLease = (s: string, account: string, unused: string, bucketTime: string): string =>
   `UPDATE ${s}.rate_limiter SET ${refundSet(unused)}
-    WHERE name = '${LIMITER_NAME}' AND ${unused} > 0 AND refilled_at = ${bucketTime}`;
+    WHERE name = ${account} AND ${unused} > 0 AND refilled_at = ${bucketTime}`;
 
 /** Give back permits of the take at `bucketTime` that were not used (see above for when that applies). */
-export async function rateLimiterRefund(db: Queryable, schema: string, permits: number, bucketTime: string): Promise<void> {
+export async function rateLimiterRefund(
+  db: Queryable,
+  schema: string,
+  permits: number,
+  bucketTime: string,
+  account = DEFAULT_ACCOUNT,
+): Promise<void> {
   if (permits <= 0) return;
   await db.query(
     `UPDATE ${ident(schema)}.rate_limiter SET ${refundSet('$2')} WHERE name = $1 AND refilled_at = $3::timestamptz`,
-    [LIMITER_NAME, permits, bucketTime],
+    [account, permits, bucketTime],
   );
 }
 
 /**
- * A provider said "too fast": nobody in the fleet takes permits until its
- * reset, and the bucket restarts empty so the first sends after the reset
- * are paced, not a burst.
+ * A provider said "too fast": nobody in the fleet takes permits on that
+ * account until its reset, and its bucket restarts empty so the first
+ * sends after the reset are paced, not a burst. A cooldown that extends one
+ * in force keeps its start (`cooldown_since`): failover counts from there.
  */
-export async function rateLimiterCooldown(db: Queryable, schema: string, retryAfterMs: number, now: Date | null = null): Promise<void> {
+export async function rateLimiterCooldown(
+  db: Queryable,
+  schema: string,
+  retryAfterMs: number,
+  now: Date | null = null,
+  account = DEFAULT_ACCOUNT,
+): Promise<void> {
   await db.query(
     `WITH clock AS (SELECT coalesce($3::timestamptz, clock_timestamp()) AS now)
      UPDATE ${ident(schema)}.rate_limiter SET
+       cooldown_since = CASE WHEN cooldown_until > clock.now THEN coalesce(cooldown_since, clock.now) ELSE clock.now END,
        cooldown_until = greatest(coalesce(cooldown_until, clock.now), clock.now + make_interval(secs => $2::float8 / 1000)),
        tokens = 0,
        refilled_at = greatest(refilled_at, clock.now + make_interval(secs => $2::float8 / 1000))
       FROM clock
      WHERE name = $1`,
-    [LIMITER_NAME, retryAfterMs, now],
+    [account, retryAfterMs, now],
   );
+}
+
+/**
+ * Pause one account (every worker stops sending through it on its next
+ * take; its intents that may move go to the next account in failover).
+ * `by` is `operator` or the provider whose answer paused it; precedence as
+ * for the fleet's pause (tables/pause.ts). Undefined: no such account row.
+ */
+export async function rateLimiterPause(
+  db: Queryable,
+  schema: string,
+  account: string,
+  pause: { reason: string; by: string; untilMs?: number; now?: Date | null },
+): Promise<AccountPause | undefined> {
+  const reason = validatePauseReason(pause.reason);
+  const { rows } = await db.query(pauseStatement(`${ident(schema)}.rate_limiter`, 'name', 'c.name = $6'), [
+    reason,
+    pause.by,
+    pause.untilMs ?? null,
+    PAUSED_BY_OPERATOR,
+    pause.now ?? null,
+    account,
+  ]);
+  return rows[0] ? pauseFromRow(rows[0], '') : undefined;
+}
+
+/** Lift the pause of one account, or of every account (`account` null). Returns the accounts resumed. */
+export async function rateLimiterResume(db: Queryable, schema: string, account: string | null, now: Date | null = null): Promise<string[]> {
+  const { rows } = await db.query<{ name: string }>(
+    `UPDATE ${ident(schema)}.rate_limiter SET ${resumeSet('coalesce($2::timestamptz, now())')}
+      WHERE ($1::text IS NULL OR name = $1) AND paused
+     RETURNING name`,
+    [account, now],
+  );
+  return rows.map((r) => r.name);
 }

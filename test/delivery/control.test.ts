@@ -2,6 +2,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { perSecondArg } from '../../src/cli/commands/args.js';
 import { loadConfig } from '../../src/config.js';
 import { ident } from '../../src/db/pool.js';
+import { rateLimiterResume } from '../../src/tables/rate-limiter.js';
 import { deliveryControlGet, deliveryPause, deliveryResume } from '../../src/tables/delivery-control.js';
 import { rateLimiterGet, rateLimiterSet } from '../../src/tables/rate-limiter.js';
 import { MIN_PER_SECOND, validatePerSecond } from '../../src/model/delivery-policy.js';
@@ -52,6 +53,7 @@ describe('rate-limit policy minimum', () => {
 describe('a limiter row holding a rate below the minimum', () => {
   beforeEach(async () => {
     await deliveryResume(db.pool, db.schema);
+  await rateLimiterResume(db.pool, db.schema, null);
     await rateLimiterSet(db.pool, db.schema, { perSecond: 10, burst: 5 });
     // Written behind the validator's back (an older version, or by hand): a
     // product of it and a sub-second elapsed time underflows float8.
@@ -82,7 +84,10 @@ describe('a limiter row holding a rate below the minimum', () => {
 });
 
 describe('pause precedence: an operator outranks providers', () => {
-  beforeEach(() => deliveryResume(db.pool, db.schema));
+  beforeEach(async () => {
+  await deliveryResume(db.pool, db.schema);
+  await rateLimiterResume(db.pool, db.schema, null);
+});
 
   const operator = (reason: string, untilMs?: number) =>
     deliveryPause(db.pool, db.schema, { reason, by: 'operator', ...(untilMs !== undefined ? { untilMs } : {}) });
@@ -155,11 +160,10 @@ describe('pause precedence: an operator outranks providers', () => {
       pausedBy: 'operator',
       pausedUntil: null,
     });
-    // The log says which pause is in force rather than claiming the provider's took effect.
-    expect(logs.events().find((e) => e.event === 'delivery.paused')).toMatchObject({
-      by: 'scripted',
-      inForce: { by: 'operator', reason: 'stop everything', until: null },
-    });
+    // The provider's pause lands on its account; the operator's fleet-wide one outranks it.
+    expect((await rateLimiterGet(db.pool, db.schema))!.pause).toMatchObject({ paused: true, pausedBy: 'scripted' });
+    expect(await rateLimiterTake(db.pool, db.schema, 1)).toMatchObject({ granted: 0, paused: true, accountPaused: true, pauseReason: 'stop everything' });
+    expect(logs.events().find((e) => e.event === 'account.paused')).toMatchObject({ account: 'default', by: 'scripted' });
   });
 
   it("resume by an operator lifts everything, whoever paused", async () => {

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ident } from '../../src/db/pool.js';
 import { migrate, loadMigrations } from '../../src/db/migrate.js';
+import { rateLimiterResume } from '../../src/tables/rate-limiter.js';
 import { deliveryResume } from '../../src/tables/delivery-control.js';
 import { rateLimiterSet } from '../../src/tables/rate-limiter.js';
 import { DeliveryWorker } from '../../src/delivery/worker.js';
@@ -47,6 +48,7 @@ beforeEach(async () => {
 /** Undo the fleet-wide effects of a 429 or a pause (they run on the real clock), so the next round can send. */
 async function readyToSend(): Promise<void> {
   await deliveryResume(db.pool, db.schema);
+  await rateLimiterResume(db.pool, db.schema, null);
   await rateLimiterSet(db.pool, db.schema, { perSecond: 1000, burst: 1000 });
   await db.pool.query(`UPDATE ${ident(db.schema)}.rate_limiter SET cooldown_until = NULL, tokens = burst, refilled_at = now()`);
 }

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { formatTimeline } from '../../src/cli/commands/trace.js';
+import { rateLimiterResume } from '../../src/tables/rate-limiter.js';
 import { deliveryControlGet, deliveryResume } from '../../src/tables/delivery-control.js';
 import { rateLimiterSet } from '../../src/tables/rate-limiter.js';
 import { DeliveryWorker, type DeliveryWorkerOptions } from '../../src/delivery/worker.js';
@@ -44,7 +45,10 @@ async function expiredHold(metadata: Record<string, unknown>): Promise<void> {
   clock = new ManualClock(rows[0]!.now);
 }
 
-beforeEach(() => deliveryResume(db.pool, db.schema));
+beforeEach(async () => {
+  await deliveryResume(db.pool, db.schema);
+  await rateLimiterResume(db.pool, db.schema, null);
+});
 
 const worker = (gateway: ScriptedGateway, extra: Partial<DeliveryWorkerOptions> = {}) =>
   new DeliveryWorker({ pool: db.pool, schema: db.schema, gateway, clock, random: () => 0.5, ...extra });

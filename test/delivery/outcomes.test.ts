@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { DeliveryWorker } from '../../src/delivery/worker.js';
+import { rateLimiterResume } from '../../src/tables/rate-limiter.js';
 import { deliveryControlGet, deliveryResume } from '../../src/tables/delivery-control.js';
 import { rateLimiterGet, rateLimiterSet } from '../../src/tables/rate-limiter.js';
 import { ExpiryWorker } from '../../src/holds/expiry-worker.js';
@@ -22,6 +23,7 @@ let prefix = 0;
 let intentId: string;
 beforeEach(async () => {
   await deliveryResume(db.pool, db.schema);
+  await rateLimiterResume(db.pool, db.schema, null);
   await rateLimiterSet(db.pool, db.schema, { perSecond: 1000, burst: 1000 });
   await db.pool.query(`UPDATE ${ident(db.schema)}.rate_limiter SET cooldown_until = NULL`);
   await db.pool.query(`UPDATE ${ident(db.schema)}.email_outbox SET state = 'dead', finished_at = now(), lease_token = NULL, lease_expires_at = NULL WHERE state = 'pending'`);
@@ -104,13 +106,14 @@ describe('send outcomes', () => {
     expect((await w.runOnce()).leased).toBe(0);
   });
 
-  it('paused pauses delivery fleet-wide with the reason and leaves the intent pending', async () => {
+  it("paused pauses the provider's account with the reason (not the fleet) and leaves the intent pending", async () => {
     const gateway = new ScriptedGateway().script(intentId, { kind: 'paused', reason: 'API key revoked', providerCode: 'invalid_api_key' });
     await worker(gateway).runOnce();
     expect(await intentsGet(db.pool, db.schema, intentId)).toMatchObject({ state: 'pending', failedAttempts: 0, leased: false });
-    expect(await deliveryControlGet(db.pool, db.schema)).toMatchObject({ paused: true, reason: 'API key revoked', pausedBy: 'scripted' });
+    expect((await rateLimiterGet(db.pool, db.schema))!.pause).toMatchObject({ paused: true, reason: 'API key revoked', pausedBy: 'scripted' });
+    expect(await deliveryControlGet(db.pool, db.schema)).toMatchObject({ paused: false });
     expect(await worker(new ScriptedGateway()).runOnce()).toMatchObject({ leased: 0, blocked: 'paused' });
-    await deliveryResume(db.pool, db.schema);
+    await rateLimiterResume(db.pool, db.schema, 'default');
     expect(await worker(new ScriptedGateway()).runOnce()).toMatchObject({ leased: 1, outcomes: { accepted: 1 } });
   });
 
