@@ -13,6 +13,7 @@ import { bearerAuth } from './auth.js';
 import type { ApiContext } from './context.js';
 import { ApiError, clientErrorHandler, errorHandler, toErrorResponse } from './errors.js';
 import { deliveryRoutes } from './routes/delivery.js';
+import { accountRoutes } from './routes/accounts.js';
 import { holdRoutes } from './routes/holds.js';
 import { openApiRoutes } from './openapi.js';
 import { intentRoutes } from './routes/intents.js';
@@ -120,6 +121,7 @@ export function buildApp(options: ApiOptions): FastifyInstance {
       holdRoutes(v1, ctx);
       intentRoutes(v1, ctx);
       deliveryRoutes(v1, ctx);
+      accountRoutes(v1, ctx);
       statusRoutes(v1, ctx);
       sendRateRoutes(v1, ctx);
       retentionRoutes(v1, ctx);
