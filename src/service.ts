@@ -6,7 +6,7 @@ import { Presence } from './db/presence.js';
 import { DeliveryWorker, type DeliveryWorkerOptions } from './delivery/worker.js';
 import { TemplatesBrokenError } from './errors.js';
 import { ingestEvents } from './events/ingest.js';
-import { webhookSettingsFromEnv, type WebhookSettings } from './events/webhook-config.js';
+import { accountWebhooks, webhookSettingsFromEnv, type AccountWebhook, type WebhookSettings } from './events/webhook-config.js';
 import { ExpiryWorker, type ExpiryWorkerOptions } from './holds/expiry-worker.js';
 import type { Logger } from './observability/logger.js';
 import { createMetrics, stalledAfterSeconds, type Metrics } from './observability/metrics.js';
@@ -51,6 +51,8 @@ export interface PreparedService {
   gateways: AccountGateway[] | undefined;
   templates: Templates | undefined;
   webhooks: WebhookSettings | undefined;
+  /** Each account's webhook endpoint (an accounts file's accounts). */
+  accountWebhooks: Map<string, AccountWebhook> | undefined;
 }
 
 /** The templates this configuration sends with: LEASEHOLD_TEMPLATES_DIR, or the shipped ones. */
@@ -96,6 +98,7 @@ export async function prepareService(config: Config, parts: ServiceParts, overri
     gateways,
     templates: parts.delivery ? checkedTemplates(config) : undefined,
     webhooks: parts.api ? webhookSettingsFromEnv(config.env) : undefined,
+    accountWebhooks: parts.api && config.accountsFile ? accountWebhooks(accounts.accounts) : undefined,
   };
 }
 
@@ -252,6 +255,7 @@ export async function startService(prepared: PreparedService, base: Omit<Service
         host: options.host ?? config.host,
         accounts: prepared.accounts,
         ...(prepared.webhooks ? { webhooks: prepared.webhooks } : {}),
+        ...(prepared.accountWebhooks ? { accountWebhooks: prepared.accountWebhooks } : {}),
       });
       service.api = api;
       stops.push(() => api.close());

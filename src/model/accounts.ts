@@ -47,14 +47,22 @@ export const DEFAULT_ACCOUNT = 'default';
 
 export const ACCOUNT_NAME = /^[a-z0-9][a-z0-9_-]{0,62}$/;
 
+/** Names an accounts file may not give an account: the provider names (their /v1/webhooks/<provider> routes serve `default`). */
+const RESERVED_NAMES: readonly string[] = ACCOUNT_PROVIDERS;
+
 /** Each provider's settings: which exist, which must be given, which are secrets (references only). */
 const PROVIDER_SETTINGS: Record<AccountProvider, { required: string[]; optional: string[]; secret: string[] }> = {
   sandbox: { required: [], optional: [], secret: [] },
-  resend: { required: ['apiKey'], optional: ['baseUrl'], secret: ['apiKey'] },
-  postmark: { required: ['serverToken'], optional: ['baseUrl', 'messageStream'], secret: ['serverToken'] },
+  // webhook*: what POST /v1/webhooks/<account> verifies events against.
+  resend: { required: ['apiKey'], optional: ['baseUrl', 'webhookSecret'], secret: ['apiKey', 'webhookSecret'] },
+  postmark: {
+    required: ['serverToken'],
+    optional: ['baseUrl', 'messageStream', 'webhookUser', 'webhookPassword'],
+    secret: ['serverToken', 'webhookPassword'],
+  },
   ses: {
     required: [],
-    optional: ['region', 'endpoint', 'accessKeyId', 'secretAccessKey', 'sessionToken', 'configurationSet'],
+    optional: ['region', 'endpoint', 'accessKeyId', 'secretAccessKey', 'sessionToken', 'configurationSet', 'webhookTopicArn'],
     secret: ['secretAccessKey', 'sessionToken'],
   },
   // The URL carries the SMTP credentials (smtp://user:pass@host:587).
@@ -113,6 +121,8 @@ export function parseAccounts(text: string, env: Readonly<Record<string, string 
   const accounts = parsed.data.accounts.map((raw, i): Account => {
     const at = `accounts[${i}]`;
     if (seen.has(raw.name)) fail(`${at}.name`, `${JSON.stringify(raw.name)} is named twice`);
+    // /v1/webhooks/<name> is the account's webhook; these names are the default account's provider routes.
+    if (RESERVED_NAMES.includes(raw.name)) fail(`${at}.name`, `${JSON.stringify(raw.name)} is reserved (a provider's name); name the account for its purpose, e.g. primary`);
     seen.add(raw.name);
     const rules = PROVIDER_SETTINGS[raw.provider];
     const settings: Record<string, string> = {};

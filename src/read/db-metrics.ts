@@ -24,6 +24,8 @@ export interface DatabaseMetricsOptions {
   tables?: RetentionTables;
   /** Reuse one database reading for all gauges of a scrape (default 500 ms). */
   snapshotTtlMs?: number;
+  /** The provider accounts in failover (default: the one account, `default`). */
+  failover?: readonly string[];
 }
 
 /**
@@ -34,7 +36,7 @@ export interface DatabaseMetricsOptions {
  */
 export function createDatabaseMetrics(options: DatabaseMetricsOptions): Registry {
   const registry = new Registry();
-  const snapshot = scrapeSnapshot(() => scrapeReading(options.db, options.schema, options.tables), options.snapshotTtlMs);
+  const snapshot = scrapeSnapshot(() => scrapeReading(options.db, options.schema, options.tables, options.failover), options.snapshotTtlMs);
   const part =
     <K extends keyof ScrapeReading>(key: K) =>
     async (): Promise<ScrapeReading[K] | undefined> =>
@@ -89,8 +91,25 @@ function registerLaneGauges(
   gauge('leasehold_delivery_paused', '1 while delivery is paused fleet-wide (by an operator or a provider answer).', (s) =>
     s.control.paused ? 1 : 0,
   );
-  gauge('leasehold_rate_limit_per_second', 'Shared limiter policy: permits per second.', (s) => s.limiter?.perSecond);
-  gauge('leasehold_rate_limit_burst', 'Shared limiter policy: burst.', (s) => s.limiter?.burst);
+  gauge('leasehold_rate_limit_per_second', 'Limiter policy of the first account in failover: permits per second.', (s) => s.limiter?.perSecond);
+  gauge('leasehold_rate_limit_burst', 'Limiter policy of the first account in failover: burst.', (s) => s.limiter?.burst);
+  // One series per provider account: the set is the accounts file's, bounded.
+  const perAccount = (name: string, help: string, value: (a: LaneStats['accounts']['states'][number]) => number) =>
+    new Gauge({
+      name,
+      help,
+      labelNames: ['account'],
+      registers,
+      async collect() {
+        const stats = await snapshot();
+        this.reset();
+        for (const a of stats?.accounts.states ?? []) this.set({ account: a.account }, value(a));
+      },
+    });
+  perAccount('leasehold_account_rate_limit_per_second', "An account's limiter policy: permits per second (in the account's unit).", (a) => a.perSecond);
+  perAccount('leasehold_account_tokens', "Permits in an account's bucket now.", (a) => a.tokens);
+  perAccount('leasehold_account_paused', '1 while the account is paused (by a provider answer or an operator); its intents move to the next in failover.', (a) => (a.paused ? 1 : 0));
+  perAccount('leasehold_account_cooling_down', '1 while the account cools down after a provider rate limit (429).', (a) => (a.coolingDown ? 1 : 0));
   new Gauge({
     name: 'leasehold_expiry_promise_seconds',
     help: 'LEASEHOLD_EXPIRY_PROMISE_S: how late a hold may expire.',

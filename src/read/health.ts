@@ -11,7 +11,14 @@ import { laneStats, type LaneStats } from './stats.js';
  * reason; an unreachable database is reported rather than hanging.
  */
 
-export type HealthReasonCode = 'database_unreachable' | 'expiry_promise_broken' | 'email_promise_broken' | 'delivery_paused' | 'lane_stalled';
+export type HealthReasonCode =
+  | 'database_unreachable'
+  | 'expiry_promise_broken'
+  | 'email_promise_broken'
+  | 'delivery_paused'
+  | 'lane_stalled'
+  /** Some provider accounts in failover are paused: the others carry their intents (degraded, still serving). */
+  | 'account_paused';
 
 export interface HealthReason {
   code: HealthReasonCode;
@@ -19,11 +26,12 @@ export interface HealthReason {
 }
 
 export interface HealthReport {
-  status: 'ok' | 'unavailable';
+  /** degraded: delivery goes on, on fewer accounts (HTTP 200); unavailable: a promise is broken or nothing can send (503). */
+  status: 'ok' | 'degraded' | 'unavailable';
   reasons: HealthReason[];
   /** The numbers behind the verdict; absent when the database could not be read. */
   expiry?: { dueHolds: number; oldestDueAgeSeconds: number; promiseSeconds: number };
-  delivery?: { backlog: number; oldestPendingAgeSeconds: number; promiseSeconds: number; paused: boolean };
+  delivery?: { backlog: number; oldestPendingAgeSeconds: number; promiseSeconds: number; paused: boolean; pausedAccounts: string[] };
 }
 
 export interface HealthOptions {
@@ -36,6 +44,8 @@ export interface HealthOptions {
   logger?: Logger;
   /** This process's lanes and the age of their last finished round (Metrics.laneRounds). */
   lanes?: LaneRounds;
+  /** The provider accounts in failover (default: the one account, `default`). */
+  failover?: readonly string[];
 }
 
 export type LaneRounds = Array<{ lane: string; ageSeconds: number; stalledAfterSeconds: number }>;
@@ -73,8 +83,22 @@ export function judgeHealth(stats: LaneStats, promises: HealthOptions['promises'
   if (control.paused) {
     reasons.push({ code: 'delivery_paused', message: `delivery is paused: ${control.reason ?? 'no reason given'}` });
   }
+  const { failover, paused } = stats.accounts;
+  let degraded = false;
+  if (paused.length > 0 && paused.length >= failover.length) {
+    const first = stats.limiter?.pause;
+    const which =
+      failover.length === 1
+        ? `${first?.reason ?? 'no reason given'} (account ${failover[0]}, paused by ${first?.pausedBy ?? 'unknown'})`
+        : `every account in failover is paused (${paused.join(', ')})`;
+    reasons.push({ code: 'delivery_paused', message: `delivery is paused: ${which}` });
+  } else if (paused.length > 0) {
+    degraded = true;
+    reasons.push({ code: 'account_paused', message: `paused accounts: ${paused.join(', ')}; ${failover.filter((a) => !paused.includes(a)).join(', ')} carry their intents` });
+  }
+  const broken = reasons.some((r) => r.code !== 'account_paused');
   return {
-    status: reasons.length === 0 ? 'ok' : 'unavailable',
+    status: broken ? 'unavailable' : degraded ? 'degraded' : 'ok',
     reasons,
     expiry: { ...expiry, promiseSeconds: promises.expiryPromiseS },
     delivery: {
@@ -82,6 +106,7 @@ export function judgeHealth(stats: LaneStats, promises: HealthOptions['promises'
       oldestPendingAgeSeconds: delivery.oldestPendingAgeSeconds,
       promiseSeconds: promises.emailPromiseS,
       paused: control.paused,
+      pausedAccounts: paused,
     },
   };
 }
@@ -89,7 +114,7 @@ export function judgeHealth(stats: LaneStats, promises: HealthOptions['promises'
 export async function checkHealth(options: HealthOptions): Promise<HealthReport> {
   let stats: LaneStats;
   try {
-    stats = await withTimeout(laneStats(options.db, options.schema), options.timeoutMs ?? STATUS_READ_TIMEOUT_MS);
+    stats = await withTimeout(laneStats(options.db, options.schema, options.failover), options.timeoutMs ?? STATUS_READ_TIMEOUT_MS);
   } catch (error) {
     // /healthz is open to anyone who can reach it, and a driver error names
     // the database's host and port (connect ECONNREFUSED 10.0.0.5:5432):

@@ -27,16 +27,16 @@ export async function scrapeReading(
   db: Queryable,
   schema: string,
   tables: RetentionTables = RETENTION_TABLES,
-  account = DEFAULT_ACCOUNT,
+  failover: readonly string[] = [DEFAULT_ACCOUNT],
 ): Promise<ScrapeReading> {
   const s = ident(schema);
   const { rows } = await db.query(
-    `WITH lanes AS MATERIALIZED (${laneStatsSql(s, '$1')}),
+    `WITH lanes AS MATERIALIZED (${laneStatsSql(s, '$1', '$3::text[]')}),
           reputation AS MATERIALIZED (${reputationSql(s, '$2::int')}),
           retained AS MATERIALIZED (${retentionOldestSql(s, tables)})
      SELECT * FROM lanes, reputation, retained`,
-    [account, EVENT_WINDOW_HOURS],
+    [failover[0], EVENT_WINDOW_HOURS, failover],
   );
   const row = rows[0] as Record<string, unknown>;
-  return { lanes: laneStatsFromRow(row), reputation: reputationFromRow(row), retained: retentionOldestFromRow(row, tables) };
+  return { lanes: laneStatsFromRow(row, failover), reputation: reputationFromRow(row), retained: retentionOldestFromRow(row, tables) };
 }

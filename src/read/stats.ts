@@ -1,7 +1,7 @@
 import { ident, type Queryable } from '../db/pool.js';
 import { controlFromRow, deliveryControlSql, type ControlRow, type DeliveryControl } from '../tables/delivery-control.js';
 import { DEFAULT_ACCOUNT } from '../model/accounts.js';
-import { rateLimiterStateFromRow, rateLimiterStateSql, type RateLimitState } from '../tables/rate-limiter.js';
+import { rateLimiterAccountsSql, rateLimiterStateFromRow, type AccountGaugeState, rateLimiterStateSql, type RateLimitState } from '../tables/rate-limiter.js';
 import { holdsDueFromRow, holdsDueSql } from '../tables/holds.js';
 import { intentsOldestPendingAgeSql, pendingAgeFromRow } from '../tables/outbox.js';
 import { intentCountsFromRow, intentCountsSql } from '../tables/intent-counts.js';
@@ -35,6 +35,8 @@ export interface LaneStats {
   control: DeliveryControl;
   /** The first account's limiter (the one /v1/rate-limit acts on); undefined until a worker or the API has created its row. */
   limiter: RateLimitState | undefined;
+  /** The accounts in failover, those of them whose own pause is in force, and each one's limiter. */
+  accounts: { failover: string[]; paused: string[]; states: AccountGaugeState[] };
 }
 
 /**
@@ -45,26 +47,27 @@ export interface LaneStats {
  * and every age from one end of a partial index, so nothing here grows with
  * history or with the backlog. `db` may be a pool or an application's client.
  */
-export async function laneStats(db: Queryable, schema: string, account = DEFAULT_ACCOUNT): Promise<LaneStats> {
-  const { rows } = await db.query(laneStatsSql(ident(schema), '$1'), [account]);
-  return laneStatsFromRow(rows[0] as Record<string, unknown>);
+export async function laneStats(db: Queryable, schema: string, failover: readonly string[] = [DEFAULT_ACCOUNT]): Promise<LaneStats> {
+  const { rows } = await db.query(laneStatsSql(ident(schema), '$1', '$2::text[]'), [failover[0], failover]);
+  return laneStatsFromRow(rows[0] as Record<string, unknown>, failover);
 }
 
 /**
  * The lane numbers as one row, for laneStats and for the scrape statement
  * (read/scrape.ts) that reads them beside the reputation and retention
- * numbers; `limiterParam` is the placeholder holding the account whose limiter is shown (the first in failover).
+ * numbers; `limiterParam` is the placeholder holding the account whose limiter is shown (the first in failover), `failoverParam` the text[] of the accounts in failover.
  */
-export function laneStatsSql(s: string, limiterParam: string): string {
+export function laneStatsSql(s: string, limiterParam: string, failoverParam: string): string {
   return `SELECT *
             FROM (${holdsDueSql(s, 'now()')}) due,
                  (${intentCountsSql(s)}) intents,
                  (${intentsOldestPendingAgeSql(s)}) pending,
+                 (${rateLimiterAccountsSql(s, failoverParam, 'now()')}) accounts,
                  (${deliveryControlSql(s, 'now()')}) control
                  LEFT JOIN (${rateLimiterStateSql(s, limiterParam, 'now()')}) limiter ON true`;
 }
 
-export function laneStatsFromRow(row: Record<string, unknown>): LaneStats {
+export function laneStatsFromRow(row: Record<string, unknown>, failover: readonly string[]): LaneStats {
   const due = holdsDueFromRow(row);
   const intentsByState = intentCountsFromRow(row);
   return {
@@ -72,5 +75,11 @@ export function laneStatsFromRow(row: Record<string, unknown>): LaneStats {
     delivery: { backlog: intentsByState.pending, oldestPendingAgeSeconds: pendingAgeFromRow(row), intentsByState },
     control: controlFromRow(row as unknown as ControlRow),
     limiter: rateLimiterStateFromRow(row),
+    accounts: accountsFromRow(row, failover),
   };
+}
+
+function accountsFromRow(row: Record<string, unknown>, failover: readonly string[]): LaneStats['accounts'] {
+  const states = (row['accounts_state'] as AccountGaugeState[] | null) ?? [];
+  return { failover: [...failover], paused: states.filter((a) => a.paused).map((a) => a.account), states };
 }

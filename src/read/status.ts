@@ -17,9 +17,10 @@ export async function readStatus(
   db: Queryable,
   schema: string,
   config: Pick<Config, 'expiryPromiseS' | 'emailPromiseS'>,
+  failover?: readonly string[],
 ): Promise<StatusReport> {
-  const [stats, recent] = await readAll(db, [() => laneStats(db, schema), () => attemptsRecentOutcomes(db, schema)] as const);
+  const [stats, recent] = await readAll(db, [() => laneStats(db, schema, failover), () => attemptsRecentOutcomes(db, schema)] as const);
   const { lastMinute: sendsLastMinute, lastHour: sendsLastHour } = recent;
   const promises = { expiryPromiseS: config.expiryPromiseS, emailPromiseS: config.emailPromiseS };
-  return { stats, sendsLastMinute, sendsLastHour, promises, healthy: judgeHealth(stats, promises).status === 'ok' };
+  return { stats, sendsLastMinute, sendsLastHour, promises, healthy: judgeHealth(stats, promises).status !== 'unavailable' };
 }

@@ -4,7 +4,7 @@ import type pg from 'pg';
 import type { Config } from '../config.js';
 import { createDatabaseMetrics } from '../read/db-metrics.js';
 import { processMetricsRegistry } from '../observability/process-metrics.js';
-import type { WebhookSettings } from '../events/webhook-config.js';
+import type { AccountWebhook, WebhookSettings } from '../events/webhook-config.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import { Operations } from '../ops.js';
@@ -40,6 +40,8 @@ export interface ApiOptions {
   webhooks?: WebhookSettings;
   /** The provider accounts (providers/registry.ts accountsFromConfig); default: one, `default`, at the configured rate. */
   accounts?: Accounts;
+  /** Each account's webhook endpoint, POST /v1/webhooks/<account> (events/webhook-config.ts accountWebhooks). */
+  accountWebhooks?: ReadonlyMap<string, AccountWebhook>;
 }
 
 /** The largest body accepted: a hold with 16 KiB of metadata fits with room to spare. */
@@ -107,6 +109,7 @@ export function buildApp(options: ApiOptions): FastifyInstance {
   });
   const ctx: ApiContext = { pool: options.pool, schema: options.schema, config: options.config, logger, metrics: options.metrics, ops };
   const databaseMetrics = createDatabaseMetrics({
+    failover: ops.accounts.failover,
     db: options.pool,
     schema: options.schema,
     promises: options.config,
@@ -131,7 +134,7 @@ export function buildApp(options: ApiOptions): FastifyInstance {
     { prefix: '/v1' },
   );
   // Outside the bearer-token scope: each provider proves itself its own way.
-  void app.register(webhookRoutes(ctx, options.webhooks ?? {}), { prefix: '/v1/webhooks' });
+  void app.register(webhookRoutes(ctx, options.webhooks ?? {}, options.accountWebhooks), { prefix: '/v1/webhooks' });
   return app;
 }
 

@@ -91,6 +91,29 @@ const pauseFromRow = (row: Record<string, unknown>, prefix: 'account_' | ''): Ac
   pausedUntil: (row[`${prefix}paused_until`] as Date | null) ?? null,
 });
 
+/**
+ * The accounts among `names` (an SQL text[] expression) at `now`, as one row
+ * (`accounts_state`: a JSON array of {account, perSecond, burst, tokens,
+ * paused, coolingDown}), for the lane snapshot (read/stats.ts): health is
+ * degraded while any is paused, and /metrics has a gauge per account.
+ */
+export const rateLimiterAccountsSql = (s: string, names: string, now: string): string =>
+  `SELECT coalesce(json_agg(json_build_object(
+            'account', l.name, 'perSecond', ${rate('l')}, 'burst', l.burst, 'tokens', ${refilled('l', now)},
+            'paused', ${pausedNow('l', now)}, 'coolingDown', coalesce(l.cooldown_until > ${now}, false)) ORDER BY l.name), '[]')
+            AS accounts_state
+     FROM ${s}.rate_limiter l WHERE l.name = ANY (${names})`;
+
+/** One account of rateLimiterAccountsSql's row. */
+export interface AccountGaugeState {
+  account: string;
+  perSecond: number;
+  burst: number;
+  tokens: number;
+  paused: boolean;
+  coolingDown: boolean;
+}
+
 /** Read back a row of rateLimiterStateSql; undefined where it had none (columns null through an outer join). */
 export function rateLimiterStateFromRow(row: Record<string, unknown> | undefined): RateLimitState | undefined {
   if (!row || row['per_second'] === null || row['per_second'] === undefined) return undefined;

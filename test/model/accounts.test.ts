@@ -61,7 +61,7 @@ describe('the accounts file', () => {
     ['duplicate names', good.replace('name: backup', 'name: primary'), /accounts\[1\]\.name: "primary" is named twice/],
     ['a failover account that does not exist', good.replace('[primary, backup]', '[primary, spare]'), /failover\[1\]: "spare" is not an account in this file \(primary, backup\)/],
     ['a failover account listed twice', good.replace('[primary, backup]', '[primary, primary]'), /failover\[1\]: "primary" is listed twice/],
-    ['a setting of another provider', good.replace('    dailyQuota: 50000\n', '    serverToken: ${POSTMARK_SERVER_TOKEN}\n'), /accounts\[0\]\.serverToken: is not a setting of resend accounts \(apiKey, baseUrl\)/],
+    ['a setting of another provider', good.replace('    dailyQuota: 50000\n', '    serverToken: ${POSTMARK_SERVER_TOKEN}\n'), /accounts\[0\]\.serverToken: is not a setting of resend accounts \(apiKey, baseUrl, webhookSecret\)/],
     ['a rate out of range', good.replace('perSecond: 10', 'perSecond: 0'), /accounts\[1\]\.rate\.perSecond: must be a number from 0\.001/],
     ['an unknown unit', good.replace('unit: requests', 'unit: messages'), /accounts\[0\]\.rate\.unit: must be requests or emails/],
     ['a bad name', good.replace('name: backup', 'name: Backup Account'), /accounts\[1\]\.name: must be lowercase letters/],

@@ -69,7 +69,7 @@ describe('metrics after a run match the database', () => {
     expect(byOutcome.rejected).toBeGreaterThan(0);
     expect(byOutcome.failed).toBeGreaterThan(0);
     for (const [outcome, n] of Object.entries(byOutcome)) {
-      expect(sample(scrape, 'leasehold_email_sends_total', `outcome="${outcome}"`), outcome).toBe(n);
+      expect(sample(scrape, 'leasehold_email_sends_total', `outcome="${outcome}",account="default"`), outcome).toBe(n);
     }
   });
 

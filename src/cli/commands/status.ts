@@ -1,16 +1,22 @@
 import type { Command } from 'commander';
 import { readStatus, type StatusReport } from '../../read/status.js';
 import type { ContextFactory } from '../context.js';
+import { accountsFromConfig } from '../../providers/registry.js';
 import { counts, iso, seconds, table } from '../../format.js';
 
 const against = (age: number, promise: number) =>
   `${seconds(age)}  (promise ${seconds(promise)}: ${age <= promise ? 'kept' : 'BROKEN'})`;
 
 export function formatStatus(r: StatusReport): string[] {
-  const { expiry, delivery, control, limiter } = r.stats;
+  const { expiry, delivery, control, limiter, accounts } = r.stats;
+  const first = limiter?.pause;
   const paused = control.paused
     ? `PAUSED: ${control.reason ?? 'no reason'} (by ${control.pausedBy ?? '?'} since ${iso(control.pausedAt)}${control.pausedUntil ? `, until ${iso(control.pausedUntil)}` : ''})`
-    : 'running';
+    : accounts.failover.length === 1 && first?.paused
+      ? `PAUSED: ${first.reason ?? 'no reason'} (account ${accounts.failover[0]}, by ${first.pausedBy ?? '?'} since ${iso(first.pausedAt)}${first.pausedUntil ? `, until ${iso(first.pausedUntil)}` : ''})`
+      : accounts.paused.length > 0
+        ? `running; accounts paused: ${accounts.paused.join(', ')} (\`leasehold accounts\`)`
+        : 'running';
   return [
     'expiry lane',
     ...table([
@@ -26,7 +32,7 @@ export function formatStatus(r: StatusReport): string[] {
       ['sends, last minute', counts(r.sendsLastMinute)],
       ['sends, last hour', counts(r.sendsLastHour)],
       [
-        'rate limit',
+        accounts.failover.length === 1 ? 'rate limit' : `rate limit (${accounts.failover[0]})`,
         limiter
           ? `${limiter.perSecond}/s, burst ${limiter.burst} (${limiter.tokens.toFixed(1)} permits now${limiter.cooldownUntil && limiter.cooldownUntil > new Date() ? `, provider cooldown until ${iso(limiter.cooldownUntil)}` : ''})`
           : 'not set yet (the first worker or API start writes the configured policy)',
@@ -45,7 +51,7 @@ export function registerStatus(program: Command, context: ContextFactory): void 
       const ctx = context();
       const db = await ctx.database({ poolSize: 4, migrations: 'require' });
       try {
-        const report = await readStatus(db.pool, db.schema, ctx.config);
+        const report = await readStatus(db.pool, db.schema, ctx.config, accountsFromConfig(ctx.config).failover);
         if (options.json) ctx.out(JSON.stringify(report, null, 2));
         else for (const line of formatStatus(report)) ctx.out(line);
       } finally {

@@ -1,10 +1,59 @@
 import type { FastifyInstance } from 'fastify';
-import type { ApiContext } from '../context.js';
+import { ACCOUNT_NAME } from '../../model/accounts.js';
+import { storableText } from '../../text.js';
+import { expectNoBody, parse, type ApiContext } from '../context.js';
+import { pauseBody, policyBody } from './delivery.js';
+
+type NameParams = { Params: { name: string } };
+
+/**
+ * An account's name in a path, by the accounts file's own rule: a name no
+ * file could give is a 400 naming `name` before any lookup; a well-formed
+ * name that is not configured is Operations' 404.
+ */
+export const accountNameSchema = storableText().regex(
+  ACCOUNT_NAME,
+  'must be an account name: lowercase letters, digits, - and _ (at most 63), starting with a letter or digit',
+);
 
 /**
  * The provider accounts (model/accounts.ts): each with its provider, rate,
- * tokens, pause, cooldown, backlog and sends in the last minute.
+ * tokens, pause, cooldown, backlog and sends in the last minute, and the
+ * controls of one account (its rate limit, its pause) that
+ * /v1/rate-limit and /v1/delivery/* have for the first one and the fleet.
  */
 export function accountRoutes(app: FastifyInstance, { ops }: ApiContext): void {
+  const nameOf = (params: NameParams['Params']) => parse(accountNameSchema, params.name, 'name');
+
   app.get('/accounts', async () => ({ failover: ops.accounts.failover, accounts: await ops.listAccounts() }));
+
+  app.get<NameParams>('/accounts/:name', async (request) => ops.getAccount(nameOf(request.params)));
+
+  app.put<NameParams>('/accounts/:name/rate-limit', async (request) => {
+    const name = nameOf(request.params);
+    const body = parse(policyBody, request.body);
+    return ops.setRateLimit(
+      {
+        ...(body.perSecond !== undefined ? { perSecond: body.perSecond } : {}),
+        ...(body.burst !== undefined ? { burst: body.burst } : {}),
+      },
+      name,
+    );
+  });
+
+  // The account's own pause: its intents fail over to the next account; the fleet's pause (/v1/delivery) is untouched.
+  app.post<NameParams>('/accounts/:name/pause', async (request) => {
+    const name = nameOf(request.params);
+    const body = parse(pauseBody, request.body);
+    return ops.pauseAccount(name, {
+      ...(body?.reason !== undefined ? { reason: body.reason } : {}),
+      ...(body?.forSeconds !== undefined ? { forSeconds: body.forSeconds } : {}),
+    });
+  });
+
+  app.post<NameParams>('/accounts/:name/resume', async (request) => {
+    const name = nameOf(request.params);
+    expectNoBody(request.body);
+    return ops.resumeAccount(name);
+  });
 }

@@ -5,6 +5,7 @@ import { messagesSummary } from '../../tables/messages.js';
 import { attemptsList } from '../../tables/attempts.js';
 import { intentsGet, intentsList } from '../../tables/outbox.js';
 import { IntentState } from '../../model/intent-states.js';
+import { storableText } from '../../text.js';
 import { expectNoBody, intentIdSchema, pageQuery, parse, type ApiContext } from '../context.js';
 
 type IdParams = { Params: { id: string } };
@@ -15,6 +16,9 @@ export const intentsListQuery = z
     ...pageQuery,
   })
   .strict();
+
+/** Which account to send through; Operations refuses one not in failover (400 naming `account`). */
+export const moveBody = z.object({ account: storableText('must be an account name') }).strict();
 
 export function intentRoutes(app: FastifyInstance, ctx: ApiContext): void {
   const { pool, schema } = ctx;
@@ -39,5 +43,12 @@ export function intentRoutes(app: FastifyInstance, ctx: ApiContext): void {
     const id = parse(intentIdSchema, request.params.id, 'id');
     expectNoBody(request.body);
     return ctx.ops.replay(id);
+  });
+
+  // A pending intent to another account (e.g. off one that is paused or failing); refused while it is being sent or once finished (409).
+  app.post<IdParams>('/intents/:id/move', async (request) => {
+    const id = parse(intentIdSchema, request.params.id, 'id');
+    const body = parse(moveBody, request.body);
+    return ctx.ops.moveIntent(id, body.account);
   });
 }

@@ -6,8 +6,16 @@ import type { ApiContext } from '../context.js';
 /** Open routes (no token): health for load balancers, metrics for Prometheus. */
 export function opsRoutes(app: FastifyInstance, ctx: ApiContext, registries: Registry[]): void {
   app.get('/healthz', async (_request, reply) => {
-    const report = await checkHealth({ db: ctx.pool, schema: ctx.schema, promises: ctx.config, logger: ctx.logger, lanes: ctx.metrics.laneRounds() });
-    return reply.code(report.status === 'ok' ? 200 : 503).send(report);
+    const report = await checkHealth({
+      db: ctx.pool,
+      schema: ctx.schema,
+      promises: ctx.config,
+      logger: ctx.logger,
+      lanes: ctx.metrics.laneRounds(),
+      failover: ctx.ops.accounts.failover,
+    });
+    // Degraded (an account paused, the others sending) still serves: 200.
+    return reply.code(report.status === 'unavailable' ? 503 : 200).send(report);
   });
 
   app.get('/metrics', async (_request, reply) => {

@@ -4,5 +4,5 @@ import type { ApiContext } from '../context.js';
 
 /** Both lanes at a glance, as `leasehold status --json` prints them (the dashboard polls it). */
 export function statusRoutes(app: FastifyInstance, ctx: ApiContext): void {
-  app.get('/status', async () => readStatus(ctx.pool, ctx.schema, ctx.config));
+  app.get('/status', async () => readStatus(ctx.pool, ctx.schema, ctx.config, ctx.ops.accounts.failover));
 }

@@ -7,7 +7,8 @@ import { parseResendEvent } from '../../events/parse-resend.js';
 import { parseSesEvent } from '../../events/parse-ses.js';
 import { SnsRejectedError, SnsUnavailableError, SnsVerifier } from '../../events/sns.js';
 import { PostmarkCredentials, ResendSignature, WebhookRejected } from '../../events/verify.js';
-import type { WebhookSettings } from '../../events/webhook-config.js';
+import type { AccountWebhook, WebhookSettings } from '../../events/webhook-config.js';
+import { DEFAULT_ACCOUNT } from '../../model/accounts.js';
 import type { ApiContext } from '../context.js';
 import { ApiError, type ErrorBody } from '../errors.js';
 
@@ -18,7 +19,8 @@ type Provider = 'resend' | 'postmark' | 'ses';
 type Answer = { received: number; stored: number; duplicates: number; unmatched: number; suppressed: number; ignored?: string } | { confirmed: true } | { ignored: string };
 
 /**
- * `POST /v1/webhooks/resend|postmark|ses`: provider events in. These are not
+ * `POST /v1/webhooks/resend|postmark|ses` (the `default` account's) and
+ * `POST /v1/webhooks/<account>` (each account's of LEASEHOLD_ACCOUNTS_FILE): provider events in. These are not
  * behind the /v1 bearer token (providers cannot send it) but behind each
  * provider's own proof: Resend's Svix signature over the raw body, Postmark's
  * basic-auth credentials, an AWS signature on an SNS message from an allowed
@@ -32,23 +34,19 @@ type Answer = { received: number; stored: number; duplicates: number; unmatched:
  * Registered as its own plugin, so the raw-body parser (needed for the
  * signature) applies to these routes only.
  */
-export function webhookRoutes(ctx: ApiContext, settings: WebhookSettings) {
+export function webhookRoutes(ctx: ApiContext, settings: WebhookSettings, accounts: ReadonlyMap<string, AccountWebhook> = new Map()) {
   const { pool, schema, logger, metrics } = ctx;
-  const resend = settings.resend ? new ResendSignature(settings.resend.secret) : undefined;
-  const postmark = settings.postmark ? new PostmarkCredentials(settings.postmark.user, settings.postmark.password) : undefined;
-  const sns = settings.ses ? new SnsVerifier(settings.ses) : undefined;
-
-  const notConfigured = (provider: Provider, variable: string) =>
-    new WebhookRejected('webhook_not_configured', `${provider} webhooks are not configured on this server (set ${variable})`);
 
   const ingest = async (parsed: ParsedEvents): Promise<Answer> => {
+    // Events apply to intents whichever account sent them; a hard bounce
+    // suppresses the address for every account.
     const result: IngestResult = await ingestEvents(pool, schema, parsed.events, { logger, metrics });
     const { received, stored, duplicates, unmatched, suppressed } = result;
     return { received, stored, duplicates, unmatched, suppressed, ...(parsed.ignored ? { ignored: parsed.ignored } : {}) };
   };
 
   /** One request: verify, parse, ingest; every refusal in the one error shape. */
-  const handle = async (provider: Provider, reply: FastifyReply, work: () => Promise<Answer>) => {
+  const handle = async (provider: Provider, account: string, reply: FastifyReply, work: () => Promise<Answer>) => {
     try {
       const answer = await work();
       metrics.webhookRequests.inc({ provider, result: 'accepted' });
@@ -57,7 +55,7 @@ export function webhookRoutes(ctx: ApiContext, settings: WebhookSettings) {
       if (error instanceof WebhookRejected || error instanceof SnsRejectedError) {
         const result = error.code === 'webhook_not_configured' ? 'not_configured' : 'unauthorized';
         metrics.webhookRequests.inc({ provider, result });
-        logger.warn({ event: 'webhook.rejected', provider, code: error.code }, 'webhook request refused');
+        logger.warn({ event: 'webhook.rejected', provider, account, code: error.code }, 'webhook request refused');
         if (provider === 'postmark' && error.code === 'invalid_credentials') reply.header('www-authenticate', 'Basic realm="leasehold webhooks"');
         const body: ErrorBody = { error: { code: error.code, message: error.message } };
         return reply.code(401).type('application/json; charset=utf-8').send(body);
@@ -66,7 +64,7 @@ export function webhookRoutes(ctx: ApiContext, settings: WebhookSettings) {
         // AWS could not be reached to check or confirm a message from an
         // allowed topic: a 503 makes SNS deliver it again later.
         metrics.webhookRequests.inc({ provider, result: 'unavailable' });
-        logger.warn({ event: 'webhook.unavailable', provider, reason: error.message }, 'could not verify with AWS now');
+        logger.warn({ event: 'webhook.unavailable', provider, account, reason: error.message }, 'could not verify with AWS now');
         const body: ErrorBody = { error: { code: 'verification_unavailable', message: error.message } };
         return reply.code(503).header('retry-after', '60').type('application/json; charset=utf-8').send(body);
       }
@@ -74,6 +72,63 @@ export function webhookRoutes(ctx: ApiContext, settings: WebhookSettings) {
       throw error;
     }
   };
+
+  /**
+   * The endpoint of one provider verified against `settings`: the default
+   * account's (environment variables, named in `unset`) or an account's.
+   */
+  const endpoint = (provider: Provider, account: string, settings: WebhookSettings, unset: string) => {
+    const notConfigured = () => new WebhookRejected('webhook_not_configured', `${provider} webhooks of account ${account} are not configured on this server (${unset})`);
+    switch (provider) {
+      case 'resend': {
+        const resend = settings.resend ? new ResendSignature(settings.resend.secret) : undefined;
+        return (request: FastifyRequest, reply: FastifyReply) =>
+          handle(provider, account, reply, async () => {
+            if (!resend) throw notConfigured();
+            const raw = rawBody(request);
+            const svixId = resend.verify(raw, request.headers);
+            return ingest(parseResendEvent(json(raw), svixId));
+          });
+      }
+      case 'postmark': {
+        const postmark = settings.postmark ? new PostmarkCredentials(settings.postmark.user, settings.postmark.password) : undefined;
+        return (request: FastifyRequest, reply: FastifyReply) =>
+          handle(provider, account, reply, async () => {
+            if (!postmark) throw notConfigured();
+            postmark.verify(request.headers);
+            return ingest(parsePostmarkEvent(json(rawBody(request))));
+          });
+      }
+      case 'ses': {
+        const sns = settings.ses ? new SnsVerifier(settings.ses) : undefined;
+        return (request: FastifyRequest, reply: FastifyReply) =>
+          handle(provider, account, reply, async () => {
+            if (!sns) throw notConfigured();
+            const body = json(rawBody(request));
+            if (body === null || typeof body !== 'object' || Array.isArray(body)) throw new ApiError(400, 'invalid_body', 'body: must be an SNS message (a JSON object)');
+            const envelope = await sns.verify(body as Record<string, unknown>);
+            if (envelope.Type === 'SubscriptionConfirmation') {
+              await sns.confirmSubscription(envelope);
+              logger.info({ event: 'sns.subscription_confirmed', account, topicArn: envelope.TopicArn }, 'SNS subscription confirmed');
+              return { confirmed: true };
+            }
+            if (envelope.Type === 'UnsubscribeConfirmation') {
+              logger.warn({ event: 'sns.unsubscribed', account, topicArn: envelope.TopicArn }, 'SNS says this endpoint was unsubscribed');
+              return { ignored: 'UnsubscribeConfirmation' };
+            }
+            let message: unknown;
+            try {
+              message = JSON.parse(envelope.Message);
+            } catch {
+              throw new ValidationError('Message', 'must be an SES event record (JSON)');
+            }
+            return ingest(parseSesEvent(message));
+          });
+      }
+    }
+  };
+
+  const byAccount = new Map([...accounts].map(([name, hook]) => [name, endpoint(hook.provider, name, hook.settings, `set this account's webhook fields in LEASEHOLD_ACCOUNTS_FILE`)]));
 
   return async (app: FastifyInstance): Promise<void> => {
     // The raw text, untouched, for signature checks; JSON is parsed after.
@@ -84,47 +139,20 @@ export function webhookRoutes(ctx: ApiContext, settings: WebhookSettings) {
     });
     const options = { bodyLimit: WEBHOOK_BODY_LIMIT_BYTES };
 
-    app.post('/resend', options, async (request, reply) =>
-      handle('resend', reply, async () => {
-        if (!resend) throw notConfigured('resend', 'RESEND_WEBHOOK_SECRET');
-        const raw = rawBody(request);
-        const svixId = resend.verify(raw, request.headers);
-        return ingest(parseResendEvent(json(raw), svixId));
-      }),
-    );
+    // The single-provider routes serve the `default` account, verified by the environment's variables.
+    app.post('/resend', options, endpoint('resend', DEFAULT_ACCOUNT, settings, 'set RESEND_WEBHOOK_SECRET'));
+    app.post('/postmark', options, endpoint('postmark', DEFAULT_ACCOUNT, settings, 'set POSTMARK_WEBHOOK_USER and POSTMARK_WEBHOOK_PASSWORD'));
+    app.post('/ses', options, endpoint('ses', DEFAULT_ACCOUNT, settings, 'set SES_WEBHOOK_TOPIC_ARN'));
 
-    app.post('/postmark', options, async (request, reply) =>
-      handle('postmark', reply, async () => {
-        if (!postmark) throw notConfigured('postmark', 'POSTMARK_WEBHOOK_USER and POSTMARK_WEBHOOK_PASSWORD');
-        postmark.verify(request.headers);
-        return ingest(parsePostmarkEvent(json(rawBody(request))));
-      }),
-    );
-
-    app.post('/ses', options, async (request, reply) =>
-      handle('ses', reply, async () => {
-        if (!sns) throw notConfigured('ses', 'SES_WEBHOOK_TOPIC_ARN');
-        const body = json(rawBody(request));
-        if (body === null || typeof body !== 'object' || Array.isArray(body)) throw new ApiError(400, 'invalid_body', 'body: must be an SNS message (a JSON object)');
-        const envelope = await sns.verify(body as Record<string, unknown>);
-        if (envelope.Type === 'SubscriptionConfirmation') {
-          await sns.confirmSubscription(envelope);
-          logger.info({ event: 'sns.subscription_confirmed', topicArn: envelope.TopicArn }, 'SNS subscription confirmed');
-          return { confirmed: true };
-        }
-        if (envelope.Type === 'UnsubscribeConfirmation') {
-          logger.warn({ event: 'sns.unsubscribed', topicArn: envelope.TopicArn }, 'SNS says this endpoint was unsubscribed');
-          return { ignored: 'UnsubscribeConfirmation' };
-        }
-        let message: unknown;
-        try {
-          message = JSON.parse(envelope.Message);
-        } catch {
-          throw new ValidationError('Message', 'must be an SES event record (JSON)');
-        }
-        return ingest(parseSesEvent(message));
-      }),
-    );
+    // Each account's own: POST /v1/webhooks/<account>, with that account's secret.
+    app.post<{ Params: { account: string } }>('/:account', options, async (request, reply) => {
+      const handler = byAccount.get(request.params.account);
+      if (!handler) {
+        const known = [...byAccount.keys()];
+        throw new ApiError(404, 'not_found', `no account ${JSON.stringify(request.params.account.slice(0, 64))} takes webhooks here${known.length > 0 ? ` (${known.join(', ')})` : ''}`);
+      }
+      return handler(request, reply);
+    });
   };
 }
 
