@@ -47,11 +47,14 @@ export class FakeResend extends FakeHttpServer {
   private readonly inProgress = new Set<string>();
   readonly apiKey: string;
   private readonly verifiedDomains: string[];
+  /** Time spent on each accepted send from now on (the request has arrived; the answer waits). */
+  processingMs: number;
 
-  constructor(private readonly options: FakeResendOptions = {}) {
+  constructor(options: FakeResendOptions = {}) {
     super();
     this.apiKey = options.apiKey ?? 're_test_key';
     this.verifiedDomains = options.verifiedDomains ?? ['example.com'];
+    this.processingMs = options.processingMs ?? 0;
   }
 
   /** The next POST /emails (or request to `path`) answers with this instead. */
@@ -118,7 +121,7 @@ export class FakeResend extends FakeHttpServer {
       }
       this.inProgress.add(key);
       try {
-        if (this.options.processingMs) await new Promise((r) => setTimeout(r, this.options.processingMs));
+        if (this.processingMs) await new Promise((r) => setTimeout(r, this.processingMs));
         const reply = this.deliver(body, to, key);
         this.keys.set(key, { hash, reply });
         return reply;
