@@ -1,3 +1,6 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rateLimiterSet } from '../../src/tables/rate-limiter.js';
 import { ident } from '../../src/db/pool.js';
@@ -19,6 +22,31 @@ describe('leasehold CLI lanes', () => {
     const lines = child.stderr().trim().split('\n');
     expect(lines).toHaveLength(1);
     expect(lines[0]).toMatch(/^leasehold: invalid configuration: LEASEHOLD_EXPIRY_BATCH: /);
+  });
+
+  const accountsFile = (name: string, text: string) => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'lh-accounts-'));
+    const file = path.join(dir, `${name}.yaml`);
+    writeFileSync(file, text);
+    return file;
+  };
+  const resendAccount = (name: string, extra = '') => `  - { name: ${name}, provider: resend, apiKey: "\${RESEND_API_KEY}", rate: { perSecond: 2, burst: 2 }${extra} }`;
+
+  it.each([
+    ['an unknown provider', `accounts:\n  - { name: primary, provider: mailgun, rate: { perSecond: 2, burst: 2 } }`, /accounts\[0\]\.provider: must be one of sandbox, resend, postmark, ses, smtp/],
+    ['a missing secret', `accounts:\n${resendAccount('primary').replace('RESEND_API_KEY', 'UNSET_KEY')}`, /accounts\[0\]\.apiKey: \$\{UNSET_KEY\} is not set in the environment/],
+    ['a literal secret', `accounts:\n  - { name: primary, provider: resend, apiKey: re_live_1234, rate: { perSecond: 2, burst: 2 } }`, /accounts\[0\]\.apiKey: is a secret/],
+    ['duplicate names', `accounts:\n${resendAccount('primary')}\n${resendAccount('primary')}`, /accounts\[1\]\.name: "primary" is named twice/],
+    ['a failover account that does not exist', `accounts:\n${resendAccount('primary')}\nfailover: [primary, backup]`, /failover\[1\]: "backup" is not an account in this file/],
+  ])('an accounts file with %s is refused at start: exit 2, one line naming the field', async (_what, text, pattern) => {
+    const file = accountsFile('broken', text);
+    const child = startNode(cliPath, ['delivery-worker'], { ...db.env, LEASEHOLD_ACCOUNTS_FILE: file, RESEND_API_KEY: 're_secret_value' });
+    expect((await child.exited).code).toBe(2);
+    const lines = child.stderr().trim().split('\n');
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(/^leasehold: invalid configuration: LEASEHOLD_ACCOUNTS_FILE: /);
+    expect(lines[0]).toMatch(pattern);
+    expect(lines[0]).not.toContain('re_secret_value');
   });
 
   it('a send timeout not shorter than the lease is refused at start', async () => {
