@@ -4,7 +4,8 @@ import { createRequire } from 'node:module';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { deliveryControlGet } from '../../src/tables/delivery-control.js';
-import { rateLimiterGet, rateLimiterSet } from '../../src/tables/rate-limiter.js';
+import { rateLimiterEnsure, rateLimiterGet, rateLimiterPause, rateLimiterSet } from '../../src/tables/rate-limiter.js';
+import type { Accounts } from '../../src/model/accounts.js';
 import { ExpiryWorker } from '../../src/holds/expiry-worker.js';
 import { createMetrics } from '../../src/observability/metrics.js';
 import { silentLogger } from '../../src/observability/logger.js';
@@ -242,5 +243,139 @@ describe.skipIf(!existsSync(CHROMIUM))('operator dashboard in a real browser', (
     expect(await bare.locator('#charts canvas').count()).toBe(0);
     await bare.close();
     expect([...errors, ...bareErrors]).toEqual([]);
+  });
+});
+
+describe.skipIf(!existsSync(CHROMIUM))('operator dashboard: provider accounts', () => {
+  const accounts: Accounts = {
+    accounts: [
+      { name: 'primary', provider: 'sandbox', rate: { perSecond: 2, burst: 2, unit: 'requests' }, settings: {} },
+      { name: 'backup', provider: 'sandbox', rate: { perSecond: 10, burst: 10, unit: 'requests' }, settings: {} },
+    ],
+    failover: ['primary', 'backup'],
+  };
+  let adb: TestDatabase;
+  let aserver: ApiServer;
+  let abrowser: Browser;
+  let apage: Page;
+  const errors: string[] = [];
+  const row = (name: string) => `#account-rows tr[data-account="${name}"]`;
+  const cell = (name: string, col: string) => `${row(name)} td[data-col="${col}"]`;
+
+  beforeAll(async () => {
+    adb = await testDatabase('dashboard_accounts');
+    // Two pending intents (with their recipients in the database): a backlog on the first account.
+    await insertDueHolds(adb.pool, adb.schema, 2, { prefix: 'acct' });
+    await new ExpiryWorker({ pool: adb.pool, schema: adb.schema }).runOnce();
+    aserver = await startApiServer({
+      pool: adb.pool,
+      schema: adb.schema,
+      config: { expiryPromiseS: 60, emailPromiseS: 900, ratePerSecond: 2, rateBurst: 2 },
+      logger: silentLogger,
+      metrics: createMetrics(),
+      apiToken: token,
+      port: 0,
+      host: '127.0.0.1',
+      accounts,
+    });
+    // The rows ops.listAccounts would create on its first list; primary is paused as a provider's answer would.
+    for (const a of accounts.accounts) await rateLimiterEnsure(adb.pool, adb.schema, a.rate, a.name);
+    await rateLimiterPause(adb.pool, adb.schema, 'primary', { reason: 'key revoked', by: 'resend' });
+    abrowser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    });
+    apage = await abrowser.newPage({ viewport: { width: 1280, height: 900 } });
+    apage.on('dialog', (dialog) => void dialog.dismiss());
+    apage.on('pageerror', (error) => errors.push(error.message));
+  });
+  afterAll(async () => {
+    await abrowser?.close();
+    await aserver?.close();
+    await adb?.close();
+  });
+
+  it('shows a row per account in failover order: provider, state, limiter, backlog, last minute', async () => {
+    await apage.goto(`${aserver.url}/`);
+    await apage.fill('#token', token);
+    await apage.click('#login-form button[type=submit]');
+    await apage.waitForFunction(() => document.querySelectorAll('#account-rows tr').length === 2);
+    expect(await apage.locator('#account-rows tr').evaluateAll((trs) => trs.map((tr) => (tr as HTMLElement).dataset.account))).toEqual([
+      'primary',
+      'backup',
+    ]);
+    expect(await apage.textContent(cell('primary', 'state'))).toBe('paused by resend: key revoked');
+    expect(await apage.getAttribute(cell('primary', 'state'), 'class')).toBe('state-paused');
+    expect(await apage.textContent(cell('backup', 'state'))).toBe('standby');
+    expect(await apage.textContent(cell('primary', 'provider'))).toBe('sandbox');
+    expect(await apage.textContent(cell('primary', 'failover'))).toBe('#1');
+    expect(await apage.textContent(cell('backup', 'failover'))).toBe('#2');
+    expect(await apage.textContent(cell('primary', 'rate'))).toBe('2 requests/s');
+    expect(await apage.textContent(cell('primary', 'burst'))).toBe('2');
+    expect(await apage.textContent(cell('backup', 'rate'))).toBe('10 requests/s');
+    expect(await apage.textContent(cell('backup', 'burst'))).toBe('10');
+    expect(Number(await apage.textContent(cell('backup', 'tokens')))).toBeCloseTo(10, 0);
+    expect(await apage.textContent(cell('primary', 'backlog'))).toBe('2');
+    expect(await apage.textContent(cell('backup', 'backlog'))).toBe('0');
+    expect(await apage.textContent(cell('primary', 'lastMinute'))).toBe('none');
+    expect(await apage.textContent('#accounts-note')).toBe('(failover: primary → backup)');
+    // A paused account offers Resume, a running one Pause (with a reason field).
+    expect(await apage.isVisible(`${row('primary')} button:has-text("Resume")`)).toBe(true);
+    expect(await apage.isVisible(`${row('primary')} button:has-text("Pause")`)).toBe(false);
+    expect(await apage.isVisible(`${row('backup')} button:has-text("Pause")`)).toBe(true);
+    expect(await apage.isVisible(`${row('backup')} button:has-text("Resume")`)).toBe(false);
+    expect(await apage.content()).not.toContain('@example.com');
+    await apage.screenshot({ path: '/tmp/dashboard-accounts.png', fullPage: true });
+  });
+
+  it('follows the database on the refresh cycle: a cooldown, then its end', async () => {
+    const s = ident(adb.schema);
+    await adb.pool.query(
+      `UPDATE ${s}.rate_limiter SET cooldown_until = now() + interval '5 minutes', cooldown_since = now() WHERE name = 'backup'`,
+    );
+    await apage.waitForFunction(
+      (sel) => document.querySelector(sel)?.textContent?.startsWith('cooling down until '),
+      cell('backup', 'state'),
+      { timeout: 10_000 },
+    );
+    expect(await apage.getAttribute(cell('backup', 'state'), 'class')).toBe('state-cooling');
+    await adb.pool.query(`UPDATE ${s}.rate_limiter SET cooldown_until = NULL, cooldown_since = NULL WHERE name = 'backup'`);
+    await apage.waitForFunction((sel) => document.querySelector(sel)?.textContent === 'standby', cell('backup', 'state'), { timeout: 10_000 });
+  });
+
+  it('pauses and resumes one account from its row, the fleet untouched', async () => {
+    await apage.click(`${row('primary')} button:has-text("Resume")`);
+    await apage.waitForFunction((sel) => document.querySelector(sel)?.textContent === 'sending', cell('primary', 'state'));
+    expect((await rateLimiterGet(adb.pool, adb.schema, null, 'primary'))?.pause.paused).toBe(false);
+
+    // A reason typed in the row survives the refreshes while it is being typed.
+    await apage.fill(`${row('backup')} input`, 'quota exhausted');
+    await apage.waitForTimeout(2500);
+    expect(await apage.inputValue(`${row('backup')} input`)).toBe('quota exhausted');
+    await apage.click(`${row('backup')} button:has-text("Pause")`);
+    await apage.waitForFunction(
+      (sel) => document.querySelector(sel)?.textContent === 'paused by operator: quota exhausted',
+      cell('backup', 'state'),
+    );
+    expect((await rateLimiterGet(adb.pool, adb.schema, null, 'backup'))?.pause).toMatchObject({ paused: true, reason: 'quota exhausted' });
+    expect((await rateLimiterGet(adb.pool, adb.schema, null, 'primary'))?.pause.paused).toBe(false);
+    expect((await deliveryControlGet(adb.pool, adb.schema)).paused).toBe(false);
+    expect(await apage.textContent('#message')).toBe('');
+
+    await apage.click(`${row('backup')} button:has-text("Resume")`);
+    await apage.waitForFunction((sel) => document.querySelector(sel)?.textContent === 'standby', cell('backup', 'state'));
+    expect((await rateLimiterGet(adb.pool, adb.schema, null, 'backup'))?.pause.paused).toBe(false);
+  });
+
+  it('places an account\'s pause reason as text, never as markup', async () => {
+    const hostile = '<img src=x id=injected-account onerror="document.title=3">';
+    await rateLimiterPause(adb.pool, adb.schema, 'backup', { reason: hostile, by: 'postmark' });
+    await apage.waitForFunction(
+      (text) => document.querySelector('#account-rows tr[data-account="backup"] td[data-col="state"]')?.textContent === text,
+      `paused by postmark: ${hostile}`,
+      { timeout: 10_000 },
+    );
+    expect(await apage.locator('#injected-account').count()).toBe(0);
+    expect(errors).toEqual([]);
   });
 });
