@@ -1,6 +1,6 @@
 import type { Config } from '../config.js';
 import { readAll, type Queryable } from '../db/pool.js';
-import { judgeHealth } from './health.js';
+import { judgeHealth, type HealthReport } from './health.js';
 import { laneStats, type LaneStats } from './stats.js';
 import { attemptsRecentOutcomes } from '../tables/attempts.js';
 
@@ -10,7 +10,9 @@ export interface StatusReport {
   sendsLastMinute: Record<string, number>;
   sendsLastHour: Record<string, number>;
   promises: { expiryPromiseS: number; emailPromiseS: number };
+  /** Not unavailable (degraded counts as healthy: delivery goes on through the other accounts). */
   healthy: boolean;
+  health: HealthReport['status'];
 }
 
 export async function readStatus(
@@ -22,5 +24,6 @@ export async function readStatus(
   const [stats, recent] = await readAll(db, [() => laneStats(db, schema, failover), () => attemptsRecentOutcomes(db, schema)] as const);
   const { lastMinute: sendsLastMinute, lastHour: sendsLastHour } = recent;
   const promises = { expiryPromiseS: config.expiryPromiseS, emailPromiseS: config.emailPromiseS };
-  return { stats, sendsLastMinute, sendsLastHour, promises, healthy: judgeHealth(stats, promises).status !== 'unavailable' };
+  const health = judgeHealth(stats, promises).status;
+  return { stats, sendsLastMinute, sendsLastHour, promises, healthy: health !== 'unavailable', health };
 }

@@ -307,6 +307,9 @@ describe.skipIf(!existsSync(CHROMIUM))('operator dashboard: provider accounts', 
     expect(await apage.textContent(cell('primary', 'state'))).toBe('paused by resend: key revoked');
     expect(await apage.getAttribute(cell('primary', 'state'), 'class')).toBe('state-paused');
     expect(await apage.textContent(cell('backup', 'state'))).toBe('standby');
+    // One account of two paused: degraded, not down.
+    await apage.waitForFunction(() => document.querySelector('#overall')?.textContent === 'degraded');
+    expect(await apage.getAttribute('#overall', 'class')).toBe('pill warn');
     expect(await apage.textContent(cell('primary', 'provider'))).toBe('sandbox');
     expect(await apage.textContent(cell('primary', 'failover'))).toBe('#1');
     expect(await apage.textContent(cell('backup', 'failover'))).toBe('#2');

@@ -38,7 +38,7 @@ export function formatStatus(r: StatusReport): string[] {
           : 'not set yet (the first worker or API start writes the configured policy)',
       ],
     ]),
-    `overall: ${r.healthy ? 'ok' : 'NOT OK'}`,
+    `overall: ${r.health === 'ok' ? 'ok' : r.health === 'degraded' ? 'degraded (an account is paused; the others carry its intents)' : 'NOT OK'}`,
   ];
 }
 
