@@ -3,6 +3,8 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { ident } from '../../src/db/pool.js';
 import { DeliveryWorker, type DeliveryRun } from '../../src/delivery/worker.js';
 import { Operations } from '../../src/ops.js';
+import { holdTimeline } from '../../src/read/timeline.js';
+import { formatTimeline } from '../../src/cli/commands/trace.js';
 import { PostmarkGateway } from '../../src/providers/postmark.js';
 import { ResendGateway } from '../../src/providers/resend.js';
 import { attemptsList } from '../../src/tables/attempts.js';
@@ -123,6 +125,12 @@ describe('failover between two accounts', () => {
     // Each attempt records its account: the paused ones on the primary, the acceptance on the backup.
     const moved = (await attemptsList(db.pool, db.schema, byBackup[0]!)).map((a) => [a.account, a.outcome]);
     expect(moved.at(-1)).toEqual(['backup', 'accepted']);
+    // `trace` and GET /v1/holds/:id (one timeline) say which account sent each attempt.
+    const timeline = await holdTimeline(db.pool, db.schema, byBackup[0]!.replace('reservation-expired:', ''));
+    expect(timeline.attempts.at(-1)).toMatchObject({ account: 'backup', provider: 'postmark', outcome: 'accepted' });
+    const lines = formatTimeline(timeline);
+    expect(lines.some((l) => l.includes('sent by account backup'))).toBe(true);
+    expect(lines.some((l) => /accepted\s+backup \(postmark\)/.test(l))).toBe(true);
   });
 
   it('the primary times out after the request left: that intent is not failed over, and is settled on the primary', async () => {

@@ -36,6 +36,8 @@ export function formatTimeline(t: HoldTimeline): string[] {
     intent.replays > 0 ? `replayed ${intent.replays}x` : '',
     intent.possibleDuplicate ? 'POSSIBLE DUPLICATE' : '',
     intent.receipt ? `receipt ${intent.receipt}` : '',
+    intent.sentAccount ? `sent by account ${intent.sentAccount}` : '',
+    intent.state === 'pending' && intent.pinnedAccount ? `held to account ${intent.pinnedAccount} (an unknown outcome there)` : '',
     intent.lastError ? `last error: ${intent.lastError}` : '',
   ].filter(Boolean);
   lines.push(`intent ${intent.id}: ${intent.state}, ${intent.attempts} attempt(s)${flags.length ? '; ' + flags.join('; ') : ''}`);
@@ -48,7 +50,8 @@ export function formatTimeline(t: HoldTimeline): string[] {
   for (const a of t.attempts) {
     const provider = [a.providerStatus, a.providerCode].filter((x) => x !== null).join(' ');
     const detail = [
-      a.provider ?? '',
+      // The account it went through (and its provider), where accounts were recorded.
+      a.account ? `${a.account} (${a.provider ?? '?'})` : (a.provider ?? ''),
       provider,
       a.durationMs !== null ? `${a.durationMs}ms` : '',
       a.outcomeUnknown ? 'outcome unknown' : '',
