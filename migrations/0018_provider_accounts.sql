@@ -22,6 +22,10 @@ ALTER TABLE rate_limiter
   -- When the cooldown in force began: intents move to the next account once
   -- it has lasted longer than LEASEHOLD_FAILOVER_AFTER_S.
   ADD COLUMN cooldown_since timestamptz,
+  -- Emails granted on the UTC day `quota_day`, against the account's
+  -- dailyQuota (from the accounts file; none: not counted against).
+  ADD COLUMN quota_day  date,
+  ADD COLUMN quota_used integer NOT NULL DEFAULT 0,
   ADD CONSTRAINT rate_limiter_pause_reason CHECK (NOT paused OR reason IS NOT NULL);
 
 -- Which account each intent is on, and each attempt went through. None of

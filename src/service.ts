@@ -137,6 +137,7 @@ export function deliveryWorkerFor(
           gateway,
           ...(account.from ? { from: account.from } : {}),
           initialRate: { perSecond: account.rate.perSecond, burst: account.rate.burst },
+          ...(account.dailyQuota !== undefined ? { dailyQuota: account.dailyQuota } : {}),
         })),
       }
     : { gateway: gateways };

@@ -3,6 +3,7 @@ import { createContext, describeFailure, EXIT_OK, EXIT_USAGE, type CommandContex
 import { registerMigrate } from './commands/migrate.js';
 import { registerWorkers } from './commands/workers.js';
 import { registerOps } from './commands/ops.js';
+import { registerAccounts } from './commands/accounts.js';
 import { registerStatus } from './commands/status.js';
 import { registerTrace } from './commands/trace.js';
 import { registerDemo } from './commands/demo.js';
@@ -30,6 +31,7 @@ export function buildProgram(context: ContextFactory): Command {
   registerWorkers(program, context);
   registerTrace(program, context);
   registerOps(program, context);
+  registerAccounts(program, context);
   registerStatus(program, context);
   registerDemo(program, context);
   registerCapacity(program, context);

@@ -5,7 +5,8 @@
  * An intent is on one account (email_outbox.account; none yet: the first
  * in failover). It moves on, to the next account in failover order after
  * its own that can send (wrapping round), while its account
- * - is paused (a provider's pause or an operator's pause of that account), or
+ * - is paused (a provider's pause or an operator's pause of that account),
+ * - has spent its daily quota (until the UTC day turns), or
  * - has been cooling down (429) for longer than `failoverAfterMs`;
  * and, one intent at a time, after a send that provably never left
  * (nextAccount, recorded with the result).
@@ -15,7 +16,7 @@
  */
 
 export interface AccountCondition {
-  /** The account's own pause is in force. */
+  /** The account's own pause is in force, or its daily quota is spent. */
   paused: boolean;
   /** How long the cooldown in force has lasted (ms; 0 or undefined: none). */
   coolingForMs?: number;

@@ -32,6 +32,8 @@ export interface DeliveryAccount {
   from?: string;
   /** Limiter policy written only if the account's limiter row does not exist yet; default the worker's `initialRate`. */
   initialRate?: RateLimitPolicy;
+  /** Most emails a UTC day through this account; once spent, its intents move on to the next account until the day turns. */
+  dailyQuota?: number;
 }
 
 export interface DeliveryWorkerOptions {
@@ -256,7 +258,10 @@ export class DeliveryWorker extends LoopWorker<DeliveryEvents> {
     if (this.accounts.length === 1) return [{ account: this.failover[0]! }];
     const states = await rateLimiterGetMany(this.options.pool, this.schema, this.failover, this.clock.now());
     const conditions = new Map(
-      [...states].map(([name, state]) => [name, { paused: state.pause.paused, coolingForMs: state.coolingForMs }]),
+      [...states].map(([name, state]) => {
+        const quota = this.byName.get(name)?.dailyQuota;
+        return [name, { paused: state.pause.paused || (quota !== undefined && state.quotaUsedToday >= quota), coolingForMs: state.coolingForMs }];
+      }),
     );
     return legsFor(this.failover, conditions, this.failoverAfterMs).map((leg) => ({
       account: leg.account,
@@ -287,7 +292,7 @@ export class DeliveryWorker extends LoopWorker<DeliveryEvents> {
     const leased: Array<{ intent: LeasedIntent; account: string; bucketTime: string }> = [];
     for (const leg of legs) {
       if (free === 0) break;
-      const grant = await rateLimiterTake(pool, this.schema, free, null, leg.account);
+      const grant = await rateLimiterTake(pool, this.schema, free, null, leg.account, this.byName.get(leg.account)!.dailyQuota);
       if (grant.granted === 0) {
         blocked ??= grant.paused ? 'paused' : grant.coolingDown ? 'cooling-down' : 'rate-limit';
         retryInMs = Math.min(retryInMs, grant.retryInMs);

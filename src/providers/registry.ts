@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import type { Config } from '../config.js';
-import { DEFAULT_ACCOUNT, parseAccounts, type Account, type AccountProvider, type Accounts } from '../model/accounts.js';
+import { DEFAULT_ACCOUNT, type Account, type AccountProvider, type Accounts } from '../model/accounts.js';
+import { parseAccounts } from '../model/accounts-file.js';
 import { ConfigError } from '../errors.js';
 import { importOptional } from '../runtime/optional-package.js';
 import type { EmailGateway } from './gateway.js';

@@ -5,7 +5,8 @@ import { createHoldSchema } from '../model/hold-input.js';
 import { IntentState } from '../model/intent-states.js';
 import { packageVersion } from '../runtime/version.js';
 import { holdsListQuery } from './routes/holds.js';
-import { intentsListQuery } from './routes/intents.js';
+import { intentsListQuery, moveBody } from './routes/intents.js';
+import { accountNameSchema } from './routes/accounts.js';
 import { pauseBody, policyBody } from './routes/delivery.js';
 import { erasureBody, pruneBody } from './routes/retention.js';
 import { sendRateQuery } from './routes/send-rate.js';
@@ -81,6 +82,20 @@ const ErrorShape = z.object({
 const RateLimitShape = z.looseObject({ perSecond: z.number(), burst: z.number().int(), tokens: z.number() });
 const DeliveryShape = z.looseObject({ paused: z.boolean(), reason: z.string().nullable(), pausedUntil: nullableTimestamp });
 const AnyObject = z.looseObject({});
+const PauseShape = z.looseObject({ paused: z.boolean(), reason: z.string().nullable(), pausedBy: z.string().nullable(), pausedUntil: nullableTimestamp });
+const AccountShape = z.looseObject({
+  name: z.string(),
+  provider: z.string(),
+  failoverIndex: z.number().int().nullable().describe('its place in failover (0: first); null: not in failover'),
+  unit: z.enum(['requests', 'emails']).describe('what one permit stands for'),
+  dailyQuota: z.number().int().nullable(),
+  rate: RateLimitShape,
+  pause: PauseShape.describe("the account's own pause (the fleet's is /v1/delivery)"),
+  coolingDown: z.boolean(),
+  cooldownUntil: nullableTimestamp,
+  backlog: z.number().int().describe('pending intents on it'),
+  lastMinute: z.record(z.string(), z.number().int()).describe('attempts finished through it in the last minute, by outcome'),
+});
 
 // The /v1 create-hold body over HTTP: expiresAt is a string (the library also takes a Date).
 const createHoldBody = createHoldSchema().extend({
@@ -97,9 +112,12 @@ const body = (schema: z.ZodType, required = true) => ({ required, content: { 'ap
 const pathParameter = (name: string, description: string) => ({ name, in: 'path', required: true, description, schema: { type: 'string' } });
 
 const holdId = pathParameter('id', 'the hold id');
+const accountParameter = (name: string, description: string) => ({ ...pathParameter(name, description), schema: jsonSchema(accountNameSchema) });
+const accountName = accountParameter('name', 'the account name (from LEASEHOLD_ACCOUNTS_FILE; `default` without one)');
 const intentId = pathParameter('id', 'the intent id (reservation-expired:<holdId>)');
 const bad = { '400': errorRef('invalid input; error.field names the field') };
 const notFound = { '404': errorRef('no such resource') };
+const noAccount = { '404': errorRef('no such account') };
 const notHeld = { '409': errorRef('hold_not_held: the hold already left held (error.status says where it went)') };
 
 interface Operation {
@@ -112,15 +130,17 @@ interface Operation {
 }
 
 function v1Operations(): Record<string, Record<string, Operation>> {
-  const webhook = (provider: string, proof: string): Operation => ({
+  const webhook = (provider: string, proof: string, extra: Partial<Operation> = {}): Operation => ({
     summary: `${provider} delivery events (not behind the bearer token: ${proof})`,
     security: [],
     tags: ['webhooks'],
+    ...extra,
     requestBody: { required: true, content: { 'application/json': { schema: { type: 'object' } } } },
     responses: {
       '200': json(AnyObject, 'stored, duplicate or ignored events counted'),
       '400': errorRef('a proven but malformed body'),
       '401': errorRef('not proven: webhook_not_configured, missing_signature, invalid_signature, stale_message, invalid_credentials, topic_not_allowed'),
+      ...extra.responses,
     },
   });
   return {
@@ -191,6 +211,20 @@ function v1Operations(): Record<string, Record<string, Operation>> {
         responses: { '200': json(IntentShape, 'pending again'), ...bad, ...notFound, '409': errorRef('intent_state: cannot be replayed') },
       },
     },
+    '/v1/intents/{id}/move': {
+      post: {
+        summary: 'send a pending intent through another account in failover, even one pinned by an unknown outcome (its acceptance is then flagged possibleDuplicate)',
+        tags: ['intents'],
+        parameters: [intentId],
+        requestBody: body(moveBody),
+        responses: {
+          '200': json(IntentShape, 'moved'),
+          ...bad,
+          ...notFound,
+          '409': errorRef('intent_state: finished, or being sent now (its lease is live)'),
+        },
+      },
+    },
     '/v1/delivery': {
       get: { summary: 'the fleet-wide delivery control (paused or not, why, until when)', tags: ['delivery'], responses: { '200': json(DeliveryShape, 'delivery control') } },
     },
@@ -212,6 +246,42 @@ function v1Operations(): Record<string, Record<string, Operation>> {
         tags: ['delivery'],
         requestBody: body(policyBody),
         responses: { '200': json(RateLimitShape, 'the new policy'), ...bad },
+      },
+    },
+    '/v1/accounts': {
+      get: {
+        summary: 'every provider account with its rate, permits, pause, cooldown, backlog and sends in the last minute, and the failover order',
+        tags: ['accounts'],
+        responses: { '200': json(z.looseObject({ failover: z.array(z.string()), accounts: z.array(AccountShape) }), 'the accounts') },
+      },
+    },
+    '/v1/accounts/{name}': {
+      get: { summary: 'one account', tags: ['accounts'], parameters: [accountName], responses: { '200': json(AccountShape, 'the account'), ...bad, ...noAccount } },
+    },
+    '/v1/accounts/{name}/rate-limit': {
+      put: {
+        summary: "change one account's limiter; either field alone keeps the other; other accounts keep theirs",
+        tags: ['accounts'],
+        parameters: [accountName],
+        requestBody: body(policyBody),
+        responses: { '200': json(RateLimitShape, 'the new policy'), ...bad, ...noAccount },
+      },
+    },
+    '/v1/accounts/{name}/pause': {
+      post: {
+        summary: 'pause one account (its intents fail over to the next account; the fleet keeps running); forSeconds lifts it by itself',
+        tags: ['accounts'],
+        parameters: [accountName],
+        requestBody: body(pauseBody.unwrap().unwrap(), false),
+        responses: { '200': json(AccountShape, 'paused'), ...bad, ...noAccount },
+      },
+    },
+    '/v1/accounts/{name}/resume': {
+      post: {
+        summary: "lift one account's pause",
+        tags: ['accounts'],
+        parameters: [accountName],
+        responses: { '200': json(AccountShape, 'running'), ...bad, ...noAccount },
       },
     },
     '/v1/status': {
@@ -269,6 +339,12 @@ function v1Operations(): Record<string, Record<string, Operation>> {
     '/v1/webhooks/resend': { post: webhook('Resend', 'a Svix signature with RESEND_WEBHOOK_SECRET') },
     '/v1/webhooks/postmark': { post: webhook('Postmark', 'basic-auth credentials POSTMARK_WEBHOOK_USER/PASSWORD') },
     '/v1/webhooks/ses': { post: webhook('Amazon SES via SNS', 'an SNS signature from a topic in SES_WEBHOOK_TOPIC_ARN') },
+    '/v1/webhooks/{account}': {
+      post: webhook("An account's provider", "that provider's proof, with the webhook fields of the account in LEASEHOLD_ACCOUNTS_FILE", {
+        parameters: [accountParameter('account', 'an account of LEASEHOLD_ACCOUNTS_FILE')],
+        responses: { '404': errorRef('no account of that name takes webhooks here') },
+      }),
+    },
     '/v1/openapi.json': {
       get: { summary: 'this document', tags: ['operations'], responses: { '200': json(AnyObject, 'OpenAPI 3.1') } },
     },

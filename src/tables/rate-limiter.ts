@@ -39,6 +39,8 @@ export interface RateLimitState extends RateLimitPolicy {
   cooldownSince: Date | null;
   /** How long the cooldown in force has lasted (ms; 0: none). */
   coolingForMs: number;
+  /** Emails granted today (UTC), counted against a daily quota. */
+  quotaUsedToday: number;
   /** The account's own pause (the fleet-wide one is delivery_control's). */
   pause: AccountPause;
   updatedAt: Date;
@@ -64,6 +66,10 @@ export async function rateLimiterEnsure(db: Queryable, schema: string, initial: 
   );
 }
 
+/** Emails granted on the UTC day of `at` (row `l`): the day's count, 0 on a new day. */
+const quotaUsed = (l: string, at: string): string =>
+  `CASE WHEN ${l}.quota_day = (${at} AT TIME ZONE 'UTC')::date THEN ${l}.quota_used ELSE 0 END`;
+
 const STATE_COLUMNS = (now: string): string =>
   `l.name AS account, ${rate('l')} AS per_second, l.burst, l.updated_at, l.cooldown_until,
    CASE WHEN l.cooldown_until > ${now} THEN l.cooldown_since END AS cooldown_since,
@@ -71,7 +77,7 @@ const STATE_COLUMNS = (now: string): string =>
      AS cooling_for_ms,
    ${refilled('l', now)}::float8 AS tokens, ${pausedNow('l', now)} AS account_paused,
    l.reason AS account_reason, l.paused_by AS account_paused_by, l.paused_at AS account_paused_at,
-   l.paused_until AS account_paused_until`;
+   l.paused_until AS account_paused_until, ${quotaUsed('l', now)} AS quota_used_today`;
 
 /**
  * An account's limiter row refilled to `now` (SQL expression), named by
@@ -124,6 +130,7 @@ export function rateLimiterStateFromRow(row: Record<string, unknown> | undefined
     cooldownUntil: row['cooldown_until'] as Date | null,
     cooldownSince: (row['cooldown_since'] as Date | null | undefined) ?? null,
     coolingForMs: Math.max(0, (row['cooling_for_ms'] as number | null | undefined) ?? 0),
+    quotaUsedToday: (row['quota_used_today'] as number | null | undefined) ?? 0,
     pause: pauseFromRow(row, 'account_'),
     updatedAt: row['updated_at'] as Date,
   };
@@ -191,6 +198,8 @@ export interface PermitGrant {
   coolingDown: boolean;
   /** How long the cooldown in force has lasted (ms; 0 when none). */
   coolingForMs: number;
+  /** The account's daily quota is used up for today (UTC): its intents move on until the day turns. */
+  quotaSpent: boolean;
   /** How long until asking again could succeed (ms). */
   retryInMs: number;
   perSecond: number;
@@ -215,6 +224,8 @@ export async function rateLimiterTake(
   want: number,
   now: Date | null = null,
   account = DEFAULT_ACCOUNT,
+  /** The account's emails per UTC day (model/accounts.ts dailyQuota); undefined: none. */
+  dailyQuota?: number,
 ): Promise<PermitGrant> {
   const s = ident(schema);
   const { rows } = await db.query<{
@@ -225,6 +236,8 @@ export async function rateLimiterTake(
     cooling: boolean;
     cooldown_ms: number;
     cooling_for_ms: number | null;
+    quota_spent: boolean;
+    day_left_ms: number;
     left: number;
     per_second: number;
     burst: number;
@@ -233,6 +246,8 @@ export async function rateLimiterTake(
     `WITH cur AS (
        SELECT l.name, ${rate('l')} AS per_second, l.burst, l.tokens, l.refilled_at, l.cooldown_until, l.cooldown_since,
               l.paused AS a_paused, l.paused_until AS a_paused_until, l.reason AS a_reason,
+              ${quotaUsed('l', "coalesce($3::timestamptz, clock_timestamp())")} AS quota_used_today,
+              (coalesce($3::timestamptz, clock_timestamp()) AT TIME ZONE 'UTC')::date AS today,
               greatest(l.refilled_at, coalesce($3::timestamptz, clock_timestamp())) AS t,
               coalesce($3::timestamptz, clock_timestamp()) AS wall
          FROM ${s}.rate_limiter l
@@ -251,27 +266,32 @@ export async function rateLimiterTake(
          FROM bucket
      ), decision AS (
        SELECT bucket.*,
-              CASE WHEN paused OR cooling THEN 0 ELSE least($2::int, floor(avail)::int) END AS granted
+              CASE WHEN paused OR cooling THEN 0
+                   ELSE greatest(0, least($2::int, floor(avail)::int, coalesce($4::int - quota_used_today, $2::int))) END AS granted
          FROM state bucket
      ), upd AS (
        UPDATE ${s}.rate_limiter l
-          SET tokens = d.avail - d.granted, refilled_at = d.t
+          SET tokens = d.avail - d.granted, refilled_at = d.t,
+              quota_day = d.today, quota_used = d.quota_used_today + d.granted
          FROM decision d
         WHERE l.name = d.name
         RETURNING l.tokens
      )
      SELECT d.granted, d.paused, d.account_paused, d.reason, d.cooling, d.per_second, d.burst, d.t::text AS bucket_time,
+            $4::int IS NOT NULL AND d.quota_used_today + d.granted >= $4::int AS quota_spent,
+            (extract(epoch FROM ((d.today + 1)::timestamp AT TIME ZONE 'UTC') - d.wall) * 1000)::float8 AS day_left_ms,
             (extract(epoch FROM d.cooldown_until - d.wall) * 1000)::float8 AS cooldown_ms,
             CASE WHEN d.cooling THEN (extract(epoch FROM d.wall - d.cooldown_since) * 1000)::float8 END AS cooling_for_ms,
             upd.tokens AS left
        FROM decision d, upd`,
-    [account, want, now],
+    [account, want, now, dailyQuota ?? null],
   );
   const row = rows[0];
   if (!row) throw new LimiterMissingError(schema, account);
   let retryInMs = 0;
   if (row.paused) retryInMs = 1000;
   else if (row.cooling) retryInMs = Math.max(1, row.cooldown_ms);
+  else if (row.quota_spent && row.granted === 0) retryInMs = Math.max(1000, Math.ceil(row.day_left_ms));
   else if (row.granted < want) retryInMs = Math.max(1, Math.ceil(((1 - Math.min(1, row.left)) / row.per_second) * 1000));
   return {
     granted: row.granted,
@@ -280,6 +300,7 @@ export async function rateLimiterTake(
     accountPaused: row.account_paused,
     coolingDown: row.cooling,
     coolingForMs: Math.max(0, row.cooling_for_ms ?? 0),
+    quotaSpent: row.quota_spent,
     retryInMs,
     perSecond: row.per_second,
     burst: row.burst,
@@ -296,7 +317,8 @@ export async function rateLimiterTake(
  * is still its take's (`bucketTime`); otherwise the permits are dropped,
  * which can only slow sending, never speed it past the bound.
  */
-const refundSet = (unused: string): string => `tokens = least(burst::float8, tokens + ${unused})`;
+const refundSet = (unused: string): string =>
+  `tokens = least(burst::float8, tokens + ${unused}), quota_used = greatest(0, quota_used - ${unused})`;
 
 /**
  * For the outbox's lease statement (tables/outbox.ts): give back `unused`

@@ -206,6 +206,32 @@ describe('failover between two accounts', () => {
     expect(await intentsGet(db.pool, db.schema, id!)).toMatchObject({ state: 'sent', sentAccount: 'primary', possibleDuplicate: false });
   });
 
+  it("an account's daily quota (UTC) sends as many as it allows; the rest move on, and the next day it sends again", async () => {
+    const ids = await expireHolds(db, `fquota-${++label}`, 5);
+    await db.pool.query(`UPDATE ${ident(db.schema)}.rate_limiter SET quota_day = NULL, quota_used = 0`);
+    const w = new DeliveryWorker({
+      pool: db.pool,
+      schema: db.schema,
+      accounts: [
+        { name: 'primary', gateway: new ResendGateway({ apiKey: primary.apiKey, baseUrl: primary.url }), dailyQuota: 3 },
+        { name: 'backup', gateway: new PostmarkGateway({ serverToken: backup.serverToken, baseUrl: backup.url }) },
+      ],
+      sendTimeoutMs: 400,
+      leaseMs: 5000,
+    });
+    await drain(w);
+    expect(resendIntents()).toHaveLength(3);
+    expect(postmarkIntents()).toHaveLength(2);
+    expect([...resendIntents(), ...postmarkIntents()].sort()).toEqual([...ids].sort());
+    expect((await rateLimiterGet(db.pool, db.schema, null, 'primary'))!.quotaUsedToday).toBe(3);
+
+    // A new UTC day: the primary has its quota again and takes new intents.
+    await db.pool.query(`UPDATE ${ident(db.schema)}.rate_limiter SET quota_day = quota_day - 1 WHERE name = 'primary'`);
+    const [next] = await expireHolds(db, `fquota-next-${label}`, 1);
+    await drain(w);
+    expect(resendIntents()).toContain(next);
+  });
+
   it("a 429 storm on one account leaves the other's rate untouched; past the failover threshold its intents move", async () => {
     const ids = await expireHolds(db, `f429-${++label}`, 6);
     await rateLimiterSet(db.pool, db.schema, { perSecond: 50, burst: 20 }, null, 'backup');

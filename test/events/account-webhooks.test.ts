@@ -4,7 +4,7 @@ import { accountWebhooks } from '../../src/events/webhook-config.js';
 import { createHold } from '../../src/holds/holds.js';
 import { ExpiryWorker } from '../../src/holds/expiry-worker.js';
 import { ident } from '../../src/db/pool.js';
-import { parseAccounts } from '../../src/model/accounts.js';
+import { parseAccounts } from '../../src/model/accounts-file.js';
 import { ResendGateway } from '../../src/providers/resend.js';
 import { intentsGet } from '../../src/tables/outbox.js';
 import { rateLimiterSet } from '../../src/tables/rate-limiter.js';

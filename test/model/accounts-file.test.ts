@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../../src/errors.js';
-import { parseAccounts } from '../../src/model/accounts.js';
+import { parseAccounts } from '../../src/model/accounts-file.js';
 
 const env = { RESEND_API_KEY: 're_123', POSTMARK_SERVER_TOKEN: 'pm-token' };
 
