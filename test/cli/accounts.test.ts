@@ -1,24 +1,20 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ExpiryWorker } from '../../src/holds/expiry-worker.js';
 import { deliveryControlGet } from '../../src/tables/delivery-control.js';
 import { intentsGet } from '../../src/tables/outbox.js';
 import { rateLimiterGet } from '../../src/tables/rate-limiter.js';
-import type { CliResult } from '../helpers/cli.js';
+import { runCli } from '../helpers/cli.js';
 import { testDatabase, type TestDatabase } from '../helpers/database.js';
 import { insertDueHolds } from '../helpers/holds.js';
-import { startNode } from '../helpers/processes.js';
 import { recordAcceptance } from '../helpers/sent-intent.js';
 
 /**
  * `leasehold accounts [pause|resume|rate-limit]` and `leasehold move`, as
  * child processes on a schema of their own, with and without an accounts
- * file. The CLI runs from src/ through tsx (a one-line entry written to the
- * temporary directory), so these test the code as it is without a build;
- * the shipped bin/leasehold.js is what test/cli/ops.test.ts runs.
+ * file, through the shipped bin/leasehold.js (npm test builds first).
  */
 
 const ACCOUNTS_YAML = `accounts:
@@ -33,16 +29,10 @@ failover: [primary, backup]
 
 let db: TestDatabase;
 let dir: string;
-let entry: string;
 let withFile: Record<string, string>;
 beforeAll(async () => {
   db = await testDatabase('cli_accounts');
   dir = mkdtempSync(path.join(tmpdir(), 'leasehold-accounts-'));
-  // An ES module, so the entry may await main() as bin/leasehold.js does.
-  writeFileSync(path.join(dir, 'package.json'), '{ "type": "module" }\n');
-  entry = path.join(dir, 'leasehold.ts');
-  const main = pathToFileURL(fileURLToPath(new URL('../../src/cli/main.ts', import.meta.url))).href;
-  writeFileSync(entry, `import { main } from ${JSON.stringify(main)};\nprocess.exitCode = await main(process.argv);\n`);
   const file = path.join(dir, 'accounts.yaml');
   writeFileSync(file, ACCOUNTS_YAML);
   withFile = { ...db.env, LEASEHOLD_ACCOUNTS_FILE: file };
@@ -52,12 +42,7 @@ afterAll(async () => {
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
-/** Run `leasehold <args>` to completion. */
-async function run(args: string[], env: Record<string, string>): Promise<CliResult> {
-  const child = startNode(entry, args, env);
-  const { code } = await child.exited;
-  return { code, stdout: child.stdout(), stderr: child.stderr() };
-}
+const run = runCli;
 const cli = (...args: string[]) => run(args, withFile);
 
 /** One expired hold with its pending intent; returns the intent id. */
