@@ -11,6 +11,8 @@
  *   BENCH_PRESENCE=1                 hold a presence lock on a session of its own, as the
  *                                    service does on its LISTEN session, so each lease names
  *                                    its owner (the owner check in the lease statement)
+ *   BENCH_ACCOUNTS=2                 two provider accounts, primary and backup (instant
+ *                                    sandboxes), in that failover order: the routing cost
  *
  * Prints `READY` once connected and `DONE <sent>` before exiting.
  */
@@ -43,7 +45,15 @@ if (session) {
   await presence.acquire(session);
 }
 // Built as the service builds it (src/service.ts): the configured defaults, the benchmark's batch on top.
-const worker = deliveryWorkerFor(loadConfig(process.env), { pool, schema, logger: silentLogger }, gateway, {
+const backup = new SandboxGateway({ latencyMs: 0 });
+const gateways =
+  process.env.BENCH_ACCOUNTS === '2'
+    ? [
+        { account: { name: 'primary', provider: 'sandbox' as const, rate: { perSecond: 1e6, burst: 1e6, unit: 'requests' as const }, settings: {} }, gateway },
+        { account: { name: 'backup', provider: 'sandbox' as const, rate: { perSecond: 1e6, burst: 1e6, unit: 'requests' as const }, settings: {} }, gateway: backup },
+      ]
+    : gateway;
+const worker = deliveryWorkerFor(loadConfig(process.env), { pool, schema, logger: silentLogger }, gateways, {
   batchSize,
   concurrency,
   ...(session ? { presence } : {}),
@@ -71,6 +81,6 @@ if (mode === 'drain') {
   await new Promise<void>((resolve) => process.once('SIGTERM', () => resolve()));
   await worker.stop();
 }
-process.stdout.write(`DONE ${gateway.acceptedCount}\n`);
+process.stdout.write(`DONE ${gateway.acceptedCount + backup.acceptedCount}\n`);
 await session?.end();
 await pool.end();

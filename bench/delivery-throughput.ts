@@ -29,11 +29,13 @@ interface Drain {
   perSecond: number;
 }
 
-async function drain(db: BenchDatabase, batch: number, processes: number, presence = false): Promise<Drain> {
+async function drain(db: BenchDatabase, batch: number, processes: number, presence = false, accounts: 1 | 2 = 1): Promise<Drain> {
   const target = await db.freshSchema('delivery_throughput');
   try {
     await seedPendingIntents(target.pool, target.schema, INTENTS);
-    await rateLimiterSet(target.pool, target.schema, { perSecond: 1_000_000, burst: 1_000_000 });
+    for (const name of accounts === 2 ? ['primary', 'backup'] : ['default']) {
+      await rateLimiterSet(target.pool, target.schema, { perSecond: 1_000_000, burst: 1_000_000 }, null, name);
+    }
     await target.pool.query('CHECKPOINT').catch(() => {});
     const env = {
       ...target.env,
@@ -41,6 +43,7 @@ async function drain(db: BenchDatabase, batch: number, processes: number, presen
       BENCH_CONCURRENCY: String(concurrencyFor(batch)),
       BENCH_MODE: 'drain',
       BENCH_PRESENCE: presence ? '1' : '0',
+      BENCH_ACCOUNTS: String(accounts),
     };
     const children = Array.from({ length: processes }, () => startChild('delivery-child', env));
     await Promise.all(children.map((c) => c.ready));
@@ -74,6 +77,11 @@ export const deliveryThroughput: Benchmark = {
     // without, so the ratio compares runs of one moment.
     const owned = await drain(db, best.batch, 1, true);
     const unowned = await drain(db, best.batch, 1, false);
+    // Two provider accounts, the backup on standby (every intent on the
+    // primary): the per-round read of the accounts and the standby leg,
+    // against one account, interleaved likewise.
+    const twoAccounts = await drain(db, best.batch, 1, false, 2);
+    const oneAccount = await drain(db, best.batch, 1, false, 1);
     const figures: Figure[] = sweep.map((d) => ({
       name: `1 process, batch ${d.batch}, concurrency ${concurrencyFor(d.batch)}`,
       value: Math.round(d.perSecond),
@@ -82,6 +90,8 @@ export const deliveryThroughput: Benchmark = {
     figures.push({ name: `2 processes, batch ${two.batch}, concurrency ${concurrencyFor(two.batch)}`, value: Math.round(two.perSecond), unit: 'intents/s' });
     figures.push({ name: `1 process, batch ${best.batch}, leases naming their owner`, value: Math.round(owned.perSecond), unit: 'intents/s' });
     figures.push({ name: 'owner check: owned / unowned drain rate', value: round(owned.perSecond / unowned.perSecond, 3), unit: 'ratio' });
+    figures.push({ name: `1 process, batch ${best.batch}, two accounts (backup on standby)`, value: Math.round(twoAccounts.perSecond), unit: 'intents/s' });
+    figures.push({ name: 'accounts: two / one drain rate', value: round(twoAccounts.perSecond / oneAccount.perSecond, 3), unit: 'ratio' });
     figures.push({
       name: 'best',
       value: Math.round(Math.max(best.perSecond, two.perSecond)),
@@ -90,7 +100,7 @@ export const deliveryThroughput: Benchmark = {
     });
     return {
       figures,
-      details: { intents: INTENTS, sweep: sweep.map((d) => ({ ...d, perSecond: round(d.perSecond, 0) })), twoProcesses: two, owned, unowned },
+      details: { intents: INTENTS, sweep: sweep.map((d) => ({ ...d, perSecond: round(d.perSecond, 0) })), twoProcesses: two, owned, unowned, twoAccounts, oneAccount },
     };
   },
 };

@@ -96,6 +96,9 @@ export interface DeliveryRun {
   retryInMs?: number;
 }
 
+/** How long a standby account's leg is skipped after it found nothing due. */
+const QUIET_LEG_MS = 1000;
+
 const outcomeOf: Record<SendResult['kind'], AttemptOutcome> = {
   accepted: 'accepted',
   rate_limited: 'rate_limited',
@@ -140,6 +143,8 @@ export class DeliveryWorker extends LoopWorker<DeliveryEvents> {
   private readonly faults: Faults;
   private readonly random: () => number;
   private limiterReady = false;
+  /** Legs (accounts) that found nothing due, and until when they are not asked again. */
+  private readonly quietLegs = new Map<string, number>();
   private readonly recorder: RoundRecorder;
   private waitingSince: number | undefined;
 
@@ -290,8 +295,13 @@ export class DeliveryWorker extends LoopWorker<DeliveryEvents> {
     let blocked: DeliveryRun['blocked'];
     let retryInMs = Infinity;
     const leased: Array<{ intent: LeasedIntent; account: string; bucketTime: string }> = [];
-    for (const leg of legs) {
+    for (const [i, leg] of legs.entries()) {
       if (free === 0) break;
+      // A leg after the first that found nothing is asked again only after
+      // a while: only intents that moved there can be due on it (new ones
+      // start on the first), so a standby account costs no statements per round.
+      const quietUntil = this.quietLegs.get(leg.account);
+      if (i > 0 && quietUntil !== undefined && quietUntil > Date.now()) continue;
       const grant = await rateLimiterTake(pool, this.schema, free, null, leg.account, this.byName.get(leg.account)!.dailyQuota);
       if (grant.granted === 0) {
         blocked ??= grant.paused ? 'paused' : grant.coolingDown ? 'cooling-down' : 'rate-limit';
@@ -315,6 +325,8 @@ export class DeliveryWorker extends LoopWorker<DeliveryEvents> {
       });
       // Permits this lease did not use went back in the lease statement itself.
       free -= intents.length;
+      if (intents.length === 0) this.quietLegs.set(leg.account, Date.now() + QUIET_LEG_MS);
+      else this.quietLegs.delete(leg.account);
       for (const intent of intents) leased.push({ intent, account: leg.account, bucketTime: grant.bucketTime });
     }
     release(free);
@@ -379,6 +391,8 @@ export class DeliveryWorker extends LoopWorker<DeliveryEvents> {
     );
     const holdIds = new Map(intents.map((i) => [i.id, i.holdId]));
     await this.recorder.record(results, holdIds);
+    // Intents this round moved to another account are due there now.
+    for (const r of results) if (r.moveTo) this.quietLegs.delete(r.moveTo);
 
     const outcomes: DeliveryRun['outcomes'] = {};
     for (const r of results) outcomes[r.outcome] = (outcomes[r.outcome] ?? 0) + 1;
