@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ident } from '../../src/db/pool.js';
 import { rateLimiterSet } from '../../src/tables/rate-limiter.js';
 import { testDatabase, type TestDatabase } from '../helpers/database.js';
-import { worstWindowExcess } from '../helpers/fleet.js';
+import { waitForSent, worstWindowExcess } from '../helpers/fleet.js';
 import { expireHolds } from '../helpers/provider-e2e.js';
 import { fixture, startNode, type Child } from '../helpers/processes.js';
 
@@ -32,16 +32,6 @@ async function startTimes(account: string): Promise<number[]> {
   return rows.map((r) => r.t);
 }
 
-async function waitForSent(count: number, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const { rows } = await db.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${ident(db.schema)}.email_outbox WHERE state = 'sent'`);
-    if (rows[0]!.n >= count) return;
-    if (Date.now() > deadline) throw new Error(`only ${rows[0]!.n}/${count} sent`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
 describe('three delivery processes, two accounts', () => {
   it('the limiter bound holds per account across the processes', async () => {
     const dir = await mkdtemp(path.join(tmpdir(), 'lh-accounts-'));
@@ -66,7 +56,7 @@ describe('three delivery processes, two accounts', () => {
     const children: Child[] = [0, 1, 2].map(() => startNode(fixture('delivery-child'), ['--loop', '--concurrency', '8'], env));
     try {
       await Promise.all(children.map((c) => c.waitForLine(/^READY/)));
-      await waitForSent(120, 30_000);
+      await waitForSent(db.pool, db.schema, 120, 30_000);
     } finally {
       for (const child of children) child.process.kill('SIGTERM');
       await Promise.all(children.map((c) => c.exited));

@@ -9,7 +9,7 @@ import { attemptsList } from '../../src/tables/attempts.js';
 import { intentsGet } from '../../src/tables/outbox.js';
 import { ident } from '../../src/db/pool.js';
 import { testDatabase, type TestDatabase } from '../helpers/database.js';
-import { acceptedStartTimes, worstWindowExcess } from '../helpers/fleet.js';
+import { acceptedStartTimes, waitForSent, worstWindowExcess } from '../helpers/fleet.js';
 import { insertDueHolds } from '../helpers/holds.js';
 import { fixture, kill9, startNode, type Child } from '../helpers/processes.js';
 
@@ -95,16 +95,6 @@ describe('delivery crash windows', () => {
   });
 });
 
-async function waitForSent(count: number, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const { rows } = await db.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${ident(db.schema)}.email_outbox WHERE state = 'sent'`);
-    if (rows[0]!.n >= count) return;
-    if (Date.now() > deadline) throw new Error(`only ${rows[0]!.n}/${count} sent`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
 describe('three delivery processes sharing one limiter', () => {
   it('never exceed burst + perSecond * t, drain at the rate, stop within a second of a pause and resume without a burst', async () => {
     const perSecond = 40;
@@ -117,7 +107,7 @@ describe('three delivery processes sharing one limiter', () => {
     const children: Child[] = [0, 1, 2].map(() => startNode(fixture('delivery-child'), ['--loop', '--concurrency', '8'], db.env));
     try {
       await Promise.all(children.map((c) => c.waitForLine(/^READY/)));
-      await waitForSent(160, 20_000);
+      await waitForSent(db.pool, db.schema, 160, 20_000);
       const phaseA = await acceptedStartTimes(db.pool, db.schema);
       const elapsed = phaseA.at(-1)! - phaseA[0]!;
       const achieved = (phaseA.length - burst) / elapsed;
@@ -127,7 +117,7 @@ describe('three delivery processes sharing one limiter', () => {
       // Pause mid-drain: nothing is sent more than a second after the pause.
       await insertDueHolds(db.pool, db.schema, 120, { prefix: 'b' });
       await expireAll();
-      await waitForSent(200, 10_000);
+      await waitForSent(db.pool, db.schema, 200, 10_000);
       const pausedAt = (await db.pool.query<{ t: number }>('SELECT extract(epoch FROM now())::float8 AS t')).rows[0]!.t;
       await deliveryPause(db.pool, db.schema, { reason: 'drill', by: 'operator' });
       await new Promise((r) => setTimeout(r, 1500));
@@ -136,7 +126,7 @@ describe('three delivery processes sharing one limiter', () => {
       expect(duringPause.length).toBeLessThan(280);
 
       await deliveryResume(db.pool, db.schema);
-      await waitForSent(280, 20_000);
+      await waitForSent(db.pool, db.schema, 280, 20_000);
       const all = await acceptedStartTimes(db.pool, db.schema);
       expect(worstWindowExcess(all, perSecond, burst)).toBeLessThanOrEqual(0);
       const afterResume = all.filter((t) => t > pausedAt + 1);

@@ -102,3 +102,14 @@ export async function waitForCount(read: () => Promise<number>, want: number, ti
     await new Promise((r) => setTimeout(r, 100));
   }
 }
+
+/** Wait until `count` intents are sent (polling every 50 ms), or fail after `timeoutMs` saying how many were. */
+export async function waitForSent(pool: pg.Pool, schema: string, count: number, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const sent = await countWhere(pool, schema, 'email_outbox', "state = 'sent'");
+    if (sent >= count) return;
+    if (Date.now() > deadline) throw new Error(`only ${sent}/${count} sent`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}

@@ -1,0 +1,320 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { Command } from 'commander';
+import { afterAll, describe, expect, it } from 'vitest';
+import { accountsFromText } from '../../src/capacity/accounts-file.js';
+import { chooseAccounts, singleAccount, type AccountsInput } from '../../src/capacity/accounts.js';
+import { burstReport, capacityModel, statementsReport, steadyReport } from '../../src/capacity/model.js';
+import { renderReport } from '../../src/capacity/render.js';
+import { registerCapacity } from '../../src/cli/commands/capacity.js';
+import { CliExit, type CommandContext } from '../../src/cli/context.js';
+import { loadConfig } from '../../src/config.js';
+import { ConfigError, ValidationError } from '../../src/errors.js';
+import { prices, workload } from '../helpers/capacity.js';
+
+/**
+ * Several provider accounts in the capacity model: each account's rate in
+ * emails from its unit and batch, its daily quota, and the worst burst
+ * through them the way the lane routes it (the first account sends, the
+ * next ones only once the ones before stop).
+ */
+
+const fromFile = (text: string, failoverAfterSeconds = 60): AccountsInput => accountsFromText(text, '--accounts-file', 'accounts.yaml', failoverAfterSeconds);
+
+// Secrets are references to variables nobody set: the model needs none.
+const RESEND_AND_SES = `
+accounts:
+  - name: primary
+    provider: resend
+    apiKey: \${RESEND_KEY_NOBODY_SET}
+    rate: { perSecond: 10, burst: 10, unit: requests }
+    batch: 100
+  - name: backup
+    provider: ses
+    region: us-east-1
+    rate: { perSecond: 14, burst: 14, unit: emails }
+    dailyQuota: 50000
+failover: [primary, backup]
+`;
+
+describe('accounts and their units', () => {
+  it('a requests-unit Resend account with batch 100 against an emails-unit SES account with a daily quota', () => {
+    const r = capacityModel(workload({ volume: { emailsPerDay: 0 } }), prices(), fromFile(RESEND_AND_SES)).accounts;
+    const [resend, ses] = r.accounts;
+    expect(resend).toMatchObject({
+      name: 'primary',
+      provider: 'resend',
+      unit: 'requests',
+      role: 'first',
+      permitsPerSecond: 10,
+      emailsPerRequest: 100,
+      emailsPerRequestFrom: 'batch',
+      requestsPerSecond: 10,
+      // 10 requests/s x 100 emails each; the bucket of 10 requests holds 1,000 emails.
+      emailsPerSecond: 1000,
+      burstEmails: 1000,
+      dailyQuota: null,
+      sustainedEmailsPerSecond: 1000,
+      fullRateQuotaSeconds: null,
+    });
+    expect(ses).toMatchObject({
+      name: 'backup',
+      provider: 'ses',
+      unit: 'emails',
+      role: 'backup',
+      permitsPerSecond: 14,
+      emailsPerRequest: 1,
+      emailsPerRequestFrom: 'default',
+      emailsPerSecond: 14,
+      burstEmails: 14,
+      dailyQuota: 50_000,
+    });
+    // The quota caps a sustained load at 50,000 / 86,400 = 0.58 emails/s; flat out it lasts 50,000 / 14 s.
+    expect(ses!.quotaEmailsPerSecond).toBeCloseTo(50_000 / 86_400, 12);
+    expect(ses!.sustainedEmailsPerSecond).toBeCloseTo(50_000 / 86_400, 12);
+    expect(ses!.fullRateQuotaSeconds).toBeCloseTo(50_000 / 14, 9);
+    expect(r.combined.emailsPerSecond).toBe(1014);
+    expect(r.combined.sustainedEmailsPerSecond).toBeCloseTo(1000 + 50_000 / 86_400, 9);
+    expect(r.combined.note).toMatch(/ceiling the lane does not use: new intents go to the first account/);
+    // Batching is not built: the figure is labelled as the file's, with today's rate beside it.
+    expect(r.notes.join('\n')).toMatch(/batching is not built yet: .*primary \(100\).*today every request carries one email: primary sends 10 emails\/s/);
+  });
+
+  it('without batch a request carries one email; a batch above the provider maximum is capped; an emails-unit rate ignores batch', () => {
+    const r = capacityModel(
+      workload({ volume: { emailsPerDay: 0 } }),
+      prices(),
+      fromFile(`
+accounts:
+  - { name: plain, provider: resend, apiKey: \${K}, rate: { perSecond: 10, burst: 10 } }
+  - { name: big, provider: resend, apiKey: \${K}, rate: { perSecond: 10, burst: 10 }, batch: 250 }
+  - { name: pm, provider: postmark, serverToken: \${T}, rate: { perSecond: 2, burst: 4, unit: emails }, batch: 50 }
+`),
+    ).accounts;
+    const [plain, big, pm] = r.accounts;
+    expect(plain).toMatchObject({ unit: 'requests', emailsPerRequest: 1, emailsPerRequestFrom: 'default', emailsPerSecond: 10 });
+    expect(big).toMatchObject({ emailsPerRequest: 100, batchCappedFrom: 250, providerMaxBatch: 100, emailsPerSecond: 1000 });
+    expect(r.notes.join('\n')).toContain('big: batch 250 is more than resend takes in one request; modelled as 100');
+    // Permits are emails: 2 emails/s whatever the batch, in 2/50 requests a second.
+    expect(pm).toMatchObject({ unit: 'emails', emailsPerRequest: 50, emailsPerSecond: 2, burstEmails: 4, requestsPerSecond: 2 / 50 });
+  });
+
+  it('the first account sets the provider fields the sending rate, burst and cost lines read, in emails', () => {
+    const report = capacityModel(workload({ volume: { emailsPerDay: 0 }, burst: { holds: 5000 } }), prices(), fromFile(RESEND_AND_SES));
+    expect(report.workload.provider).toMatchObject({ name: 'resend', perSecond: 1000, burst: 1000 });
+    expect(report.workload.provider.dailyQuota).toBeUndefined();
+    // 1,000 emails/s is more than 2 workers x 8 in flight / 0.204 s = 78 sends/s, but each send carries 100 emails.
+    expect(report.steady.pacedBy).toBe('limiter');
+    expect(report.burst!.drainSeconds).toBe(4);
+    expect(report.costs[0]!.lines.find((l) => l.item.startsWith('email'))!.item).toBe('email (resend)');
+  });
+});
+
+describe('the worst burst through the accounts', () => {
+  const THREE = `
+accounts:
+  - { name: first, provider: ses, rate: { perSecond: 14, burst: 14, unit: emails } }
+  - { name: second, provider: resend, apiKey: \${K}, rate: { perSecond: 5, burst: 5 } }
+  - { name: third, provider: postmark, serverToken: \${T}, rate: { perSecond: 50, burst: 50 } }
+`;
+
+  it('normal operation: the first account sends it all, the others stand by', () => {
+    const r = capacityModel(workload({ volume: { emailsPerDay: 0 }, burst: { holds: 5000 } }), prices(), fromFile(THREE)).accounts;
+    expect(r.normal!.stages).toHaveLength(1);
+    expect(r.normal!.drainSeconds).toBeCloseTo(4986 / 14, 9); // 356 s: the single-account figure
+    expect(r.normal!.verdict).toBe('meets');
+    expect(r.accounts.map((a) => a.normalShare)).toEqual([1, 0, 0]);
+    expect(r.accounts[0]!.takeover).toBeNull();
+  });
+
+  it('takeover: each backup drains the whole burst alone at its own rate, later still after a 429 cooldown', () => {
+    const r = capacityModel(workload({ volume: { emailsPerDay: 0 }, burst: { holds: 5000 } }), prices(), fromFile(THREE, 60)).accounts;
+    const second = r.accounts[1]!.takeover!;
+    expect(second.stopped).toEqual(['first']);
+    // (5,000 - burst 5) / 5/s = 999 s: past the 900 s promise.
+    expect(second.drainSeconds).toBe(999);
+    expect(second.oldestEmailAgeSeconds).toBe(999);
+    expect(second.verdict).toBe('misses');
+    // Intents leave a cooling-down account only LEASEHOLD_FAILOVER_AFTER_S after the cooldown began.
+    expect(second.afterCooldown).toEqual({ oldestEmailAgeSeconds: 1059, verdict: 'misses' });
+    const third = r.accounts[2]!.takeover!;
+    expect(third.stopped).toEqual(['first', 'second']);
+    expect(third.drainSeconds).toBe((5000 - 50) / 50); // 99 s
+    expect(third.verdict).toBe('meets');
+  });
+
+  it('average demand keeps arriving at whichever account sends', () => {
+    // 86,400 emails a day = 1/s: the second account drains at 5 - 1 = 4/s.
+    const r = capacityModel(workload({ volume: { emailsPerDay: 86_400 }, burst: { holds: 1005 } }), prices(), fromFile(THREE)).accounts;
+    expect(r.accounts[1]!.takeover!.stages[0]!.drainRatePerSecond).toBe(4);
+    expect(r.accounts[1]!.takeover!.drainSeconds).toBe(250);
+  });
+
+  it("a daily quota that runs out mid-burst moves the rest to the next account (the provider's pause)", () => {
+    const r = capacityModel(
+      workload({ volume: { emailsPerDay: 0 }, burst: { holds: 5000 } }),
+      prices(),
+      fromFile(`
+accounts:
+  - { name: ses-main, provider: ses, rate: { perSecond: 14, burst: 14, unit: emails }, dailyQuota: 3000 }
+  - { name: resend-backup, provider: resend, apiKey: \${K}, rate: { perSecond: 5, burst: 5 } }
+`),
+    ).accounts;
+    const [ses, resend] = r.normal!.stages;
+    expect(ses).toMatchObject({ account: 'ses-main', emails: 3000, quotaRunsOut: true });
+    expect(ses!.seconds).toBeCloseTo((3000 - 14) / 14, 9);
+    expect(resend).toMatchObject({ account: 'resend-backup', emails: 2000, quotaRunsOut: false, seconds: (2000 - 5) / 5 });
+    expect(r.normal!.drainSeconds).toBeCloseTo((3000 - 14) / 14 + 399, 9); // 612 s
+    expect(r.accounts.map((a) => a.normalShare)).toEqual([0.6, 0.4]);
+  });
+
+  it('the first account has used the day\'s demand of its quota; when every quota runs out the rest waits', () => {
+    const r = capacityModel(
+      workload({ volume: { emailsPerDay: 1000 }, burst: { holds: 5000 } }),
+      prices(),
+      fromFile(`
+accounts:
+  - { name: a, provider: ses, rate: { perSecond: 14, burst: 14, unit: emails }, dailyQuota: 3000 }
+  - { name: b, provider: ses, rate: { perSecond: 14, burst: 14, unit: emails }, dailyQuota: 1500 }
+`),
+    ).accounts;
+    expect(r.accounts.map((a) => a.quotaLeftAtBurst)).toEqual([2000, 1500]);
+    expect(r.normal!.stages.map((s) => s.emails)).toEqual([2000, 1500]);
+    expect(r.normal).toMatchObject({ unsentEmails: 1500, drainSeconds: null, verdict: 'quota-exhausted' });
+  });
+
+  it('text: the per-account table, the normal and takeover drains, the labels', () => {
+    const lines = renderReport(capacityModel(workload({ volume: { emailsPerDay: 0 }, burst: { holds: 5000 } }), prices(), fromFile(RESEND_AND_SES)));
+    const text = lines.join('\n');
+    expect(text).toContain('Provider accounts (--accounts-file accounts.yaml), in failover order');
+    expect(text).toMatch(/account\s+provider\s+unit\s+permits\/s\s+burst\s+emails\/request\s+emails\/s\s+daily quota\s+burst share/);
+    expect(text).toMatch(/primary \(first\)\s+resend\s+requests\s+10\.0\s+10\s+100 \(batch\)\s+1,000\s+none\s+100%/);
+    expect(text).toMatch(/backup\s+ses\s+emails\s+14\.0\s+14\s+1 \(default\)\s+14\.0\s+50,000 \(0\.58\/s sustained, 59m31s at full rate\)\s+0%/);
+    expect(text).toMatch(/burst, normal\s+primary \(5,000 - burst 1,000\) \/ 1,000\.00\/s = 4\.0s; oldest email 4\.0s against the 15m0s promise: meets/);
+    expect(text).toMatch(/burst, backup takes over\s+\(primary stopped\) backup \(5,000 - burst 14\) \/ 14\.00\/s = 5m56s; .*after a 429 cooldown \(60 s before intents move\): oldest 6m56s, meets/);
+    expect(text).toMatch(/Batching: the accounts file gives emails per request above 1/);
+  });
+});
+
+describe('one account, as before', () => {
+  it('without accounts the model is the single-account one, unchanged', () => {
+    const w = workload({ volume: { emailsPerDay: 20_000 }, burst: { holds: 5000 }, provider: { name: 'ses', perSecond: 14, burst: 14, dailyQuota: 50_000 } });
+    const report = capacityModel(w, prices());
+    expect(report.workload).toBe(w);
+    expect(report.burst).toEqual(burstReport(w));
+    expect(report.steady).toEqual(steadyReport(w));
+    expect(report.statements).toEqual(statementsReport(w, burstReport(w)));
+    expect(capacityModel(w, prices(), singleAccount(w))).toEqual(report);
+    expect(report.accounts).toMatchObject({ source: 'flags', file: null, failover: ['default'] });
+    expect(report.accounts.accounts[0]).toMatchObject({ provider: 'ses', unit: 'requests', emailsPerRequest: 1, emailsPerSecond: 14, dailyQuota: 50_000 });
+    // The text has no accounts section: the header and the sending rate say it all.
+    expect(renderReport(report).join('\n')).not.toContain('Provider accounts');
+  });
+
+  it('which accounts: --accounts-file, else LEASEHOLD_ACCOUNTS_FILE unless provider fields describe one account, else the flags', () => {
+    expect(chooseAccounts({ flagFields: [], fileFields: [] })).toEqual({ file: null, source: 'flags', notes: [] });
+    expect(chooseAccounts({ configuredFile: 'a.yaml', flagFields: [], fileFields: [] })).toEqual({ file: 'a.yaml', source: 'LEASEHOLD_ACCOUNTS_FILE', notes: [] });
+    const flags = chooseAccounts({ configuredFile: 'a.yaml', flagFields: ['provider.perSecond'], fileFields: [] });
+    expect(flags).toMatchObject({ file: null, source: 'flags' });
+    expect(flags.notes[0]).toMatch(/LEASEHOLD_ACCOUNTS_FILE \(a\.yaml\) not modelled: provider\.perSecond given/);
+    const explicit = chooseAccounts({ explicitFile: 'b.yaml', configuredFile: 'a.yaml', flagFields: [], fileFields: ['provider.name'] });
+    expect(explicit).toMatchObject({ file: 'b.yaml', source: '--accounts-file' });
+    expect(explicit.notes).toEqual(['provider.name from --file replaced by the accounts in --accounts-file']);
+    try {
+      chooseAccounts({ explicitFile: 'b.yaml', flagFields: ['provider.perSecond'], fileFields: [] });
+      expect.unreachable();
+    } catch (error) {
+      expect(error).toBeInstanceOf(ValidationError);
+      expect((error as ValidationError).field).toBe('provider.perSecond (--per-second)');
+    }
+  });
+});
+
+describe('a bad accounts file', () => {
+  const configError = (text: string): ConfigError => {
+    try {
+      fromFile(text);
+    } catch (error) {
+      expect(error).toBeInstanceOf(ConfigError);
+      return error as ConfigError;
+    }
+    throw new Error('expected a ConfigError');
+  };
+
+  it.each([
+    ['accounts:\n  - { name: a, provider: ses, rate: { perSecond: 14, burst: 14, unit: bytes } }\n', 'accounts[0].rate.unit: must be requests or emails'],
+    ['accounts:\n  - { name: a, provider: ses, rate: { perSecond: 14, burst: 14 } }\n  - { name: b, provider: mailgun, rate: { perSecond: 1, burst: 1 } }\n', 'accounts[1].provider: must be one of'],
+    ['accounts:\n  - { name: a, provider: ses, rate: { perSecond: 14, burst: 14 }, dailyQuota: 2.5 }\n', 'accounts[0].dailyQuota: must be a whole number of emails'],
+    ['accounts:\n  - { name: a, provider: resend, apiKey: \${K}, rate: { perSecond: 10, burst: 10 }, batch: 0 }\n', 'accounts[0].batch: must be at least 1'],
+    ['accounts:\n  - { name: a, provider: ses, rate: { perSecond: 14, burst: 14 } }\nfailover: [a, b]\n', 'failover[1]: "b" is not an account in this file'],
+    // The same parser as the service: a literal secret is refused even here.
+    ['accounts:\n  - { name: a, provider: resend, apiKey: re_live_123, rate: { perSecond: 10, burst: 10 } }\n', 'accounts[0].apiKey: is a secret'],
+  ])('%j: a ConfigError naming the field', (text, message) => {
+    const error = configError(text);
+    expect(error.variable).toBe('--accounts-file');
+    expect(error.message).toContain(`--accounts-file: ${message}`);
+  });
+});
+
+describe('leasehold capacity --accounts-file (the command, in process)', () => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'leasehold-capacity-accounts-'));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  const file = (name: string, text: string) => {
+    const p = path.join(dir, name);
+    writeFileSync(p, text);
+    return p;
+  };
+  const accountsFile = file('accounts.yaml', RESEND_AND_SES);
+  const env = { LEASEHOLD_RATE_PER_SECOND: '10', LEASEHOLD_RATE_BURST: '10', LEASEHOLD_EMAIL_PROMISE_S: '900', EMAIL_PROVIDER: 'sandbox', DATABASE_URL: '' };
+
+  async function capacity(args: string[], extra: Record<string, string> = {}): Promise<{ code: number; out: string; error: string }> {
+    const out: string[] = [];
+    const ctx = { config: loadConfig({ ...env, ...extra }), out: (line: string) => out.push(line) } as unknown as CommandContext;
+    const program = new Command('leasehold').exitOverride();
+    registerCapacity(program, () => ctx);
+    try {
+      await program.parseAsync(['node', 'leasehold', 'capacity', ...args]);
+      return { code: 0, out: out.join('\n'), error: '' };
+    } catch (error) {
+      if (error instanceof CliExit) return { code: error.code, out: out.join('\n'), error: error.message };
+      throw error;
+    }
+  }
+
+  it('--json: the accounts beside the rest of the report', async () => {
+    const res = await capacity(['--emails-per-day', '0', '--burst-holds', '5000', '--accounts-file', accountsFile, '--json']);
+    expect(res.code).toBe(0);
+    const report = JSON.parse(res.out);
+    expect(report.accounts).toMatchObject({ source: '--accounts-file', file: accountsFile, failover: ['primary', 'backup'] });
+    expect(report.accounts.accounts.map((a: { emailsPerSecond: number }) => a.emailsPerSecond)).toEqual([1000, 14]);
+    expect(report.accounts.normal.drainSeconds).toBe(4);
+    expect(report.accounts.accounts[1].takeover.drainSeconds).toBeCloseTo(4986 / 14, 3);
+    expect(report.workload.provider).toMatchObject({ name: 'resend', perSecond: 1000, burst: 1000 });
+  });
+
+  it('LEASEHOLD_ACCOUNTS_FILE is the default; provider flags model one account instead, and say so', async () => {
+    const configured = await capacity(['--emails-per-day', '100', '--json'], { LEASEHOLD_ACCOUNTS_FILE: accountsFile });
+    expect(JSON.parse(configured.out).accounts).toMatchObject({ source: 'LEASEHOLD_ACCOUNTS_FILE', failover: ['primary', 'backup'] });
+    const flags = await capacity(['--emails-per-day', '100', '--per-second', '3'], { LEASEHOLD_ACCOUNTS_FILE: accountsFile });
+    expect(flags.out).toContain('sandbox at 3/s burst 10');
+    expect(flags.out).toContain(`LEASEHOLD_ACCOUNTS_FILE (${accountsFile}) not modelled: provider.perSecond given, describing one account`);
+  });
+
+  it.each([
+    [['--accounts-file', 'BAD'], {}, 'leasehold capacity: --accounts-file: accounts[0].rate.unit: must be requests or emails'],
+    [[], { LEASEHOLD_ACCOUNTS_FILE: 'BAD' }, 'leasehold capacity: LEASEHOLD_ACCOUNTS_FILE: accounts[0].rate.unit: must be requests or emails'],
+    [['--accounts-file', 'ACCOUNTS', '--burst', '4'], {}, 'leasehold capacity: provider.burst (--burst): each account in --accounts-file sets'],
+    [['--accounts-file', 'MISSING'], {}, 'leasehold capacity: --accounts-file: cannot read'],
+  ])('%j %j exits 2 with one line naming the field', async (args, extra, message) => {
+    const bad = file('bad.yaml', 'accounts:\n  - { name: a, provider: ses, rate: { perSecond: 14, burst: 14, unit: bytes } }\n');
+    const swap = (s: string) => (s === 'BAD' ? bad : s === 'ACCOUNTS' ? accountsFile : s === 'MISSING' ? path.join(dir, 'missing.yaml') : s);
+    const res = await capacity(
+      ['--emails-per-day', '10', ...args.map(swap)],
+      Object.fromEntries(Object.entries(extra).map(([k, v]) => [k, swap(v)])),
+    );
+    expect(res.code).toBe(2);
+    expect(res.out).toBe('');
+    expect(res.error).toContain(message);
+  });
+});
