@@ -82,8 +82,11 @@ export class Operations {
     this.clock = options.clock ?? databaseClock;
   }
 
-  delivery(): Promise<DeliveryControl> {
-    return deliveryControlGet(this.pool, this.schema, this.clock.now());
+  /** The fleet's pause, and the accounts in failover whose own pause is in force. */
+  async delivery(): Promise<DeliveryControl & { pausedAccounts: string[] }> {
+    const control = await deliveryControlGet(this.pool, this.schema, this.clock.now());
+    const states = await rateLimiterGetMany(this.pool, this.schema, this.accounts.failover, this.clock.now());
+    return { ...control, pausedAccounts: this.accounts.failover.filter((name) => states.get(name)?.pause.paused) };
   }
 
   /** Pause delivery fleet-wide; with `forSeconds` it lifts itself. An operator's pause outranks any provider's. */
@@ -109,8 +112,9 @@ export class Operations {
   /** Lift every pause: the fleet's and each account's. Returns the fleet's state before and after, and the accounts resumed. */
   async resume(): Promise<{ before: DeliveryControl; after: DeliveryControl; accounts: string[] }> {
     const before = await this.delivery();
-    const after = await deliveryResume(this.pool, this.schema, this.clock.now());
+    await deliveryResume(this.pool, this.schema, this.clock.now());
     const accounts = await rateLimiterResume(this.pool, this.schema, null, this.clock.now());
+    const after = await this.delivery();
     this.logger.info({ event: 'delivery.resumed', by: PAUSED_BY_OPERATOR, wasPaused: before.paused, accounts }, 'delivery resumed');
     return { before, after, accounts };
   }

@@ -80,7 +80,12 @@ const ErrorShape = z.object({
 });
 
 const RateLimitShape = z.looseObject({ perSecond: z.number(), burst: z.number().int(), tokens: z.number() });
-const DeliveryShape = z.looseObject({ paused: z.boolean(), reason: z.string().nullable(), pausedUntil: nullableTimestamp });
+const DeliveryShape = z.looseObject({
+  paused: z.boolean().describe('the fleet-wide pause'),
+  reason: z.string().nullable(),
+  pausedUntil: nullableTimestamp,
+  pausedAccounts: z.array(z.string()).optional().describe('accounts in failover whose own pause is in force (every one: nothing is sent)'),
+});
 const AnyObject = z.looseObject({});
 const PauseShape = z.looseObject({ paused: z.boolean(), reason: z.string().nullable(), pausedBy: z.string().nullable(), pausedUntil: nullableTimestamp });
 const AccountShape = z.looseObject({

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ident } from '../../src/db/pool.js';
 import { ExpiryWorker } from '../../src/holds/expiry-worker.js';
 import { deliveryControlGet } from '../../src/tables/delivery-control.js';
+import { rateLimiterEnsure, rateLimiterPause } from '../../src/tables/rate-limiter.js';
 import { insertDueHolds } from '../helpers/holds.js';
 import { apiHarness, type ApiHarness } from '../helpers/server.js';
 
@@ -94,6 +95,21 @@ describe('delivery controls', () => {
     const events = h.logs.events().map((e) => e.event);
     expect(events.filter((e) => e === 'delivery.paused')).toHaveLength(2);
     expect(events.filter((e) => e === 'delivery.resumed')).toHaveLength(1);
+  });
+
+  it("a provider's pause of the one account shows on /v1/delivery and /healthz, and resume lifts it", async () => {
+    await rateLimiterEnsure(h.db.pool, h.db.schema, { perSecond: 10, burst: 10 });
+    await rateLimiterPause(h.db.pool, h.db.schema, 'default', { reason: 'Resend refused the API key', by: 'resend' });
+    expect((await h.call('GET', '/v1/delivery')).json()).toMatchObject({ paused: false, pausedAccounts: ['default'] });
+    const health = await h.app.inject({ method: 'GET', url: '/healthz' });
+    expect(health.statusCode).toBe(503);
+    expect(health.json().reasons).toContainEqual({
+      code: 'delivery_paused',
+      message: 'delivery is paused: Resend refused the API key (account default, paused by resend)',
+    });
+    const resumed = await h.call('POST', '/v1/delivery/resume');
+    expect(resumed.json()).toMatchObject({ paused: false, pausedAccounts: [] });
+    expect((await h.app.inject({ method: 'GET', url: '/healthz' })).json().reasons.map((r: { code: string }) => r.code)).not.toContain('delivery_paused');
   });
 
   it('400 for a bad pause body', async () => {

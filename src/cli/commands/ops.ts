@@ -41,8 +41,10 @@ export function registerOps(program: Command, context: ContextFactory): void {
     .action(async () => {
       const ctx = context();
       await withOperations(ctx, async (ops) => {
-        const { before } = await ops.resume();
-        ctx.out(before.paused ? `delivery resumed (was paused: ${before.reason ?? 'no reason'})` : 'delivery was not paused; it is running');
+        const { before, accounts } = await ops.resume();
+        const also = accounts.length > 0 ? `; accounts resumed: ${accounts.join(', ')}` : '';
+        if (before.paused) ctx.out(`delivery resumed (was paused: ${before.reason ?? 'no reason'})${also}`);
+        else ctx.out(accounts.length > 0 ? `delivery resumed${also}` : 'delivery was not paused; it is running');
       });
     });
 
