@@ -10,11 +10,13 @@ import {
 } from './constants.js';
 import { roundSize as roundSizeOf, sendsInFlight } from '../model/delivery-policy.js';
 import { designCosts, type DesignCost } from './costs.js';
+import { accountsReport, firstAccountWorkload, type AccountsReport } from './fleet.js';
+import { singleAccount, type AccountsInput } from './accounts.js';
 import type { Workload } from './input.js';
 import type { PriceTable } from './prices.js';
-import type { RowCounts, RowsReport, StatementRates, StatementsReport } from './reports.js';
+import type { RowCounts, RowsReport, StatementRates, StatementsReport, Verdict } from './reports.js';
 
-export type { RowCounts, RowsReport, StatementRates, StatementsReport };
+export type { RowCounts, RowsReport, StatementRates, StatementsReport, Verdict };
 
 /**
  * The workload and cost model: pure arithmetic over a validated workload
@@ -22,8 +24,6 @@ export type { RowCounts, RowsReport, StatementRates, StatementsReport };
  * assumption behind it, because a capacity estimate nobody can check is
  * worse than none.
  */
-
-export type Verdict = 'meets' | 'misses' | 'never-drains';
 
 export interface BurstReport {
   holds: number;
@@ -82,6 +82,8 @@ export interface CapacityReport {
   steady: SteadyReport;
   burst: BurstReport | null;
   quota: QuotaReport;
+  /** Each provider account's rate in emails, and the worst burst through them in failover order. */
+  accounts: AccountsReport;
   rows: RowsReport;
   statements: StatementsReport;
   costs: DesignCost[];
@@ -98,15 +100,20 @@ export const inFlightPerWorker = (w: Workload): number => sendsInFlight(w.deploy
 /** Seconds one round takes: the provider call plus the round's own statements. */
 const roundSeconds = (w: Workload): number => (w.provider.latencyMs + DELIVERY_ROUND_OVERHEAD_MS) / 1000;
 
-export function deliveryCapacity(w: Workload): number {
-  return (w.deployment.workers * inFlightPerWorker(w)) / roundSeconds(w);
+/**
+ * Emails/s the delivery workers can send at the assumed latency: sends in
+ * flight / round time, x emails per provider request (1 unless an account's
+ * batch says otherwise; the lane sends one email per request today).
+ */
+export function deliveryCapacity(w: Workload, emailsPerRequest = 1): number {
+  return ((w.deployment.workers * inFlightPerWorker(w)) / roundSeconds(w)) * emailsPerRequest;
 }
 
-export function burstReport(w: Workload): BurstReport | null {
+export function burstReport(w: Workload, emailsPerRequest = 1): BurstReport | null {
   const { holds, windowSeconds } = w.burst;
   if (holds === 0) return null;
   const limit = w.provider.perSecond;
-  const capacity = deliveryCapacity(w);
+  const capacity = deliveryCapacity(w, emailsPerRequest);
   const baseline = w.volume.emailsPerDay / SECONDS_PER_DAY;
   const drainRate = Math.min(limit, capacity) - baseline;
   const excess = Math.max(0, holds - w.provider.burst);
@@ -138,9 +145,9 @@ export function burstReport(w: Workload): BurstReport | null {
   };
 }
 
-export function steadyReport(w: Workload): SteadyReport {
+export function steadyReport(w: Workload, emailsPerRequest = 1): SteadyReport {
   const emailsPerSecond = w.volume.emailsPerDay / SECONDS_PER_DAY;
-  const capacity = deliveryCapacity(w);
+  const capacity = deliveryCapacity(w, emailsPerRequest);
   const sendRate = Math.min(w.provider.perSecond, capacity);
   const utilisation = emailsPerSecond / sendRate;
   return {
@@ -202,7 +209,7 @@ function expiryTicksPerWorker(w: Workload, duePerSecond: number): number {
   return Math.max(1000 / w.deployment.expiryIntervalMs, Math.min(duePerSecond, 1000 / EXPIRY_TICK_MS));
 }
 
-export function statementsReport(w: Workload, burst: BurstReport | null): StatementsReport {
+export function statementsReport(w: Workload, burst: BurstReport | null, emailsPerRequest = 1): StatementsReport {
   const workers = w.deployment.workers;
   const e = w.volume.emailsPerDay / SECONDS_PER_DAY;
   const h = e / w.volume.expiredShare;
@@ -241,7 +248,8 @@ export function statementsReport(w: Workload, burst: BurstReport | null): Statem
     }
     // Draining: rounds of k intents; when the limiter paces and fewer permits
     // arrive per round than there are workers, idle workers' takes are refused.
-    const rate = Math.min(burst.limiterPerSecond, burst.deliveryCapacityPerSecond);
+    // In sends (provider requests): a batch carries emailsPerRequest emails.
+    const rate = Math.min(burst.limiterPerSecond, burst.deliveryCapacityPerSecond) / emailsPerRequest;
     const inFlight = rate * roundSeconds(w);
     const k = Math.min(roundSize(w), Math.max(1, inFlight / workers));
     const rounds = rate / k;
@@ -272,7 +280,7 @@ export function statementsReport(w: Workload, burst: BurstReport | null): Statem
   };
 }
 
-export function unknowns(w: Workload): string[] {
+export function unknowns(w: Workload, accounts?: AccountsReport): string[] {
   const list = [
     "The provider's real limits: the rate, burst and daily quota your account is granted, and undisclosed throttling (Postmark publishes no rate limit; Resend and SES limits are per account). The model trusts the numbers given.",
     `Provider latency: assumed ${w.provider.latencyMs} ms per send (--latency-ms); it decides how many sends a delivery process keeps in flight.`,
@@ -285,18 +293,50 @@ export function unknowns(w: Workload): string[] {
     'High availability: one single-AZ database instance; Multi-AZ, read replicas and cross-region recovery change the database lines.',
     'How often sends are duplicated or rejected in practice, and what a lost or late email costs your business.',
   ];
+  if (accounts && accounts.accounts.length > 1) {
+    list.unshift(
+      'Which account sends: the model puts every email on the first account in failover (the email cost line prices its provider); ' +
+        'how often and how long it is paused or cooling down in practice, and so how much the backups carry, is not knowable here.',
+    );
+  }
+  if (accounts?.accounts.some((a) => a.batchPlanned !== null && a.batchPlanned > a.emailsPerRequest)) {
+    list.unshift(
+      'Batching: the accounts file gives emails per request above 1, but the delivery lane does not batch yet: ' +
+        'every provider request carries one email today, so the figures count a requests-unit account\'s permits/s as emails/s.',
+    );
+  }
   if (w.provider.name === 'sandbox' || w.provider.name === 'smtp') {
-    list.unshift(`Email price: provider '${w.provider.name}' has no price in the table; choose --provider or edit the email section of the price table.`);
+    list.unshift(
+      accounts && accounts.source !== 'flags'
+        ? `Email price: the first account's provider '${w.provider.name}' has no price in the table; edit the email section of the price table.`
+        : `Email price: provider '${w.provider.name}' has no price in the table; choose --provider or edit the email section of the price table.`,
+    );
   }
   return list;
 }
 
-export function capacityModel(w: Workload, prices: PriceTable): CapacityReport {
+/** The daily quota of the account that sends (the first in failover), as the accounts file gives it. */
+function quotaOfFirst(w: Workload, accounts: AccountsReport): QuotaReport {
+  const q = quotaReport(w);
+  if (accounts.source === 'flags' || q.dailyQuota !== null) return q;
+  return { ...q, note: `the first account (${accounts.accounts[0]!.name}) has no dailyQuota in the accounts file; the provider may still enforce one` };
+}
+
+/**
+ * The whole report. `accounts` (default: the workload's own single account)
+ * are the provider accounts in failover order; the first one, which sends
+ * everything in normal operation, sets the provider fields the sending
+ * rate, burst, quota and cost lines read, in emails.
+ */
+export function capacityModel(given: Workload, prices: PriceTable, accounts: AccountsInput = singleAccount(given)): CapacityReport {
+  const accountLines = accountsReport(given, accounts, deliveryCapacity(given));
+  const w = firstAccountWorkload(given, accountLines);
+  const perRequest = accountLines.accounts[0]!.emailsPerRequest;
   const emailsPerSecond = w.volume.emailsPerDay / SECONDS_PER_DAY;
   const holdsPerDay = w.volume.emailsPerDay / w.volume.expiredShare;
-  const burst = burstReport(w);
+  const burst = burstReport(w, perRequest);
   const rows = rowsReport(w);
-  const statements = statementsReport(w, burst);
+  const statements = statementsReport(w, burst, perRequest);
   return {
     workload: w,
     derived: {
@@ -306,13 +346,14 @@ export function capacityModel(w: Workload, prices: PriceTable): CapacityReport {
       emailsPerMonth: w.volume.emailsPerDay * DAYS_PER_MONTH,
       holdsPerMonth: holdsPerDay * DAYS_PER_MONTH,
     },
-    steady: steadyReport(w),
+    steady: steadyReport(w, perRequest),
     burst,
-    quota: quotaReport(w),
+    quota: quotaOfFirst(w, accountLines),
+    accounts: accountLines,
     rows,
     statements,
     costs: designCosts(w, prices, { rows, statements }),
     prices: { region: prices.region, recorded: prices.recorded, warning: prices.warning },
-    unknowns: unknowns(w),
+    unknowns: unknowns(w, accountLines),
   };
 }

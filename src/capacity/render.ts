@@ -1,5 +1,6 @@
 import { seconds, table } from '../format.js';
 import type { CostLine } from './costs.js';
+import type { AccountsReport, DrainChain } from './fleet.js';
 import { inFlightPerWorker, type CapacityReport } from './model.js';
 
 /** The human-readable report: every figure with its formula or assumption. */
@@ -40,12 +41,108 @@ function priced(l: CostLine): string {
   return `${quantity(l.quantity)} ${l.unit} x ${unitPrice(l.unitUsd)}: `;
 }
 
+/** Columns padded to their widest cell, the first row a header. */
+function columns(rows: string[][], indent = '  '): string[] {
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((row) => row[i]!.length)));
+  return rows.map((row) => `${indent}${row.map((cell, i) => cell.padEnd(widths[i]!)).join('  ')}`.trimEnd());
+}
+
+const rate = (n: number) => (n >= 100 ? int(n) : n >= 1 ? dec(n, 1) : dec(n, 2));
+
+/** One burst through a chain of accounts: each stage, then the drain and the verdict. */
+function chain(c: DrainChain, promise: number): string {
+  const stages = c.stages.map((s, i) => {
+    const time =
+      s.seconds === null
+        ? 'never (average demand uses its whole rate)'
+        : `(${int(s.emails)} - burst ${int(s.burstEmails)}) / ${dec(s.drainRatePerSecond, 2)}/s = ${seconds(s.seconds)}`;
+    return `${i === 0 ? '' : 'then '}${s.account} ${time}${s.quotaRunsOut ? ', its daily quota used up' : ''}`;
+  });
+  const end =
+    c.verdict === 'quota-exhausted'
+      ? `${int(c.unsentEmails)} emails wait for a daily quota to reset: quota-exhausted`
+      : c.verdict === 'never-drains'
+        ? 'never-drains'
+        : `oldest email ${seconds(c.oldestEmailAgeSeconds!)} against the ${seconds(promise)} promise: ${c.verdict}`;
+  return `${stages.join(', ')}; ${end}`;
+}
+
+/** The burst section reads the first account alone; where its daily quota runs out first, say what failover makes of it. */
+function quotaOverflow(a: AccountsReport | null): Array<[string, string]> {
+  const n = a?.normal;
+  if (!n || (n.stages.length === 1 && n.unsentEmails === 0)) return [];
+  const first = n.stages[0]!;
+  const outcome =
+    n.verdict === 'quota-exhausted'
+      ? `${int(n.unsentEmails)} emails wait for a quota to reset`
+      : n.oldestEmailAgeSeconds === null
+        ? 'never-drains'
+        : `oldest email ${seconds(n.oldestEmailAgeSeconds)}: ${n.verdict}`;
+  return [['daily quota', `${first.account}'s quota runs out after ${int(first.emails)} of them (the lines above ignore it); through failover: ${outcome} (Provider accounts below)`]];
+}
+
+function perRequest(a: AccountsReport['accounts'][number]): string {
+  if (a.emailsPerRequestFrom === 'default') return '1 (default)';
+  const capped = a.batchCappedFrom !== null ? `, capped from ${a.batchCappedFrom}` : '';
+  if (a.batchPlanned !== null && a.batchPlanned > a.emailsPerRequest) return `${a.emailsPerRequest} (batch ${a.batchPlanned}${capped}: not sent yet)`;
+  return `${a.emailsPerRequest} (batch${capped})`;
+}
+
+function renderAccounts(a: AccountsReport, promise: number): string[] {
+  const out: string[] = ['', `Provider accounts (${a.source === '--accounts-file' ? '--accounts-file' : 'LEASEHOLD_ACCOUNTS_FILE'} ${a.file}), in failover order`];
+  out.push(
+    ...columns([
+      ['account', 'provider', 'unit', 'permits/s', 'burst', 'emails/request', 'emails/s', 'daily quota', 'burst share'],
+      ...a.accounts.map((x) => [
+        `${x.name}${x.role === 'first' ? ' (first)' : ''}`,
+        x.provider,
+        x.unit,
+        rate(x.permitsPerSecond),
+        int(x.burstPermits),
+        perRequest(x),
+        rate(x.emailsPerSecond),
+        x.dailyQuota === null
+          ? 'none'
+          : `${int(x.dailyQuota)} (${rate(x.quotaEmailsPerSecond!)}/s sustained, ${seconds(x.fullRateQuotaSeconds!)} at full rate)`,
+        x.normalShare === null ? '-' : pct(x.normalShare),
+      ]),
+    ]),
+  );
+  const rows: Array<[string, string]> = [
+    [
+      'combined',
+      a.accounts.length === 1
+        ? `${rate(a.combined.emailsPerSecond)} emails/s (one account)`
+        : `${rate(a.combined.emailsPerSecond)} emails/s (${rate(a.combined.sustainedEmailsPerSecond)}/s sustained under the quotas) if every account sent at once, ${a.combined.note}`,
+    ],
+  ];
+  if (a.normal) rows.push(['burst, normal', chain(a.normal, promise)]);
+  for (const x of a.accounts) {
+    if (!x.takeover) continue;
+    const t = x.takeover;
+    const late =
+      t.afterCooldown.oldestEmailAgeSeconds === null
+        ? ''
+        : `; after a 429 cooldown (${a.failoverAfterSeconds} s before intents move): oldest ${seconds(t.afterCooldown.oldestEmailAgeSeconds)}, ${t.afterCooldown.verdict}`;
+    rows.push([`burst, ${x.name} takes over`, `(${t.stopped.join(', ')} stopped) ${chain(t, promise)}${late}`]);
+  }
+  out.push(...table(rows));
+  for (const note of a.notes) out.push(`    * ${note}`);
+  for (const assumption of a.assumptions) out.push(`    - ${assumption}`);
+  return out;
+}
+
 export function renderReport(r: CapacityReport): string[] {
   const w = r.workload;
   const out: string[] = [];
+  const accounts = r.accounts.source === 'flags' ? null : r.accounts;
+  const first = r.accounts.accounts[0]!;
+  const sending = accounts
+    ? `${accounts.accounts.length} account(s), first ${first.name} (${first.provider}) at ${rate(first.emailsPerSecond)} emails/s burst ${int(first.burstEmails)}`
+    : `${w.provider.name} at ${w.provider.perSecond}/s burst ${w.provider.burst}`;
   out.push(
     `leasehold capacity: ${int(w.volume.emailsPerDay)} emails/day from ${int(r.derived.holdsPerDay)} holds/day ` +
-      `(${pct(w.volume.expiredShare)} expire, ${seconds(w.holdWindowSeconds)} window), ${w.provider.name} at ${w.provider.perSecond}/s burst ${w.provider.burst}, ` +
+      `(${pct(w.volume.expiredShare)} expire, ${seconds(w.holdWindowSeconds)} window), ${sending}, ` +
       `${w.deployment.workers} worker(s)`,
   );
 
@@ -56,7 +153,7 @@ export function renderReport(r: CapacityReport): string[] {
       ['average demand', `${dec(s.emailsPerSecond, 2)} emails/s`],
       [
         'can send',
-        `${dec(s.sendRatePerSecond, 1)}/s, paced by the ${s.pacedBy === 'limiter' ? 'shared limiter' : `workers (${w.deployment.workers} x ${inFlightPerWorker(w)} sends in flight / ${w.provider.latencyMs} ms provider latency)`}`,
+        `${dec(s.sendRatePerSecond, 1)}/s, paced by the ${s.pacedBy === 'limiter' ? 'shared limiter' : `workers (${w.deployment.workers} x ${inFlightPerWorker(w)} sends in flight${first.emailsPerRequest > 1 ? ` x ${first.emailsPerRequest} emails per request` : ''} / ${w.provider.latencyMs} ms provider latency)`}`,
       ],
       ['verdict', `${s.verdict} (${pct(s.utilisation)} of the sending rate)`],
     ]),
@@ -81,6 +178,7 @@ export function renderReport(r: CapacityReport): string[] {
         ['oldest email age', age],
         ['assumes', 'the limiter bucket is full when the burst starts, its holds fall due evenly over the window, average demand keeps arriving'],
         ['expiry lane', `${dec(b.expiryCatchUpSeconds, 2)}s to expire them all (measured ${int(38_735)} holds/s) against the ${seconds(b.expiryPromiseSeconds)} promise: ${b.expiryVerdict}`],
+        ...quotaOverflow(accounts),
       ]),
     );
   }
@@ -88,6 +186,12 @@ export function renderReport(r: CapacityReport): string[] {
   const q = r.quota;
   out.push('', 'Daily quota');
   out.push(...table([[q.dailyQuota === null ? 'quota' : `${int(q.emailsPerDay)} of ${int(q.dailyQuota)}`, `${q.verdict}: ${q.note}`]]));
+
+  if (accounts) out.push(...renderAccounts(accounts, w.promiseSeconds));
+  else if (r.accounts.notes.length > 0) {
+    out.push('', 'Provider accounts: one, from the provider fields');
+    for (const note of r.accounts.notes) out.push(`  ${note}`);
+  }
 
   const rows = r.rows;
   out.push('', `Rows and storage (measured bytes per row x ${rows.bloatFactor} for update churn)`);

@@ -1,4 +1,7 @@
-/** The row and statement figures of a capacity report, shared by the model and the cost lines. */
+/** The row and statement figures of a capacity report, shared by the model and the cost lines; the burst verdict, shared with the accounts model. */
+
+/** An email burst against the promise: its oldest email within it, past it, or never sent because the rate never catches up. */
+export type Verdict = 'meets' | 'misses' | 'never-drains';
 
 export interface RowCounts {
   holds: number;

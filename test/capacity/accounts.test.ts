@@ -48,14 +48,15 @@ describe('accounts and their units', () => {
       unit: 'requests',
       role: 'first',
       permitsPerSecond: 10,
-      emailsPerRequest: 100,
+      // The lane sends one email per request today: the batch of 100 is read, not used.
+      emailsPerRequest: 1,
       emailsPerRequestFrom: 'batch',
+      batchPlanned: 100,
       requestsPerSecond: 10,
-      // 10 requests/s x 100 emails each; the bucket of 10 requests holds 1,000 emails.
-      emailsPerSecond: 1000,
-      burstEmails: 1000,
+      emailsPerSecond: 10,
+      burstEmails: 10,
       dailyQuota: null,
-      sustainedEmailsPerSecond: 1000,
+      sustainedEmailsPerSecond: 10,
       fullRateQuotaSeconds: null,
     });
     expect(ses).toMatchObject({
@@ -74,11 +75,11 @@ describe('accounts and their units', () => {
     expect(ses!.quotaEmailsPerSecond).toBeCloseTo(50_000 / 86_400, 12);
     expect(ses!.sustainedEmailsPerSecond).toBeCloseTo(50_000 / 86_400, 12);
     expect(ses!.fullRateQuotaSeconds).toBeCloseTo(50_000 / 14, 9);
-    expect(r.combined.emailsPerSecond).toBe(1014);
-    expect(r.combined.sustainedEmailsPerSecond).toBeCloseTo(1000 + 50_000 / 86_400, 9);
+    expect(r.combined.emailsPerSecond).toBe(24);
+    expect(r.combined.sustainedEmailsPerSecond).toBeCloseTo(10 + 50_000 / 86_400, 9);
     expect(r.combined.note).toMatch(/ceiling the lane does not use: new intents go to the first account/);
-    // Batching is not built: the figure is labelled as the file's, with today's rate beside it.
-    expect(r.notes.join('\n')).toMatch(/batching is not built yet: .*primary \(100\).*today every request carries one email: primary sends 10 emails\/s/);
+    // Batching is not built: the file's batch is named as read, not used.
+    expect(r.notes.join('\n')).toMatch(/batching is not built yet: the batch of primary \(100\) is read but not used; every request carries one email today/);
   });
 
   it('without batch a request carries one email; a batch above the provider maximum is capped; an emails-unit rate ignores batch', () => {
@@ -87,26 +88,25 @@ describe('accounts and their units', () => {
       prices(),
       fromFile(`
 accounts:
-  - { name: plain, provider: resend, apiKey: \${K}, rate: { perSecond: 10, burst: 10 } }
-  - { name: big, provider: resend, apiKey: \${K}, rate: { perSecond: 10, burst: 10 }, batch: 250 }
-  - { name: pm, provider: postmark, serverToken: \${T}, rate: { perSecond: 2, burst: 4, unit: emails }, batch: 50 }
+  - { name: plain, provider: resend, apiKey: "\${K}", rate: { perSecond: 10, burst: 10 } }
+  - { name: big, provider: resend, apiKey: "\${K}", rate: { perSecond: 10, burst: 10 }, batch: 250 }
+  - { name: pm, provider: postmark, serverToken: "\${T}", rate: { perSecond: 2, burst: 4, unit: emails }, batch: 50 }
 `),
     ).accounts;
     const [plain, big, pm] = r.accounts;
     expect(plain).toMatchObject({ unit: 'requests', emailsPerRequest: 1, emailsPerRequestFrom: 'default', emailsPerSecond: 10 });
-    expect(big).toMatchObject({ emailsPerRequest: 100, batchCappedFrom: 250, providerMaxBatch: 100, emailsPerSecond: 1000 });
+    expect(big).toMatchObject({ emailsPerRequest: 1, batchPlanned: 100, batchCappedFrom: 250, providerMaxBatch: 100, emailsPerSecond: 10 });
     expect(r.notes.join('\n')).toContain('big: batch 250 is more than resend takes in one request; modelled as 100');
-    // Permits are emails: 2 emails/s whatever the batch, in 2/50 requests a second.
-    expect(pm).toMatchObject({ unit: 'emails', emailsPerRequest: 50, emailsPerSecond: 2, burstEmails: 4, requestsPerSecond: 2 / 50 });
+    // Permits are emails: 2 emails/s whatever the batch (one request each, until batching is built).
+    expect(pm).toMatchObject({ unit: 'emails', emailsPerRequest: 1, batchPlanned: 50, emailsPerSecond: 2, burstEmails: 4, requestsPerSecond: 2 });
   });
 
   it('the first account sets the provider fields the sending rate, burst and cost lines read, in emails', () => {
     const report = capacityModel(workload({ volume: { emailsPerDay: 0 }, burst: { holds: 5000 } }), prices(), fromFile(RESEND_AND_SES));
-    expect(report.workload.provider).toMatchObject({ name: 'resend', perSecond: 1000, burst: 1000 });
+    expect(report.workload.provider).toMatchObject({ name: 'resend', perSecond: 10, burst: 10 });
     expect(report.workload.provider.dailyQuota).toBeUndefined();
-    // 1,000 emails/s is more than 2 workers x 8 in flight / 0.204 s = 78 sends/s, but each send carries 100 emails.
     expect(report.steady.pacedBy).toBe('limiter');
-    expect(report.burst!.drainSeconds).toBe(4);
+    expect(report.burst!.drainSeconds).toBe((5000 - 10) / 10);
     expect(report.costs[0]!.lines.find((l) => l.item.startsWith('email'))!.item).toBe('email (resend)');
   });
 });
@@ -115,8 +115,8 @@ describe('the worst burst through the accounts', () => {
   const THREE = `
 accounts:
   - { name: first, provider: ses, rate: { perSecond: 14, burst: 14, unit: emails } }
-  - { name: second, provider: resend, apiKey: \${K}, rate: { perSecond: 5, burst: 5 } }
-  - { name: third, provider: postmark, serverToken: \${T}, rate: { perSecond: 50, burst: 50 } }
+  - { name: second, provider: resend, apiKey: "\${K}", rate: { perSecond: 5, burst: 5 } }
+  - { name: third, provider: postmark, serverToken: "\${T}", rate: { perSecond: 50, burst: 50 } }
 `;
 
   it('normal operation: the first account sends it all, the others stand by', () => {
@@ -158,7 +158,7 @@ accounts:
       fromFile(`
 accounts:
   - { name: ses-main, provider: ses, rate: { perSecond: 14, burst: 14, unit: emails }, dailyQuota: 3000 }
-  - { name: resend-backup, provider: resend, apiKey: \${K}, rate: { perSecond: 5, burst: 5 } }
+  - { name: resend-backup, provider: resend, apiKey: "\${K}", rate: { perSecond: 5, burst: 5 } }
 `),
     ).accounts;
     const [ses, resend] = r.normal!.stages;
@@ -189,9 +189,9 @@ accounts:
     const text = lines.join('\n');
     expect(text).toContain('Provider accounts (--accounts-file accounts.yaml), in failover order');
     expect(text).toMatch(/account\s+provider\s+unit\s+permits\/s\s+burst\s+emails\/request\s+emails\/s\s+daily quota\s+burst share/);
-    expect(text).toMatch(/primary \(first\)\s+resend\s+requests\s+10\.0\s+10\s+100 \(batch\)\s+1,000\s+none\s+100%/);
+    expect(text).toMatch(/primary \(first\)\s+resend\s+requests\s+10\.0\s+10\s+1 \(batch 100: not sent yet\)\s+10\.0\s+none\s+100%/);
     expect(text).toMatch(/backup\s+ses\s+emails\s+14\.0\s+14\s+1 \(default\)\s+14\.0\s+50,000 \(0\.58\/s sustained, 59m31s at full rate\)\s+0%/);
-    expect(text).toMatch(/burst, normal\s+primary \(5,000 - burst 1,000\) \/ 1,000\.00\/s = 4\.0s; oldest email 4\.0s against the 15m0s promise: meets/);
+    expect(text).toMatch(/burst, normal\s+primary \(5,000 - burst 10\) \/ 10\.00\/s = 8m19s; oldest email 8m19s against the 15m0s promise: meets/);
     expect(text).toMatch(/burst, backup takes over\s+\(primary stopped\) backup \(5,000 - burst 14\) \/ 14\.00\/s = 5m56s; .*after a 429 cooldown \(60 s before intents move\): oldest 6m56s, meets/);
     expect(text).toMatch(/Batching: the accounts file gives emails per request above 1/);
   });
@@ -246,7 +246,7 @@ describe('a bad accounts file', () => {
     ['accounts:\n  - { name: a, provider: ses, rate: { perSecond: 14, burst: 14, unit: bytes } }\n', 'accounts[0].rate.unit: must be requests or emails'],
     ['accounts:\n  - { name: a, provider: ses, rate: { perSecond: 14, burst: 14 } }\n  - { name: b, provider: mailgun, rate: { perSecond: 1, burst: 1 } }\n', 'accounts[1].provider: must be one of'],
     ['accounts:\n  - { name: a, provider: ses, rate: { perSecond: 14, burst: 14 }, dailyQuota: 2.5 }\n', 'accounts[0].dailyQuota: must be a whole number of emails'],
-    ['accounts:\n  - { name: a, provider: resend, apiKey: \${K}, rate: { perSecond: 10, burst: 10 }, batch: 0 }\n', 'accounts[0].batch: must be at least 1'],
+    ['accounts:\n  - { name: a, provider: resend, apiKey: "\${K}", rate: { perSecond: 10, burst: 10 }, batch: 0 }\n', 'accounts[0].batch: must be at least 1'],
     ['accounts:\n  - { name: a, provider: ses, rate: { perSecond: 14, burst: 14 } }\nfailover: [a, b]\n', 'failover[1]: "b" is not an account in this file'],
     // The same parser as the service: a literal secret is refused even here.
     ['accounts:\n  - { name: a, provider: resend, apiKey: re_live_123, rate: { perSecond: 10, burst: 10 } }\n', 'accounts[0].apiKey: is a secret'],
@@ -287,10 +287,10 @@ describe('leasehold capacity --accounts-file (the command, in process)', () => {
     expect(res.code).toBe(0);
     const report = JSON.parse(res.out);
     expect(report.accounts).toMatchObject({ source: '--accounts-file', file: accountsFile, failover: ['primary', 'backup'] });
-    expect(report.accounts.accounts.map((a: { emailsPerSecond: number }) => a.emailsPerSecond)).toEqual([1000, 14]);
-    expect(report.accounts.normal.drainSeconds).toBe(4);
+    expect(report.accounts.accounts.map((a: { emailsPerSecond: number }) => a.emailsPerSecond)).toEqual([10, 14]);
+    expect(report.accounts.normal.drainSeconds).toBe((5000 - 10) / 10);
     expect(report.accounts.accounts[1].takeover.drainSeconds).toBeCloseTo(4986 / 14, 3);
-    expect(report.workload.provider).toMatchObject({ name: 'resend', perSecond: 1000, burst: 1000 });
+    expect(report.workload.provider).toMatchObject({ name: 'resend', perSecond: 10, burst: 10 });
   });
 
   it('LEASEHOLD_ACCOUNTS_FILE is the default; provider flags model one account instead, and say so', async () => {

@@ -1,19 +1,22 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Option, type Command } from 'commander';
+import { accountFieldsIn, chooseAccounts, singleAccount, type AccountsInput } from '../../capacity/accounts.js';
 import { FLAGS, mergeInput, nest, parseWorkload, type ConfigDefaults, type WorkloadField } from '../../capacity/input.js';
 import { capacityModel } from '../../capacity/model.js';
 import { parsePrices } from '../../capacity/prices.js';
 import { renderReport } from '../../capacity/render.js';
-import { ValidationError } from '../../errors.js';
+import { ConfigError, ValidationError } from '../../errors.js';
 import { packageRoot } from '../../runtime/package-root.js';
 import { CliExit, EXIT_USAGE } from '../context.js';
 import type { ContextFactory } from '../context.js';
 
 /**
  * `leasehold capacity`: parse the workload (YAML file, then flags over it,
- * then the configuration's defaults), run the pure model, print. Touches no
- * database and fetches nothing.
+ * then the configuration's defaults) and the provider accounts
+ * (--accounts-file, else LEASEHOLD_ACCOUNTS_FILE unless provider flags
+ * describe one account, else one account from those flags), run the pure
+ * model, print. Touches no database, reads no secret and fetches nothing.
  */
 
 const HELP: Record<WorkloadField, string> = {
@@ -45,6 +48,14 @@ const HELP: Record<WorkloadField, string> = {
 const attribute = (flag: string) => flag.slice(2).replace(/-([a-z])/g, (_, c: string) => c.toUpperCase());
 
 // `yaml` loads only when this command runs: every other command starts faster.
+function readText(file: string, what: string): string {
+  try {
+    return readFileSync(file, 'utf8');
+  } catch (error) {
+    throw new CliExit(EXIT_USAGE, `leasehold capacity: ${what}: cannot read ${file}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+  }
+}
+
 async function readYaml(file: string, what: string): Promise<unknown> {
   const { parse: parseYaml } = await import('yaml');
   let text: string;
@@ -74,6 +85,10 @@ export function registerCapacity(program: Command, context: ContextFactory): voi
     .description('workload and cost model: burst drain time, oldest email age against the promise, rows, statements/s, monthly cost of three designs')
     .option('--file <path>', 'workload YAML (see capacity/workload.example.yaml); flags override it field by field')
     .option('--prices <path>', 'price table YAML (default: capacity/prices.yaml in the package)')
+    .option(
+      '--accounts-file <path>',
+      'provider accounts YAML, as LEASEHOLD_ACCOUNTS_FILE (its default, unless provider flags are given): each account\'s rate, unit, daily quota and batch, in failover order',
+    )
     .option('--json', 'print the report as JSON');
   for (const [field, flag] of Object.entries(FLAGS) as Array<[WorkloadField, string]>) {
     command.addOption(field === 'freeTiers' ? new Option(flag, HELP[field]) : new Option(`${flag} <value>`, HELP[field]));
@@ -100,10 +115,25 @@ export function registerCapacity(program: Command, context: ContextFactory): voi
     let report;
     try {
       const workload = parseWorkload(mergeInput(fromFile, nest(flags)), defaults);
+      const choice = chooseAccounts({
+        ...(typeof options.accountsFile === 'string' ? { explicitFile: options.accountsFile } : {}),
+        ...(config.accountsFile ? { configuredFile: config.accountsFile } : {}),
+        flagFields: accountFieldsIn(nest(flags)),
+        fileFields: accountFieldsIn(fromFile),
+      });
+      let accounts: AccountsInput;
+      if (choice.file === null) {
+        accounts = singleAccount(workload, config.failoverAfterS, choice.notes);
+      } else {
+        const text = readText(choice.file, choice.source);
+        const { accountsFromText } = await import('../../capacity/accounts-file.js');
+        accounts = accountsFromText(text, choice.source, choice.file, config.failoverAfterS, choice.notes);
+      }
       const prices = parsePrices(await readYaml(pricesFile, '--prices'));
-      report = capacityModel(workload, prices);
+      report = capacityModel(workload, prices, accounts);
     } catch (error) {
-      if (error instanceof ValidationError) throw new CliExit(EXIT_USAGE, `leasehold capacity: ${error.message}`);
+      // A bad accounts file is the same ConfigError the service gives, naming the field.
+      if (error instanceof ValidationError || error instanceof ConfigError) throw new CliExit(EXIT_USAGE, `leasehold capacity: ${error.message}`);
       throw error;
     }
     if (options.json) {
