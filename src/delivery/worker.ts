@@ -10,11 +10,13 @@ import { Slots } from '../runtime/slots.js';
 import { defaultLibraryLogger, type Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { EmailGateway, SendResult } from '../providers/gateway.js';
-import { rateLimiterEnsure, rateLimiterGetMany, rateLimiterRefund, rateLimiterTake } from '../tables/rate-limiter.js';
+import { rateLimiterEnsure, rateLimiterRefund } from '../tables/rate-limiter.js';
 import { DEFAULT_ACCOUNT } from '../model/accounts.js';
-import { legsFor, nextAccount } from './routing.js';
-import { intentsLease, type AttemptResult, type LeasedIntent } from '../tables/outbox.js';
+import { nextAccount } from './routing.js';
+import { AccountLegs, type LeasedOnAccount } from './legs.js';
+import type { AttemptResult, LeasedIntent } from '../tables/outbox.js';
 import { suppressedAttempt, suppressedIntents } from './suppression-gate.js';
+import type { Suppression } from '../model/suppression-reasons.js';
 import type { AttemptOutcome } from '../model/intent-states.js';
 import { roundsInFlight, roundSize, type RateLimitPolicy } from '../model/delivery-policy.js';
 import { failureDelayMs, rateLimitDelayMs, defaultRetryPolicy, type RetryPolicy } from './retry-policy.js';
@@ -96,9 +98,6 @@ export interface DeliveryRun {
   retryInMs?: number;
 }
 
-/** How long a standby account's leg is skipped after it found nothing due. */
-const QUIET_LEG_MS = 1000;
-
 const outcomeOf: Record<SendResult['kind'], AttemptOutcome> = {
   accepted: 'accepted',
   rate_limited: 'rate_limited',
@@ -109,8 +108,9 @@ const outcomeOf: Record<SendResult['kind'], AttemptOutcome> = {
 
 /**
  * The delivery lane. One round: reserve send slots (`concurrency` in all,
- * shared by the rounds in flight), take permits from the shared limiter for
- * at most that many, then lease at most that many intents (so every leased
+ * shared by the rounds in flight), take permits from each provider
+ * account's shared limiter for at most that many, then lease at most that
+ * many intents routed to that account (delivery/legs.ts; so every leased
  * intent is sent at once and no lease waits on the limiter or a slot),
  * send them concurrently with a timeout shorter than the lease, and record
  * all results in one fenced statement. Permits and slots not used are given
@@ -132,7 +132,6 @@ export class DeliveryWorker extends LoopWorker<DeliveryEvents> {
   private readonly accounts: ReadonlyArray<Required<Pick<DeliveryAccount, 'name' | 'gateway' | 'from'>> & DeliveryAccount>;
   private readonly byName: ReadonlyMap<string, DeliveryWorker['accounts'][number]>;
   private readonly failover: string[];
-  private readonly failoverAfterMs: number;
   private readonly templates: Templates;
   private readonly batchSize: number;
   private readonly leaseMs: number;
@@ -143,8 +142,7 @@ export class DeliveryWorker extends LoopWorker<DeliveryEvents> {
   private readonly faults: Faults;
   private readonly random: () => number;
   private limiterReady = false;
-  /** Legs (accounts) that found nothing due, and until when they are not asked again. */
-  private readonly quietLegs = new Map<string, number>();
+  private readonly legs: AccountLegs;
   private readonly recorder: RoundRecorder;
   private waitingSince: number | undefined;
 
@@ -158,7 +156,6 @@ export class DeliveryWorker extends LoopWorker<DeliveryEvents> {
     this.byName = new Map(this.accounts.map((a) => [a.name, a]));
     if (this.byName.size !== this.accounts.length) throw new ValidationError('accounts', 'account names must be unique');
     this.failover = this.accounts.map((a) => a.name);
-    this.failoverAfterMs = options.failoverAfterMs ?? DEFAULTS.failoverAfterS * 1000;
     this.templates = options.templates ?? shippedTemplates();
     const concurrency = Math.max(1, options.concurrency ?? DEFAULTS.deliveryConcurrency);
     this.slots = new Slots(concurrency);
@@ -169,6 +166,18 @@ export class DeliveryWorker extends LoopWorker<DeliveryEvents> {
     if (this.sendTimeoutMs >= this.leaseMs) throw new ValidationError('sendTimeoutMs', 'must be shorter than leaseMs');
     this.maxAttempts = options.maxAttempts ?? DEFAULTS.maxAttempts;
     this.clock = options.clock ?? databaseClock;
+    this.legs = new AccountLegs({
+      pool: options.pool,
+      schema: this.schema,
+      accounts: this.accounts.map((a) => ({
+        name: a.name,
+        provider: a.gateway.name,
+        ...(a.dailyQuota !== undefined ? { dailyQuota: a.dailyQuota } : {}),
+      })),
+      failoverAfterMs: options.failoverAfterMs ?? DEFAULTS.failoverAfterS * 1000,
+      leaseMs: this.leaseMs,
+      clock: this.clock,
+    });
     this.logger = options.logger ?? defaultLibraryLogger();
     for (const account of this.accounts) {
       if (isExampleSender(account.from)) {
@@ -254,111 +263,26 @@ export class DeliveryWorker extends LoopWorker<DeliveryEvents> {
     }
   }
 
-  /**
-   * The round's legs: with one account, that account takes every due
-   * intent; with several, one leg per account that keeps its intents,
-   * each taking those routed to it (delivery/routing.ts).
-   */
-  private async legs(): Promise<Array<{ account: string; route?: { from: string[]; known: string[]; first: string } }>> {
-    if (this.accounts.length === 1) return [{ account: this.failover[0]! }];
-    const states = await rateLimiterGetMany(this.options.pool, this.schema, this.failover, this.clock.now());
-    const conditions = new Map(
-      [...states].map(([name, state]) => {
-        const quota = this.byName.get(name)?.dailyQuota;
-        return [name, { paused: state.pause.paused || (quota !== undefined && state.quotaUsedToday >= quota), coolingForMs: state.coolingForMs }];
-      }),
-    );
-    return legsFor(this.failover, conditions, this.failoverAfterMs).map((leg) => ({
-      account: leg.account,
-      route: { from: leg.from, known: this.failover, first: this.failover[0]! },
-    }));
-  }
-
   private async round(slots: number, release: (n: number) => void): Promise<DeliveryRun> {
     const { pool } = this.options;
-    if (!this.limiterReady) {
-      for (const account of this.accounts) {
-        const initial = account.initialRate ?? this.options.initialRate ?? { perSecond: DEFAULTS.ratePerSecond, burst: DEFAULTS.rateBurst };
-        await rateLimiterEnsure(pool, this.schema, initial, account.name);
-      }
-      this.limiterReady = true;
-    }
-    const legs = await this.legs();
-    if (legs.length === 0) {
-      // Every account is paused (or cooling down past failover): nothing can go anywhere.
-      this.waitingSince ??= Date.now();
-      return { permits: 0, leased: 0, outcomes: {}, blocked: 'paused', retryInMs: 1000 };
-    }
+    await this.ensureLimiters();
     const token = randomUUID();
-    let free = slots;
-    let permits = 0;
-    let blocked: DeliveryRun['blocked'];
-    let retryInMs = Infinity;
-    const leased: Array<{ intent: LeasedIntent; account: string; bucketTime: string }> = [];
-    for (const [i, leg] of legs.entries()) {
-      if (free === 0) break;
-      // A leg after the first that found nothing is asked again only after
-      // a while: only intents that moved there can be due on it (new ones
-      // start on the first), so a standby account costs no statements per round.
-      const quietUntil = this.quietLegs.get(leg.account);
-      if (i > 0 && quietUntil !== undefined && quietUntil > Date.now()) continue;
-      const grant = await rateLimiterTake(pool, this.schema, free, null, leg.account, this.byName.get(leg.account)!.dailyQuota);
-      if (grant.granted === 0) {
-        blocked ??= grant.paused ? 'paused' : grant.coolingDown ? 'cooling-down' : 'rate-limit';
-        retryInMs = Math.min(retryInMs, grant.retryInMs);
-        continue;
-      }
-      permits += grant.granted;
-      const intents = await intentsLease(pool, this.schema, {
-        limit: grant.granted,
-        leaseMs: this.leaseMs,
-        token,
-        provider: this.byName.get(leg.account)!.gateway.name,
-        account: leg.account,
-        ...(leg.route ? { route: leg.route } : {}),
-        // The attempts start when their permits were granted, so their
-        // started_at obeys the limiter's bound exactly, however long this
-        // process took to get from the take to the lease.
-        now: this.clock.now() ?? grant.bucketTime,
-        permits: { granted: grant.granted, bucketTime: grant.bucketTime },
-        ...(this.options.presence?.owner !== undefined ? { owner: this.options.presence.owner } : {}),
-      });
-      // Permits this lease did not use went back in the lease statement itself.
-      free -= intents.length;
-      if (intents.length === 0) this.quietLegs.set(leg.account, Date.now() + QUIET_LEG_MS);
-      else this.quietLegs.delete(leg.account);
-      for (const intent of intents) leased.push({ intent, account: leg.account, bucketTime: grant.bucketTime });
-    }
-    release(free);
-    if (permits === 0) {
+    const lease = await this.legs.lease(slots, token, this.options.presence?.owner);
+    release(slots - lease.leased.length);
+    if (lease.permits === 0) {
       this.waitingSince ??= Date.now();
-      return { permits: 0, leased: 0, outcomes: {}, blocked: blocked ?? 'rate-limit', retryInMs: Number.isFinite(retryInMs) ? retryInMs : 1000 };
+      return { permits: 0, leased: 0, outcomes: {}, blocked: lease.blocked ?? 'rate-limit', retryInMs: lease.retryInMs };
     }
-    if (this.waitingSince !== undefined) {
-      this.options.metrics?.limiterWaitSeconds.observe((Date.now() - this.waitingSince) / 1000);
-      this.waitingSince = undefined;
-    } else {
-      this.options.metrics?.limiterWaitSeconds.observe(0);
-    }
+    this.observeLimiterWait();
+    const { permits, leased } = lease;
     if (leased.length === 0) return { permits, leased: 0, outcomes: {}, blocked: 'idle' };
     const intents = leased.map((l) => l.intent);
-    const accountOf = new Map(leased.map((l) => [l.intent.id, l.account]));
+    const accountOf = new Map(leased.map((l) => [l.intent.id, this.byName.get(l.account)!]));
 
     // Suppressed recipients are rejected without calling the provider (the
-    // lease looked them up); their permits go back too, as the lease's do.
-    const suppressed = await suppressedIntents(pool, this.schema, intents);
+    // lease looked them up); their permits and slots go back too.
+    const suppressed = await this.suppressed(leased);
     release(suppressed.size);
-    if (suppressed.size > 0) {
-      const refunds = new Map<string, { n: number; bucketTime: string }>();
-      for (const l of leased) {
-        if (!suppressed.has(l.intent.id)) continue;
-        const r = refunds.get(l.account) ?? { n: 0, bucketTime: l.bucketTime };
-        r.n += 1;
-        refunds.set(l.account, r);
-      }
-      for (const [account, r] of refunds) await rateLimiterRefund(pool, this.schema, r.n, r.bucketTime, account);
-      this.options.metrics?.suppressedSends.inc(suppressed.size);
-    }
 
     for (const { intent, account } of leased) {
       if (intent.leaseWasExpired) {
@@ -377,14 +301,14 @@ export class DeliveryWorker extends LoopWorker<DeliveryEvents> {
     // Each account's sender fills in templates that name none.
     const messages = new Map<string, PreparedMessage>();
     for (const account of this.accounts) {
-      const toSend = intents.filter((intent) => !suppressed.has(intent.id) && accountOf.get(intent.id) === account.name);
+      const toSend = intents.filter((intent) => !suppressed.has(intent.id) && accountOf.get(intent.id) === account);
       if (toSend.length === 0) continue;
       for (const [id, m] of await prepareMessages(pool, this.schema, this.templates, toSend, { from: account.from })) messages.set(id, m);
     }
     const results = await Promise.all(
       intents.map((intent) => {
         const suppression = suppressed.get(intent.id);
-        const account = this.byName.get(accountOf.get(intent.id)!)!;
+        const account = accountOf.get(intent.id)!;
         if (suppression) return { ...suppressedAttempt(intent, token, suppression), account: account.name };
         return this.attempt(intent, token, messages.get(intent.id)!, account).finally(() => release(1));
       }),
@@ -392,11 +316,43 @@ export class DeliveryWorker extends LoopWorker<DeliveryEvents> {
     const holdIds = new Map(intents.map((i) => [i.id, i.holdId]));
     await this.recorder.record(results, holdIds);
     // Intents this round moved to another account are due there now.
-    for (const r of results) if (r.moveTo) this.quietLegs.delete(r.moveTo);
+    for (const r of results) if (r.moveTo) this.legs.wake(r.moveTo);
 
     const outcomes: DeliveryRun['outcomes'] = {};
     for (const r of results) outcomes[r.outcome] = (outcomes[r.outcome] ?? 0) + 1;
     return { permits, leased: intents.length, outcomes };
+  }
+
+  /** Every account's limiter row, written with its initial policy once per worker (an existing row, with its runtime changes, wins). */
+  private async ensureLimiters(): Promise<void> {
+    if (this.limiterReady) return;
+    for (const account of this.accounts) {
+      const initial = account.initialRate ?? this.options.initialRate ?? { perSecond: DEFAULTS.ratePerSecond, burst: DEFAULTS.rateBurst };
+      await rateLimiterEnsure(this.options.pool, this.schema, initial, account.name);
+    }
+    this.limiterReady = true;
+  }
+
+  /** How long this worker waited for permits (0 when it did not). */
+  private observeLimiterWait(): void {
+    this.options.metrics?.limiterWaitSeconds.observe(this.waitingSince === undefined ? 0 : (Date.now() - this.waitingSince) / 1000);
+    this.waitingSince = undefined;
+  }
+
+  /** The leased intents whose recipient is suppressed, with their permits given back to their accounts. */
+  private async suppressed(leased: LeasedOnAccount[]): Promise<Map<string, Suppression>> {
+    const suppressed = await suppressedIntents(this.options.pool, this.schema, leased.map((l) => l.intent));
+    if (suppressed.size === 0) return suppressed;
+    const refunds = new Map<string, { n: number; bucketTime: string }>();
+    for (const l of leased) {
+      if (!suppressed.has(l.intent.id)) continue;
+      const r = refunds.get(l.account) ?? { n: 0, bucketTime: l.bucketTime };
+      r.n += 1;
+      refunds.set(l.account, r);
+    }
+    for (const [account, r] of refunds) await rateLimiterRefund(this.options.pool, this.schema, r.n, r.bucketTime, account);
+    this.options.metrics?.suppressedSends.inc(suppressed.size);
+    return suppressed;
   }
 
   private async tick(): Promise<TickResult> {
