@@ -68,6 +68,9 @@ const IntentShape = z.looseObject({
   sentAt: nullableTimestamp,
   receipt: z.string().nullable(),
   possibleDuplicate: z.boolean(),
+  account: z.string().nullable().describe('the provider account it is on (null: not yet leased; it starts on the first in failover)'),
+  pinnedAccount: z.string().nullable().describe('held to this account by an attempt whose outcome is unknown there'),
+  sentAccount: z.string().nullable().describe('the account that accepted it'),
 });
 
 const ErrorShape = z.object({
