@@ -53,6 +53,18 @@ export class Presence {
   }
 
   /**
+   * The session holding the lock, while it does: a connection of the
+   * worker's own, outside its pool, so the worker's reclaimer
+   * (delivery/reclaimer.ts) never queues behind its rounds for a pooled
+   * connection when a dead worker's leases are waiting.
+   */
+  get session(): pg.Client | undefined {
+    return this.id === undefined ? undefined : this.client;
+  }
+
+  private client: pg.Client | undefined;
+
+  /**
    * Take the lock on `session`, under the id this worker had before if it
    * is free (a reconnect keeps the id, so leases taken before a blip stay
    * this worker's), else under a new random one.
@@ -67,6 +79,7 @@ export class Presence {
       if (rows[0]?.ok) {
         this.id = id;
         this.previous = id;
+        this.client = session;
         this.logger.info({ event: 'presence.held', worker: id }, 'presence lock held: a crash of this worker frees its leases at once');
         return;
       }
@@ -83,5 +96,6 @@ export class Presence {
     if (this.id === undefined) return;
     this.logger.warn({ event: 'presence.lost', worker: this.id }, 'presence lock lost with the session; new leases name no owner until it is back');
     this.id = undefined;
+    this.client = undefined;
   }
 }

@@ -1,4 +1,5 @@
 import type pg from 'pg';
+import type { Queryable } from '../db/pool.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { TickResult } from '../runtime/loop.js';
@@ -6,6 +7,8 @@ import { intentsLeaseOwnersGone, intentsReclaimGone } from '../tables/outbox.js'
 
 export interface ReclaimerOptions {
   pool: pg.Pool;
+  /** A connection of its own to use instead of the pool while there is one (the worker's presence session). */
+  session?: () => Queryable | undefined;
   schema: string;
   /** An owner must have been seen gone at least this long before its leases are taken. */
   graceMs: number;
@@ -37,15 +40,16 @@ export class LeaseReclaimer {
   }
 
   async tick(): Promise<TickResult> {
-    const { pool, schema, graceMs, logger, metrics } = this.options;
-    const gone = await intentsLeaseOwnersGone(pool, schema);
+    const { schema, graceMs, logger, metrics } = this.options;
+    const db = this.options.session?.() ?? this.options.pool;
+    const gone = await intentsLeaseOwnersGone(db, schema);
     const now = this.now();
     const seen = new Set(gone);
     for (const owner of [...this.suspects.keys()]) if (!seen.has(owner)) this.suspects.delete(owner);
     for (const owner of gone) if (!this.suspects.has(owner)) this.suspects.set(owner, now);
     const confirmed = gone.filter((owner) => now - this.suspects.get(owner)! >= graceMs);
     if (confirmed.length === 0) return { full: false };
-    const reclaimed = await intentsReclaimGone(pool, schema, confirmed);
+    const reclaimed = await intentsReclaimGone(db, schema, confirmed);
     if (reclaimed.length > 0) {
       metrics?.leasesReclaimed.inc(reclaimed.length);
       const owners = [...new Set(reclaimed.map((r) => r.owner))];

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
+import type { Queryable } from '../db/pool.js';
 import type { Clock } from '../runtime/clock.js';
 import { databaseClock } from '../runtime/clock.js';
 import { DEFAULTS, isExampleSender } from '../config.js';
@@ -81,7 +82,7 @@ export interface DeliveryWorkerOptions {
    * leases within seconds of its death. Absent, or while the lock is not
    * held: leases name no owner and are reclaimed only when they expire.
    */
-  presence?: { readonly owner: number | undefined };
+  presence?: { readonly owner: number | undefined; readonly session?: Queryable | undefined };
   /** How often this worker looks for leases whose owner is gone (default DEFAULTS.reclaimIntervalMs; 0: never). */
   reclaimIntervalMs?: number;
   /** How long an owner must have been gone before its leases are taken (default DEFAULTS.reclaimGraceMs). */
@@ -217,6 +218,8 @@ export class DeliveryWorker extends LoopWorker<DeliveryEvents> {
     if (reclaimIntervalMs > 0) {
       const reclaimer = new LeaseReclaimer({
         pool: options.pool,
+        // The presence session, while held: the reclaim never waits for a pooled connection behind the rounds.
+        session: () => options.presence?.session,
         schema: this.schema,
         graceMs: options.reclaimGraceMs ?? DEFAULTS.reclaimGraceMs,
         logger: this.logger,

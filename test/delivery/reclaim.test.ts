@@ -182,6 +182,47 @@ describe('leases of a worker that is gone', () => {
     expect(rows.map((r) => r.over)).toEqual([true, true, true]);
   });
 
+  it("run on the worker's presence session while it holds one, so a reclaim never waits for a pooled connection", async () => {
+    await insertDueHolds(db.pool, db.schema, 2, { prefix: 'own-session' });
+    await new ExpiryWorker({ pool: db.pool, schema: db.schema, logger: silentLogger }).runOnce();
+    const dead = new Presence(db.schema, silentLogger);
+    const deadSession = await presenceSession(dead);
+    const owner = dead.owner!;
+    await intentsLease(db.pool, db.schema, { limit: 2, leaseMs: LEASE_MS, token: crypto.randomUUID(), provider: 'test', now: null, owner });
+    await deadSession.end();
+    await waitForCount(async () => ((await intentsLeaseOwnersGone(db.pool, db.schema)).includes(owner) ? 1 : 0), 1, 5000, 'the lock freed');
+
+    // The reclaiming worker's pool is exhausted (every connection busy); its presence session is free.
+    const busy = new pg.Pool({ connectionString: db.url, max: 1, connectionTimeoutMillis: 200 });
+    const held = await busy.connect();
+    const alive = new Presence(db.schema, silentLogger);
+    const aliveSession = await presenceSession(alive);
+    let now = 0;
+    const reclaimed: number[] = [];
+    const reclaimer = new LeaseReclaimer({
+      pool: busy,
+      session: () => alive.session,
+      schema: db.schema,
+      graceMs: 100,
+      logger: silentLogger,
+      onReclaimed: (n) => reclaimed.push(n),
+      now: () => now,
+    });
+    try {
+      await reclaimer.tick();
+      now += 100;
+      await reclaimer.tick();
+      expect(reclaimed).toEqual([2]);
+      // Without the session it would have had to wait for the pool, and here give up.
+      await aliveSession.end();
+      alive.lost();
+      await expect(reclaimer.tick()).rejects.toThrow(/timeout/i);
+    } finally {
+      held.release();
+      await busy.end();
+    }
+  });
+
   it('a SIGKILLed delivery-worker process: another process sends its intents without waiting out its 30 s lease', async () => {
     const dir = await mkdtemp(path.join(tmpdir(), 'lh-reclaim-'));
     const env = { ...db.env, LOG_LEVEL: 'info', LEASEHOLD_LEASE_MS: String(LEASE_MS), EMAIL_FROM: 'Support <support@leasehold.test>' };
