@@ -80,7 +80,9 @@ export class RoundRecorder {
     // broken template), applied once per round however many sends reported
     // them, and whether or not the lease was still ours.
     const cooldowns = new Map<string, number>();
+    // By account; a broken template apart (it pauses the fleet, whatever the account is named).
     const pauses = new Map<string, AttemptResult>();
+    let templatePause: AttemptResult | undefined;
     for (const result of results) {
       const row = byId.get(result.id);
       const account = result.account ?? DEFAULT_ACCOUNT;
@@ -93,8 +95,8 @@ export class RoundRecorder {
       }
       if (result.outcome === 'paused') {
         // A broken template is the fleet's problem, not one account's.
-        const key = result.providerCode === TEMPLATE_ERROR_CODE ? TEMPLATES : account;
-        if (!pauses.has(key)) pauses.set(key, result);
+        if (result.providerCode === TEMPLATE_ERROR_CODE) templatePause ??= result;
+        else if (!pauses.has(account)) pauses.set(account, result);
       }
       if (row && !row.applied) {
         logger.warn({ event: 'intent.fenced', ...ids, outcome: result.outcome }, 'lease no longer ours; result recorded on the attempt only');
@@ -131,28 +133,30 @@ export class RoundRecorder {
       if (row && row.state !== 'pending') metrics?.attemptsPerIntent.observe({ state: row.state }, row.attempts);
     }
     for (const [account, ms] of cooldowns) if (ms > 0) await rateLimiterCooldown(pool, schema, ms, null, account);
-    for (const [key, pause] of pauses) await this.pause(key, pause, holdIds);
+    if (templatePause) await this.pause(undefined, templatePause, holdIds);
+    for (const [account, pause] of pauses) await this.pause(account, pause, holdIds);
   }
 
   /**
-   * A provider's answer paused `key`'s account (or, for a broken template,
-   * the fleet). An operator's pause, or a longer provider pause, outranks
+   * A provider's answer paused `account` (undefined: a broken template
+   * paused the fleet). An operator's pause, or a longer provider pause, outranks
    * it and stays as it was.
    */
-  private async pause(key: string, pause: AttemptResult, holdIds: Map<string, string>): Promise<void> {
+  private async pause(account: string | undefined, pause: AttemptResult, holdIds: Map<string, string>): Promise<void> {
     const { pool, schema, logger } = this.options;
     const reason = pause.error ?? 'provider asked to pause';
-    const fleet = key === TEMPLATES;
-    const by = fleet ? TEMPLATES : this.options.providerOf(key);
+    const fleet = account === undefined;
+    const by = account === undefined ? TEMPLATES : this.options.providerOf(account);
     const untilMs = pause.providerWaitMs !== undefined ? { untilMs: pause.providerWaitMs } : {};
-    const control = fleet
-      ? await deliveryPause(pool, schema, { reason, by, ...untilMs })
-      : await rateLimiterPause(pool, schema, key, { reason, by, ...untilMs });
+    const control =
+      account === undefined
+        ? await deliveryPause(pool, schema, { reason, by, ...untilMs })
+        : await rateLimiterPause(pool, schema, account, { reason, by, ...untilMs });
     const kept = control !== undefined && (control.pausedBy !== by || control.reason !== reason);
     logger.error(
       {
         event: fleet ? 'delivery.paused' : 'account.paused',
-        ...(fleet ? {} : { account: key }),
+        ...(fleet ? {} : { account }),
         holdId: holdIds.get(pause.id),
         intentId: pause.id,
         attempt: pause.attempt,
