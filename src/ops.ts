@@ -134,15 +134,19 @@ export class Operations {
   /** Every configured account with its provider, rate, tokens, pause, cooldown, backlog and sends in the last minute. */
   async listAccounts(): Promise<AccountView[]> {
     const names = this.accounts.accounts.map((a) => a.name);
-    for (const account of this.accounts.accounts) {
-      await rateLimiterEnsure(this.pool, this.schema, { perSecond: account.rate.perSecond, burst: account.rate.burst }, account.name);
-    }
     const now = this.clock.now();
-    const [states, backlog, recent] = [
-      await rateLimiterGetMany(this.pool, this.schema, names, now),
-      await intentsPendingByAccount(this.pool, this.schema, this.accounts.failover, this.firstAccount),
-      await attemptsLastMinuteByAccount(this.pool, this.schema),
-    ];
+    // Rows are written only when one is missing (a fleet that never started):
+    // the dashboard lists every 2 s, and a list should not write.
+    let states = await rateLimiterGetMany(this.pool, this.schema, names, now);
+    if (states.size < names.length) {
+      for (const account of this.accounts.accounts) {
+        await rateLimiterEnsure(this.pool, this.schema, { perSecond: account.rate.perSecond, burst: account.rate.burst }, account.name);
+      }
+      states = await rateLimiterGetMany(this.pool, this.schema, names, now);
+    }
+    // One after another: `pool` may be an application's client inside its transaction.
+    const backlog = await intentsPendingByAccount(this.pool, this.schema, this.accounts.failover, this.firstAccount);
+    const recent = await attemptsLastMinuteByAccount(this.pool, this.schema);
     return this.accounts.accounts.map((account): AccountView => {
       const rate = states.get(account.name)!;
       const index = this.accounts.failover.indexOf(account.name);
