@@ -196,8 +196,6 @@ export interface PermitGrant {
   accountPaused: boolean;
   /** A provider rate limit is cooling this account down. */
   coolingDown: boolean;
-  /** How long the cooldown in force has lasted (ms; 0 when none). */
-  coolingForMs: number;
   /** The account's daily quota is used up for today (UTC): its intents move on until the day turns. */
   quotaSpent: boolean;
   /** How long until asking again could succeed (ms). */
@@ -235,7 +233,6 @@ export async function rateLimiterTake(
     reason: string | null;
     cooling: boolean;
     cooldown_ms: number;
-    cooling_for_ms: number | null;
     quota_spent: boolean;
     day_left_ms: number;
     left: number;
@@ -244,7 +241,7 @@ export async function rateLimiterTake(
     bucket_time: string;
   }>(
     `WITH cur AS (
-       SELECT l.name, ${rate('l')} AS per_second, l.burst, l.tokens, l.refilled_at, l.cooldown_until, l.cooldown_since,
+       SELECT l.name, ${rate('l')} AS per_second, l.burst, l.tokens, l.refilled_at, l.cooldown_until,
               l.paused AS a_paused, l.paused_until AS a_paused_until, l.reason AS a_reason,
               ${quotaUsed('l', "coalesce($3::timestamptz, clock_timestamp())")} AS quota_used_today,
               (coalesce($3::timestamptz, clock_timestamp()) AT TIME ZONE 'UTC')::date AS today,
@@ -281,7 +278,6 @@ export async function rateLimiterTake(
             $4::int IS NOT NULL AND d.quota_used_today + d.granted >= $4::int AS quota_spent,
             (extract(epoch FROM ((d.today + 1)::timestamp AT TIME ZONE 'UTC') - d.wall) * 1000)::float8 AS day_left_ms,
             (extract(epoch FROM d.cooldown_until - d.wall) * 1000)::float8 AS cooldown_ms,
-            CASE WHEN d.cooling THEN (extract(epoch FROM d.wall - d.cooldown_since) * 1000)::float8 END AS cooling_for_ms,
             upd.tokens AS left
        FROM decision d, upd`,
     [account, want, now, dailyQuota ?? null],
@@ -299,7 +295,6 @@ export async function rateLimiterTake(
     pauseReason: row.reason,
     accountPaused: row.account_paused,
     coolingDown: row.cooling,
-    coolingForMs: Math.max(0, row.cooling_for_ms ?? 0),
     quotaSpent: row.quota_spent,
     retryInMs,
     perSecond: row.per_second,
