@@ -16,8 +16,12 @@ import { BURST_RULE, isValidPerSecond, MAX_BURST, PER_SECOND_RULE } from './deli
 /** Names an accounts file may not give an account: the provider names (their /v1/webhooks/<provider> routes serve `default`). */
 const RESERVED_NAMES: readonly string[] = ACCOUNT_PROVIDERS;
 
-/** Each provider's settings: which exist, which must be given, which are secrets (references only). */
-const PROVIDER_SETTINGS: Record<AccountProvider, { required: string[]; optional: string[]; secret: string[] }> = {
+/**
+ * Each provider's settings: which exist, which must be given, which are
+ * secrets (references only), which may be written as YAML numbers (kept as
+ * their decimal text, like every setting; the registry checks the range).
+ */
+const PROVIDER_SETTINGS: Record<AccountProvider, { required: string[]; optional: string[]; secret: string[]; numeric?: string[] }> = {
   sandbox: { required: [], optional: [], secret: [] },
   // webhook*: what POST /v1/webhooks/<account> verifies events against.
   resend: { required: ['apiKey'], optional: ['baseUrl', 'webhookSecret'], secret: ['apiKey', 'webhookSecret'] },
@@ -32,7 +36,7 @@ const PROVIDER_SETTINGS: Record<AccountProvider, { required: string[]; optional:
     secret: ['secretAccessKey', 'sessionToken'],
   },
   // The URL carries the SMTP credentials (smtp://user:pass@host:587).
-  smtp: { required: ['url'], optional: [], secret: ['url'] },
+  smtp: { required: ['url'], optional: ['maxConnections', 'maxMessages'], secret: ['url'], numeric: ['maxConnections', 'maxMessages'] },
 };
 
 /** yaml, loaded on first use (as zod is, src/zod.ts): the library entry reaches this module through the registry but never reads a file. */
@@ -102,10 +106,12 @@ export function parseAccounts(text: string, env: Readonly<Record<string, string 
         const allowed = [...rules.required, ...rules.optional];
         fail(`${at}.${key}`, `is not a setting of ${raw.provider} accounts${allowed.length > 0 ? ` (${allowed.join(', ')})` : ''}`);
       }
-      if (typeof value !== 'string') fail(`${at}.${key}`, 'must be a string');
-      const reference = REFERENCE.exec(value as string);
+      const numeric = rules.numeric?.includes(key) ?? false;
+      if (typeof value !== 'string' && !(numeric && typeof value === 'number')) fail(`${at}.${key}`, numeric ? 'must be a number' : 'must be a string');
+      const text = String(value);
+      const reference = REFERENCE.exec(text);
       if (rules.secret.includes(key) && !reference) fail(`${at}.${key}`, 'is a secret: give it as a ${VAR} reference to the environment, never literally');
-      const resolved = reference ? env[reference[1]!] : (value as string);
+      const resolved = reference ? env[reference[1]!] : text;
       if (resolved === undefined || resolved === '') {
         if (rules.required.includes(key)) fail(`${at}.${key}`, `${value as string} is not set in the environment`);
         continue;

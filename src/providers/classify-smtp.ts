@@ -20,6 +20,12 @@ export interface SmtpErrorInput {
   command: string | undefined;
   /** The server had said 354 (go ahead): the message itself was being transferred. */
   dataStarted: boolean;
+  /**
+   * This message's connection was open and past greeting and login, its
+   * envelope on the way: the server was reachable, so a connection lost
+   * now is that connection's failure (one of a pool), not a reason to pause.
+   */
+  sessionOpen?: boolean;
   /** Our send timeout fired. */
   aborted?: boolean;
 }
@@ -76,9 +82,11 @@ export function classifySmtpError(input: SmtpErrorInput): SendResult {
 
   // No reply code: the connection itself.
   const system = input.originalCode ?? code;
+  // ECONNECTION without a command: nodemailer's pool gave up on a server
+  // that kept closing its connections (before the greeting, unless sessionOpen).
   const unreachable =
-    CONNECT_CODES.has(system ?? '') || (upper === 'CONN' && code === 'ECONNECTION') || code === 'EDNS' || code === 'ETLS';
-  if (!input.dataStarted && unreachable) {
+    CONNECT_CODES.has(system ?? '') || (code === 'ECONNECTION' && (upper === 'CONN' || upper === '')) || code === 'EDNS' || code === 'ETLS';
+  if (!input.dataStarted && !input.sessionOpen && unreachable) {
     return {
       kind: 'paused',
       reason: why(`cannot reach the SMTP server (${system ?? code})`),

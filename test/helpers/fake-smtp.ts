@@ -1,11 +1,13 @@
-import type { AddressInfo } from 'node:net';
-import { SMTPServer, type SMTPServerOptions } from 'smtp-server';
+import type { AddressInfo, Socket } from 'node:net';
+import { SMTPServer, type SMTPServerOptions, type SMTPServerSession } from 'smtp-server';
 
 /**
  * A real SMTP server (smtp-server) on 127.0.0.1 and a free port that keeps
  * every message it accepted, with a per-recipient script for the replies
- * tests need: a 5xx or 4xx at RCPT TO, at MAIL FROM or after DATA, or a
- * slow answer after DATA (to time out with the message already sent).
+ * tests need: a 5xx or 4xx at RCPT TO, at MAIL FROM or after DATA, a slow
+ * answer after DATA (to time out with the message already sent), or the
+ * connection dropped at one of those points. It counts the TCP connections
+ * clients open, to see a pool reuse them.
  */
 export interface SmtpRule {
   stage: 'mail' | 'rcpt' | 'data';
@@ -15,6 +17,12 @@ export interface SmtpRule {
   delayMs?: number;
   /** At DATA: keep the final reply back until `release()` (the message is fully received meanwhile). */
   hold?: boolean;
+  /**
+   * Drop the connection instead of answering: at MAIL FROM or RCPT TO
+   * (nothing of the message sent yet), or at DATA once the first bytes of
+   * the message arrived (mid-transfer, no final reply).
+   */
+  drop?: boolean;
 }
 
 export interface ReceivedMail {
@@ -52,6 +60,13 @@ export class FakeSmtp {
   private heldWaiters: Array<() => void> = [];
   private server: SMTPServer;
   private address: AddressInfo | undefined;
+  /** Open client sockets by their remote port (a session names its port). */
+  private readonly sockets = new Map<number, Socket>();
+  private openWaiters: Array<{ count: number; wake: () => void }> = [];
+  /** TCP connections clients opened since start (or the last `resetCounts()`). */
+  opened = 0;
+  /** Most connections open at the same time since start (or the last `resetCounts()`). */
+  peakOpen = 0;
 
   constructor(private readonly options: FakeSmtpOptions = {}) {
     const config: SMTPServerOptions = {
@@ -64,22 +79,26 @@ export class FakeSmtp {
         const error = Object.assign(new Error('Authentication credentials invalid'), { responseCode: 535 });
         callback(error);
       },
-      onMailFrom: (address, _session, callback) => {
+      onMailFrom: (address, session, callback) => {
         const rule = this.rules.get(address.address);
-        if (rule?.stage === 'mail') return this.answer(rule, callback);
+        if (rule?.stage === 'mail') return rule.drop ? this.drop(session) : this.answer(rule, callback);
         callback();
       },
-      onRcptTo: (address, _session, callback) => {
+      onRcptTo: (address, session, callback) => {
         const rule = this.rules.get(address.address);
-        if (rule?.stage === 'rcpt') return this.answer(rule, callback);
+        if (rule?.stage === 'rcpt') return rule.drop ? this.drop(session) : this.answer(rule, callback);
         callback();
       },
       onData: (stream, session, callback) => {
+        const to = session.envelope.rcptTo.map((r) => r.address);
+        const rule = to.map((a) => this.rules.get(a)).find((r) => r?.stage === 'data');
         const chunks: Buffer[] = [];
-        stream.on('data', (c: Buffer) => chunks.push(c));
+        stream.on('data', (c: Buffer) => {
+          chunks.push(c);
+          if (rule?.drop) this.drop(session);
+        });
         stream.on('end', () => {
-          const to = session.envelope.rcptTo.map((r) => r.address);
-          const rule = to.map((a) => this.rules.get(a)).find((r) => r?.stage === 'data');
+          if (rule?.drop) return;
           const finish = (error?: Error) => {
             if (error) return callback(error);
             const raw = Buffer.concat(chunks).toString('utf8');
@@ -101,6 +120,35 @@ export class FakeSmtp {
       },
     };
     this.server = new SMTPServer(config);
+    // A dropped or aborted connection resets its socket; what matters is what the client saw.
+    this.server.on('error', () => {});
+    this.server.server.on('connection', (socket: Socket) => {
+      const port = socket.remotePort!;
+      this.sockets.set(port, socket);
+      this.opened += 1;
+      this.peakOpen = Math.max(this.peakOpen, this.sockets.size);
+      socket.once('close', () => {
+        this.sockets.delete(port);
+        this.wakeOpenWaiters();
+      });
+    });
+  }
+
+  /** Client connections open now. */
+  get open(): number {
+    return this.sockets.size;
+  }
+
+  /** Start counting `opened` and `peakOpen` afresh (from the connections open now). */
+  resetCounts(): void {
+    this.opened = 0;
+    this.peakOpen = this.sockets.size;
+  }
+
+  /** Resolves once at most `count` client connections are open (0: every client has gone). */
+  openAtMost(count: number): Promise<void> {
+    if (this.sockets.size <= count) return Promise.resolve();
+    return new Promise((wake) => this.openWaiters.push({ count, wake }));
   }
 
   /** Script the answer for one address (sender for stage `mail`, recipient otherwise). */
@@ -134,8 +182,22 @@ export class FakeSmtp {
     return `smtp://${encodeURIComponent(auth.user)}:${encodeURIComponent(auth.pass)}@127.0.0.1:${this.address!.port}`;
   }
 
+  /** Stops listening and cuts the connections still open (a client's pooled idle ones): smtp-server would wait 30 s for them. */
   stop(): Promise<void> {
-    return new Promise((resolve) => this.server.close(() => resolve()));
+    const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
+    for (const socket of this.sockets.values()) socket.destroy();
+    return closed;
+  }
+
+  /** Drop this session's connection without a reply, as a network failure would. */
+  private drop(session: SMTPServerSession): void {
+    this.sockets.get(session.remotePort)?.destroy();
+  }
+
+  private wakeOpenWaiters(): void {
+    const ready = this.openWaiters.filter((w) => this.sockets.size <= w.count);
+    this.openWaiters = this.openWaiters.filter((w) => this.sockets.size > w.count);
+    for (const { wake } of ready) wake();
   }
 
   private answer(rule: SmtpRule, callback: (err?: Error | null) => void): void {

@@ -48,6 +48,25 @@ describe('the accounts file', () => {
     expect(accounts[1]!.settings).toEqual({ serverToken: 'pm-token' });
   });
 
+  it('takes the SMTP pool sizes as YAML numbers or references, kept as text for the registry to check', () => {
+    const smtp = `
+accounts:
+  - name: relay
+    provider: smtp
+    url: \${SMTP_URL}
+    maxConnections: 10
+    maxMessages: \${SMTP_MAX_MESSAGES}
+    rate: { perSecond: 5, burst: 5 }
+`;
+    const { accounts } = parseAccounts(smtp, { SMTP_URL: 'smtp://u:p@relay.example:587', SMTP_MAX_MESSAGES: '250' });
+    expect(accounts[0]!.settings).toEqual({ url: 'smtp://u:p@relay.example:587', maxConnections: '10', maxMessages: '250' });
+    expect(refusal(smtp.replace('maxConnections: 10', 'maxConnections: [10]'), { SMTP_URL: 'smtp://x' })).toBe(
+      'LEASEHOLD_ACCOUNTS_FILE: accounts[0].maxConnections: must be a number',
+    );
+    // Numbers only where a setting is one.
+    expect(refusal(good.replace('baseUrl: ${RESEND_BASE_URL}', 'baseUrl: 8080'), env)).toMatch(/accounts\[0\]\.baseUrl: must be a string$/);
+  });
+
   it('without failover, tries the accounts in the order listed', () => {
     const { failover } = parseAccounts(good.replace('failover: [primary, backup]', ''), env);
     expect(failover).toEqual(['primary', 'backup']);

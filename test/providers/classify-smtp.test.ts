@@ -61,6 +61,21 @@ describe('SMTP classification table', () => {
     expect(classifySmtpError({ code: 'EPROTOCOL', responseCode: 554, response: '554 No SMTP service here', command: 'CONN', dataStarted: false }).kind).toBe('paused');
   });
 
+  it('a connection closed before the session was open pauses delivery (the server may be restarting)', () => {
+    const closed = { code: 'ECONNECTION', responseCode: undefined, response: undefined, command: 'CONN', dataStarted: false };
+    expect(classifySmtpError(closed)).toMatchObject({ kind: 'paused', resumeAfterMs: SMTP_CONNECTION_PAUSE_MS });
+    // The pool's own give-up after the server closed every try before the greeting.
+    expect(classifySmtpError({ ...closed, command: undefined })).toMatchObject({ kind: 'paused', resumeAfterMs: SMTP_CONNECTION_PAUSE_MS });
+  });
+
+  it("a connection lost after the session was open, before DATA, is that connection's failure: a retry, never sent", () => {
+    const lost = { code: 'ECONNECTION', responseCode: undefined, response: undefined, command: 'CONN', dataStarted: false, sessionOpen: true };
+    expect(classifySmtpError(lost)).toMatchObject({ kind: 'failed', outcomeUnknown: false, neverSent: true });
+    expect(classifySmtpError({ ...lost, command: undefined })).toMatchObject({ kind: 'failed', outcomeUnknown: false, neverSent: true });
+    expect(classifySmtpError({ ...lost, dataStarted: true })).toMatchObject({ kind: 'failed', outcomeUnknown: true });
+    expect(classifySmtpError({ ...lost, dataStarted: true })).not.toHaveProperty('neverSent');
+  });
+
   it('a timeout after DATA is outcome-unknown', () => {
     expect(classifySmtpError({ code: 'ETIMEDOUT', responseCode: undefined, response: undefined, command: 'CONN', dataStarted: true })).toMatchObject({
       kind: 'failed',

@@ -1,8 +1,11 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { ConfigError } from '../../src/errors.js';
 import { PostmarkGateway } from '../../src/providers/postmark.js';
-import { createGateway, sandboxOptionsFromEnv } from '../../src/providers/registry.js';
+import { createGateway, createGateways, sandboxOptionsFromEnv } from '../../src/providers/registry.js';
 import { ResendGateway } from '../../src/providers/resend.js';
 import { SandboxGateway } from '../../src/providers/sandbox.js';
 import { SesGateway } from '../../src/providers/ses.js';
@@ -51,6 +54,9 @@ describe('createGateway', () => {
     [{ EMAIL_PROVIDER: 'ses', AWS_ACCESS_KEY_ID: 'a' }, 'AWS_SECRET_ACCESS_KEY'],
     [{ EMAIL_PROVIDER: 'smtp' }, 'SMTP_URL'],
     [{ EMAIL_PROVIDER: 'smtp', SMTP_URL: 'http://mail.example.com' }, 'SMTP_URL'],
+    [{ EMAIL_PROVIDER: 'smtp', SMTP_URL: 'smtp://127.0.0.1:2525', SMTP_MAX_CONNECTIONS: '0' }, 'SMTP_MAX_CONNECTIONS'],
+    [{ EMAIL_PROVIDER: 'smtp', SMTP_URL: 'smtp://127.0.0.1:2525', SMTP_MAX_CONNECTIONS: '2.5' }, 'SMTP_MAX_CONNECTIONS'],
+    [{ EMAIL_PROVIDER: 'smtp', SMTP_URL: 'smtp://127.0.0.1:2525', SMTP_MAX_MESSAGES: 'many' }, 'SMTP_MAX_MESSAGES'],
     [{ SANDBOX_REJECT_RATE: '2' }, 'SANDBOX_REJECT_RATE'],
     [{ SANDBOX_LATENCY_MS: 'slow' }, 'SANDBOX_LATENCY_MS'],
     [{ SANDBOX_RATE_PER_SECOND: '0' }, 'SANDBOX_RATE_PER_SECOND'],
@@ -59,6 +65,33 @@ describe('createGateway', () => {
     expect(error.variable).toBe(variable);
     expect(error.message.startsWith(`${variable}: `)).toBe(true);
     expect(error.message).not.toContain('\n');
+  });
+
+  it('SMTP pool sizes come from SMTP_MAX_CONNECTIONS and SMTP_MAX_MESSAGES, else nodemailer\'s 5 and 100', async () => {
+    const sized = (await gatewayFor({ EMAIL_PROVIDER: 'smtp', SMTP_URL: 'smtp://127.0.0.1:2525', SMTP_MAX_CONNECTIONS: '12', SMTP_MAX_MESSAGES: '500' })) as SmtpGateway;
+    expect([sized.maxConnections, sized.maxMessages]).toEqual([12, 500]);
+    const plain = (await gatewayFor({ EMAIL_PROVIDER: 'smtp', SMTP_URL: 'smtp://127.0.0.1:2525' })) as SmtpGateway;
+    expect([plain.maxConnections, plain.maxMessages]).toEqual([5, 100]);
+  });
+
+  it('a bad SMTP pool size says which variable, the rule and what it counts', async () => {
+    expect((await configError({ EMAIL_PROVIDER: 'smtp', SMTP_URL: 'smtp://127.0.0.1:2525', SMTP_MAX_CONNECTIONS: '5000' })).message).toBe(
+      'SMTP_MAX_CONNECTIONS: must be a whole number from 1 to 1000 (got "5000"): the most connections open to the SMTP server at once',
+    );
+  });
+
+  it('an SMTP account in the accounts file takes maxConnections and maxMessages, refusing a bad one by its field', async () => {
+    const file = path.join(mkdtempSync(path.join(tmpdir(), 'leasehold-registry-')), 'accounts.yaml');
+    const accounts = (pool: string) =>
+      `accounts:\n  - name: relay\n    provider: smtp\n    url: \${SMTP_URL}\n${pool}    rate: { perSecond: 5, burst: 5 }\n`;
+    const config = { LEASEHOLD_ACCOUNTS_FILE: file, SMTP_URL: 'smtp://u:p@127.0.0.1:2525' };
+    writeFileSync(file, accounts('    maxConnections: 8\n    maxMessages: 40\n'));
+    const gateway = (await createGateways(loadConfig(config)))[0]!.gateway as SmtpGateway;
+    expect([gateway.maxConnections, gateway.maxMessages]).toEqual([8, 40]);
+    writeFileSync(file, accounts('    maxMessages: 0\n'));
+    await expect(createGateways(loadConfig(config))).rejects.toThrow(
+      'LEASEHOLD_ACCOUNTS_FILE: accounts[0].maxMessages: must be a whole number from 1 to 1000000 (got "0"): the messages one connection carries before a fresh one',
+    );
   });
 
   it('an empty variable counts as unset', async () => {
