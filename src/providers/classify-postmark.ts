@@ -64,6 +64,8 @@ export function classifyPostmarkError(input: PostmarkErrorInput): SendResult {
   }
   const known = POSTMARK_ERROR_CODES[errorCode];
   if (known?.kind === 'failed') return { kind: 'failed', reason: why(known.reason), outcomeUnknown: false, ...detail };
+  // 406: Postmark will not send to this address again (it bounced or complained there): suppress it here too.
+  if (known?.kind === 'rejected' && errorCode === 406) return { kind: 'rejected', reason: why(known.reason), suppress: true, ...detail };
   if (known) return { kind: known.kind, reason: why(known.reason), ...detail };
   if (status === 401) return { kind: 'paused', reason: why('unauthorized (check POSTMARK_SERVER_TOKEN)'), ...detail };
   if (status === 500 || status === 503 || status >= 500) {

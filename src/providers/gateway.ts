@@ -53,7 +53,12 @@ export type SendResult =
   /** Too fast: retry after retryAfterMs; does not use up the attempt budget; the shared limiter cools down. */
   | ({ kind: 'rate_limited'; retryAfterMs: number; reason: string } & Detail)
   /** The message itself is refused (bad/suppressed recipient): terminal, never retried. */
-  | ({ kind: 'rejected'; reason: string } & Detail)
+  | ({
+      kind: 'rejected';
+      reason: string;
+      /** The provider says the address is inactive (Postmark 406): it joins the suppression list. */
+      suppress?: boolean;
+    } & Detail)
   /** Transient failure: back off and retry, counting against max attempts. */
   | ({
       kind: 'failed';
@@ -72,6 +77,47 @@ export type SendResult =
   | ({ kind: 'paused'; reason: string; /** The pause lifts itself after this long (quota reset). */ resumeAfterMs?: number } & Detail);
 
 
+/** One message of a batch, with what its own history says. */
+export interface BatchMember {
+  message: EmailMessage;
+  /** 1-based attempt number of this member's intent. */
+  attempt: number;
+  /** As SendContext.previousOutcomeUnknown, for this member. */
+  previousOutcomeUnknown: boolean;
+}
+
+export interface BatchContext {
+  /** The batch's stable id (recorded before the request; the same on every resend of this batch). */
+  batchId: string;
+  /**
+   * The request's idempotency key (`batch-<batchId>`), for a provider that
+   * deduplicates batches on one (Resend): a resend of the batch carries the
+   * same key and the same members in the same order, so the same bytes.
+   */
+  idempotencyKey: string;
+  /** Aborted at the send timeout (always shorter than the lease). */
+  signal: AbortSignal;
+}
+
+/**
+ * A member's outcome: one of the five, or `unsent`: the provider refused
+ * the whole request because of another member (strict validation), so this
+ * one was not sent and goes again in a new batch.
+ */
+export type BatchMemberResult = SendResult | { kind: 'unsent'; reason: string; providerStatus?: number; providerCode?: string };
+
+export interface BatchResult {
+  /** One per member, in the members' order. */
+  results: BatchMemberResult[];
+  /**
+   * The batch's idempotency key can no longer settle it (the provider
+   * answered 409: another body under this key, or the same key still in
+   * flight): the members leave the batch and go singly, and an acceptance
+   * after this is flagged a possible duplicate.
+   */
+  keyUnusable?: boolean;
+}
+
 export interface EmailGateway {
   /** `sandbox`, `resend`, `postmark`, `ses`, `smtp`. */
   readonly name: string;
@@ -81,5 +127,22 @@ export interface EmailGateway {
    */
   readonly idempotent: boolean;
   send(message: EmailMessage, context: SendContext): Promise<SendResult>;
+  /**
+   * The provider's documented maximum of emails per request (Resend 100,
+   * Postmark 500); absent or 1: no batch API, one `send` per email.
+   */
+  readonly maxBatch?: number;
+  /**
+   * True when the provider deduplicates a whole batch on
+   * BatchContext.idempotencyKey (Resend, for 24 h): a batch whose outcome is
+   * unknown is then resent only whole, under the same key, with the same
+   * members in the same order. False (Postmark): each member of an unknown
+   * batch is looked up on its own before it is sent again.
+   */
+  readonly batchIdempotent?: boolean;
+  /** How long the provider keeps a batch's key (Resend: 24 h); past it a pinned batch's members go singly, flagged. */
+  readonly batchKeyLifetimeMs?: number;
+  /** Send 2..maxBatch messages in one request; one result per member. */
+  sendBatch?(members: BatchMember[], context: BatchContext): Promise<BatchResult>;
   close?(): Promise<void>;
 }
