@@ -128,6 +128,8 @@ const schema = onFirstUse((z) => {
     EMAIL_FROM: z.string().min(3).default(DEFAULTS.emailFrom),
     LEASEHOLD_RATE_PER_SECOND: z.coerce.number({ error: PER_SECOND_RULE }).refine(isValidPerSecond, PER_SECOND_RULE).default(DEFAULTS.ratePerSecond),
     LEASEHOLD_RATE_BURST: int(1, MAX_BURST).default(DEFAULTS.rateBurst),
+    LEASEHOLD_RATE_UNIT: z.enum(['requests', 'emails'], { error: 'must be requests or emails' }).default('requests'),
+    LEASEHOLD_SEND_BATCH: int(1, 10_000).optional(),
     LEASEHOLD_EXPIRY_INTERVAL_MS: int(10, 3_600_000).default(DEFAULTS.expiryIntervalMs),
     LEASEHOLD_EXPIRY_BATCH: int(1, 100_000).default(DEFAULTS.expiryBatch),
     LEASEHOLD_LEASE_MS: int(1000, 3_600_000).default(DEFAULTS.leaseMs),
@@ -182,6 +184,10 @@ export interface Config {
   accountsFile: string | undefined;
   /** An intent moves on from an account that has been cooling down (429) longer than this. */
   failoverAfterS: number;
+  /** What a permit of the env account's limiter stands for (LEASEHOLD_RATE_UNIT). */
+  rateUnit: 'requests' | 'emails';
+  /** Emails per provider request on the env account (LEASEHOLD_SEND_BATCH); absent: the provider's maximum. */
+  sendBatch?: number;
   emailProvider: Env['EMAIL_PROVIDER'];
   emailFrom: string;
   ratePerSecond: number;
@@ -244,6 +250,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     emailFrom: e.EMAIL_FROM,
     ratePerSecond: e.LEASEHOLD_RATE_PER_SECOND,
     rateBurst: e.LEASEHOLD_RATE_BURST,
+    rateUnit: e.LEASEHOLD_RATE_UNIT,
+    ...(e.LEASEHOLD_SEND_BATCH !== undefined ? { sendBatch: e.LEASEHOLD_SEND_BATCH } : {}),
     expiryIntervalMs: e.LEASEHOLD_EXPIRY_INTERVAL_MS,
     expiryBatch: e.LEASEHOLD_EXPIRY_BATCH,
     leaseMs: e.LEASEHOLD_LEASE_MS,

@@ -138,6 +138,8 @@ export function deliveryWorkerFor(
           ...(account.from ? { from: account.from } : {}),
           initialRate: { perSecond: account.rate.perSecond, burst: account.rate.burst },
           ...(account.dailyQuota !== undefined ? { dailyQuota: account.dailyQuota } : {}),
+          ...(account.batch !== undefined ? { batch: account.batch } : {}),
+          unit: account.rate.unit,
         })),
       }
     : { gateway: gateways };

@@ -2,7 +2,10 @@ import type pg from 'pg';
 import type { Clock } from '../runtime/clock.js';
 import { rateLimiterGetMany, rateLimiterTake } from '../tables/rate-limiter.js';
 import { intentsLease, type LeasedIntent } from '../tables/outbox.js';
+import { batchesCloseStale } from '../tables/batches.js';
+import type { QuotaUnit } from '../model/accounts.js';
 import { legsFor } from './routing.js';
+import { planRequests } from './requests.js';
 
 /** One provider account as a round leases for it. */
 export interface LegAccount {
@@ -10,6 +13,14 @@ export interface LegAccount {
   /** The gateway's name, recorded on each attempt. */
   provider: string;
   dailyQuota?: number;
+  /** Emails per provider request (1: no batches). */
+  batch: number;
+  /** What one limiter permit stands for. */
+  unit: QuotaUnit;
+  /** The provider deduplicates a batch on its key: open batches are leased whole, before new intents. */
+  keyed: boolean;
+  /** How long the provider keeps a batch's key (keyed accounts). */
+  keyLifetimeMs?: number;
 }
 
 export interface LeasedOnAccount {
@@ -19,10 +30,29 @@ export interface LeasedOnAccount {
   bucketTime: string;
 }
 
+/**
+ * A take on a `requests` account sending batches: its permits are spent
+ * per request, which the round knows only once it has planned them; it
+ * gives back what its requests did not use (DeliveryWorker).
+ */
+export interface RequestPermits {
+  account: string;
+  granted: number;
+  /** Emails each permit could carry (the daily quota counts emails). */
+  perPermit: number;
+  bucketTime: string;
+}
+
 export interface LegsLease {
   leased: LeasedOnAccount[];
   /** Permits granted, over every account. */
   permits: number;
+  /** Emails the permits could carry, over every account (permits, where a permit is an email). */
+  capacity: number;
+  /** Provider requests the leased intents take at most. */
+  requests: number;
+  /** Takes whose unused permits are given back after the round planned its requests. */
+  requestPermits: RequestPermits[];
   /** Why no account granted any, when none did. */
   blocked?: 'paused' | 'cooling-down' | 'rate-limit';
   retryInMs: number;
@@ -30,6 +60,9 @@ export interface LegsLease {
 
 /** How long a standby account's leg is skipped after it found nothing due. */
 export const QUIET_LEG_MS = 1000;
+
+/** How often a round looks for open batches that can no longer be resent whole (batchesCloseStale). */
+const STALE_BATCHES_EVERY_MS = 10_000;
 
 /**
  * The lease step of a delivery round, across the provider accounts. With
@@ -45,11 +78,19 @@ export const QUIET_LEG_MS = 1000;
  * start on the first account), so a standby account costs no statements
  * per round. `wake(account)` ends that wait when this worker moved an
  * intent there.
+ *
+ * Slots are provider requests in flight. On an account sending batches a
+ * leg leases up to `batch` emails per free slot (at most a round's worth:
+ * the larger of the round size and one batch), and its permits are what
+ * the account's `unit` says: one per request, or one per email. A keyed
+ * account (Resend) first leases its open batches whole: a batch whose
+ * outcome is unknown goes again before anything new.
  */
 export class AccountLegs {
   private readonly byName: ReadonlyMap<string, LegAccount>;
   private readonly failover: string[];
   private readonly quiet = new Map<string, number>();
+  private readonly staleCheckedAt = new Map<string, number>();
 
   constructor(
     private readonly options: {
@@ -60,6 +101,8 @@ export class AccountLegs {
       failoverAfterMs: number;
       leaseMs: number;
       clock: Clock;
+      /** Emails one round leases at most on an account sending batches, if one batch is smaller. */
+      roundEmails: number;
     },
   ) {
     this.byName = new Map(options.accounts.map((a) => [a.name, a]));
@@ -67,47 +110,110 @@ export class AccountLegs {
   }
 
   async lease(slots: number, token: string, owner: number | undefined): Promise<LegsLease> {
-    const { pool, schema, leaseMs, clock } = this.options;
     const legs = await this.plan();
+    const result: LegsLease = { leased: [], permits: 0, capacity: 0, requests: 0, requestPermits: [], retryInMs: 1000 };
     // Every account is paused (or cooling down past failover): nothing can go anywhere.
-    if (legs.length === 0) return { leased: [], permits: 0, blocked: 'paused', retryInMs: 1000 };
-    const leased: LeasedOnAccount[] = [];
+    if (legs.length === 0) return { ...result, blocked: 'paused' };
     let free = slots;
-    let permits = 0;
-    let blocked: LegsLease['blocked'];
     let retryInMs = Infinity;
     for (const [i, leg] of legs.entries()) {
       if (free === 0) break;
       const quietUntil = this.quiet.get(leg.account);
       if (i > 0 && quietUntil !== undefined && quietUntil > Date.now()) continue;
       const account = this.byName.get(leg.account)!;
-      const grant = await rateLimiterTake(pool, schema, free, null, leg.account, account.dailyQuota);
-      if (grant.granted === 0) {
-        blocked ??= grant.paused ? 'paused' : grant.coolingDown ? 'cooling-down' : 'rate-limit';
-        retryInMs = Math.min(retryInMs, grant.retryInMs);
+      const taken = await this.leg(account, leg.route, free, token, owner);
+      if (taken.granted === 0) {
+        result.blocked ??= taken.blocked;
+        retryInMs = Math.min(retryInMs, taken.retryInMs);
         continue;
       }
-      permits += grant.granted;
-      const intents = await intentsLease(pool, schema, {
-        limit: grant.granted,
-        leaseMs,
-        token,
-        provider: account.provider,
-        account: leg.account,
-        ...(leg.route ? { route: leg.route } : {}),
-        // The attempts start when their permits were granted, so their
-        // started_at obeys the limiter's bound exactly, however long this
-        // process took to get from the take to the lease.
-        now: clock.now() ?? grant.bucketTime,
-        permits: { granted: grant.granted, bucketTime: grant.bucketTime },
-        ...(owner !== undefined ? { owner } : {}),
-      });
-      free -= intents.length;
-      if (intents.length === 0) this.quiet.set(leg.account, Date.now() + QUIET_LEG_MS);
+      result.permits += taken.granted;
+      result.capacity += taken.capacity;
+      free -= taken.requests;
+      result.requests += taken.requests;
+      if (taken.requestPermits) result.requestPermits.push(taken.requestPermits);
+      if (taken.intents.length === 0) this.quiet.set(leg.account, Date.now() + QUIET_LEG_MS);
       else this.quiet.delete(leg.account);
-      for (const intent of intents) leased.push({ intent, account: leg.account, bucketTime: grant.bucketTime });
+      for (const intent of taken.intents) result.leased.push({ intent, account: leg.account, bucketTime: taken.bucketTime });
     }
-    return { leased, permits, ...(blocked ? { blocked } : {}), retryInMs: Number.isFinite(retryInMs) ? retryInMs : 1000 };
+    if (Number.isFinite(retryInMs)) result.retryInMs = retryInMs;
+    return result;
+  }
+
+  /** One account's leg: its permits, then its open batches (keyed accounts), then new intents. */
+  private async leg(
+    account: LegAccount,
+    route: { from: string[]; known: string[]; first: string } | undefined,
+    free: number,
+    token: string,
+    owner: number | undefined,
+  ): Promise<{
+    granted: number;
+    capacity: number;
+    requests: number;
+    intents: LeasedIntent[];
+    bucketTime: string;
+    requestPermits?: RequestPermits;
+    blocked: NonNullable<LegsLease['blocked']>;
+    retryInMs: number;
+  }> {
+    const { pool, schema, leaseMs, clock } = this.options;
+    const batching = account.batch > 1;
+    const perPermit = batching && account.unit === 'requests' ? account.batch : 1;
+    const emails = batching ? Math.min(free * account.batch, Math.max(this.options.roundEmails, account.batch)) : free;
+    const grant = await rateLimiterTake(pool, schema, Math.ceil(emails / perPermit), null, account.name, account.dailyQuota, perPermit);
+    const blocked = grant.paused ? 'paused' : grant.coolingDown ? 'cooling-down' : 'rate-limit';
+    const base = { granted: grant.granted, bucketTime: grant.bucketTime, blocked, retryInMs: grant.retryInMs } as const;
+    if (grant.granted === 0) return { ...base, capacity: 0, requests: 0, intents: [] };
+    const capacity = Math.min(emails, grant.granted * perPermit, grant.quotaLeft ?? Infinity);
+    const common = {
+      leaseMs,
+      token,
+      provider: account.provider,
+      account: account.name,
+      // The attempts start when their permits were granted, so their
+      // started_at obeys the limiter's bound exactly, however long this
+      // process took to get from the take to the lease.
+      now: clock.now() ?? grant.bucketTime,
+      ...(owner !== undefined ? { owner } : {}),
+    };
+    const intents: LeasedIntent[] = [];
+    let spent = 0;
+    if (batching && account.keyed) {
+      await this.closeStaleBatches(account);
+      const open = await intentsLease(pool, schema, {
+        ...common,
+        // Requests: a batch costs one permit, whatever its size. Emails: each member costs one.
+        limit: perPermit > 1 ? Math.min(free, grant.granted) : free,
+        batches: { emails: capacity },
+      });
+      intents.push(...open);
+      spent = perPermit > 1 ? new Set(open.map((i) => i.batchId)).size : open.length;
+    }
+    const fresh = await intentsLease(pool, schema, {
+      ...common,
+      limit: Math.max(0, capacity - intents.length),
+      ...(route ? { route } : {}),
+      // A permit per email: the lease gives back those it did not use, in the same statement.
+      ...(perPermit === 1 ? { permits: { granted: grant.granted - spent, bucketTime: grant.bucketTime } } : {}),
+    });
+    intents.push(...fresh);
+    const requests = planRequests(intents, { batch: account.batch, keyed: account.keyed }).length;
+    return {
+      ...base,
+      capacity,
+      requests,
+      intents,
+      ...(perPermit > 1 ? { requestPermits: { account: account.name, granted: grant.granted, perPermit, bucketTime: grant.bucketTime } } : {}),
+    };
+  }
+
+  /** At most every STALE_BATCHES_EVERY_MS per account: open batches past their key's lifetime, or broken, go singly. */
+  private async closeStaleBatches(account: LegAccount): Promise<void> {
+    const now = Date.now();
+    if ((this.staleCheckedAt.get(account.name) ?? 0) + STALE_BATCHES_EVERY_MS > now) return;
+    this.staleCheckedAt.set(account.name, now);
+    await batchesCloseStale(this.options.pool, this.options.schema, account.name, account.keyLifetimeMs ?? 24 * 3_600_000);
   }
 
   /** Intents were moved to `account`: they are due there now. */

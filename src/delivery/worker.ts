@@ -11,17 +11,19 @@ import { Slots } from '../runtime/slots.js';
 import { defaultLibraryLogger, type Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { EmailGateway, SendResult } from '../providers/gateway.js';
-import { rateLimiterEnsure, rateLimiterRefund } from '../tables/rate-limiter.js';
-import { DEFAULT_ACCOUNT } from '../model/accounts.js';
-import { nextAccount } from './routing.js';
-import { AccountLegs, type LeasedOnAccount } from './legs.js';
-import type { AttemptResult, LeasedIntent } from '../tables/outbox.js';
+import { rateLimiterEnsure, rateLimiterRefund, rateLimiterTake } from '../tables/rate-limiter.js';
+import { DEFAULT_ACCOUNT, type QuotaUnit } from '../model/accounts.js';
+import { AccountLegs, type LeasedOnAccount, type RequestPermits } from './legs.js';
+import type { AttemptResult } from '../tables/outbox.js';
+import { membersOf, planRequests, type RequestShape, type SendRequest } from './requests.js';
+import { sendRequest, unsentResult } from './send.js';
+import { suppressionsAdd } from '../tables/suppressions.js';
 import { suppressedAttempt, suppressedIntents } from './suppression-gate.js';
 import type { Suppression } from '../model/suppression-reasons.js';
 import type { AttemptOutcome } from '../model/intent-states.js';
 import { roundsInFlight, roundSize, type RateLimitPolicy } from '../model/delivery-policy.js';
-import { failureDelayMs, rateLimitDelayMs, defaultRetryPolicy, type RetryPolicy } from './retry-policy.js';
-import { emailMessageFor, prepareMessages, templateFailure, type PreparedMessage } from './messages.js';
+import type { RetryPolicy } from './retry-policy.js';
+import { prepareMessages, templateFailure, type PreparedMessage } from './messages.js';
 import { shippedTemplates, type Templates } from '../templates/templates.js';
 import type { DeliveryEvents } from './events.js';
 import { LeaseReclaimer } from './reclaimer.js';
@@ -37,6 +39,18 @@ export interface DeliveryAccount {
   initialRate?: RateLimitPolicy;
   /** Most emails a UTC day through this account; once spent, its intents move on to the next account until the day turns. */
   dailyQuota?: number;
+  /** Emails per provider request: default the gateway's `maxBatch` (1 where it has no batch API); 1 turns batching off. */
+  batch?: number;
+  /** What a limiter permit stands for: a provider request (default) or an email. */
+  unit?: QuotaUnit;
+}
+
+type WorkerAccount = Required<Pick<DeliveryAccount, 'name' | 'gateway' | 'from' | 'batch' | 'unit'>> & DeliveryAccount;
+
+/** One request a round sends, with its account. */
+interface Planned {
+  request: SendRequest;
+  account: WorkerAccount;
 }
 
 export interface DeliveryWorkerOptions {
@@ -99,13 +113,19 @@ export interface DeliveryRun {
   retryInMs?: number;
 }
 
-const outcomeOf: Record<SendResult['kind'], AttemptOutcome> = {
-  accepted: 'accepted',
-  rate_limited: 'rate_limited',
-  rejected: 'rejected',
-  failed: 'failed',
-  paused: 'paused',
-};
+/** An account's emails per request: its `batch`, within what its gateway can send in one. */
+function batchSizeOf(account: DeliveryAccount): number {
+  const max = account.gateway.sendBatch ? Math.max(1, account.gateway.maxBatch ?? 1) : 1;
+  const batch = account.batch ?? max;
+  if (!Number.isInteger(batch) || batch < 1) throw new ValidationError(`accounts.${account.name}.batch`, 'must be a whole number of at least 1');
+  if (batch > max) {
+    throw new ValidationError(
+      `accounts.${account.name}.batch`,
+      max === 1 ? `${account.gateway.name} has no batch API: use 1` : `${account.gateway.name} takes at most ${max} emails per request`,
+    );
+  }
+  return batch;
+}
 
 /**
  * The delivery lane. One round: reserve send slots (`concurrency` in all,
@@ -130,8 +150,8 @@ export class DeliveryWorker extends LoopWorker<DeliveryEvents> {
   private readonly reclaimLoop: ServiceLoop | undefined;
   private readonly slots: Slots;
   private readonly schema: string;
-  private readonly accounts: ReadonlyArray<Required<Pick<DeliveryAccount, 'name' | 'gateway' | 'from'>> & DeliveryAccount>;
-  private readonly byName: ReadonlyMap<string, DeliveryWorker['accounts'][number]>;
+  private readonly accounts: readonly WorkerAccount[];
+  private readonly byName: ReadonlyMap<string, WorkerAccount>;
   private readonly failover: string[];
   private readonly templates: Templates;
   private readonly batchSize: number;
@@ -153,7 +173,7 @@ export class DeliveryWorker extends LoopWorker<DeliveryEvents> {
     const from = options.from ?? DEFAULTS.emailFrom;
     const accounts = options.accounts ?? (options.gateway ? [{ name: DEFAULT_ACCOUNT, gateway: options.gateway }] : []);
     if (accounts.length === 0) throw new ValidationError('accounts', 'give a gateway or at least one account');
-    this.accounts = accounts.map((a) => ({ ...a, from: a.from ?? from }));
+    this.accounts = accounts.map((a) => ({ ...a, from: a.from ?? from, batch: batchSizeOf(a), unit: a.unit ?? 'requests' }));
     this.byName = new Map(this.accounts.map((a) => [a.name, a]));
     if (this.byName.size !== this.accounts.length) throw new ValidationError('accounts', 'account names must be unique');
     this.failover = this.accounts.map((a) => a.name);
@@ -174,7 +194,12 @@ export class DeliveryWorker extends LoopWorker<DeliveryEvents> {
         name: a.name,
         provider: a.gateway.name,
         ...(a.dailyQuota !== undefined ? { dailyQuota: a.dailyQuota } : {}),
+        batch: a.batch,
+        unit: a.unit,
+        keyed: a.gateway.batchIdempotent === true,
+        ...(a.gateway.batchKeyLifetimeMs !== undefined ? { keyLifetimeMs: a.gateway.batchKeyLifetimeMs } : {}),
       })),
+      roundEmails: this.batchSize,
       failoverAfterMs: options.failoverAfterMs ?? DEFAULTS.failoverAfterS * 1000,
       leaseMs: this.leaseMs,
       clock: this.clock,
@@ -271,21 +296,20 @@ export class DeliveryWorker extends LoopWorker<DeliveryEvents> {
     await this.ensureLimiters();
     const token = randomUUID();
     const lease = await this.legs.lease(slots, token, this.options.presence?.owner);
-    release(slots - lease.leased.length);
+    // A slot is a provider request in flight: the lease needs at most `requests`.
+    release(slots - lease.requests);
     if (lease.permits === 0) {
       this.waitingSince ??= Date.now();
       return { permits: 0, leased: 0, outcomes: {}, blocked: lease.blocked ?? 'rate-limit', retryInMs: lease.retryInMs };
     }
     this.observeLimiterWait();
-    const { permits, leased } = lease;
-    if (leased.length === 0) return { permits, leased: 0, outcomes: {}, blocked: 'idle' };
-    const intents = leased.map((l) => l.intent);
+    const { leased } = lease;
+    const permits = lease.capacity;
     const accountOf = new Map(leased.map((l) => [l.intent.id, this.byName.get(l.account)!]));
 
     // Suppressed recipients are rejected without calling the provider (the
-    // lease looked them up); their permits and slots go back too.
-    const suppressed = await this.suppressed(leased);
-    release(suppressed.size);
+    // lease looked them up); their permits go back too.
+    const suppressed = await this.suppressed(leased, lease.requestPermits);
 
     for (const { intent, account } of leased) {
       if (intent.leaseWasExpired) {
@@ -293,37 +317,115 @@ export class DeliveryWorker extends LoopWorker<DeliveryEvents> {
         this.logger.warn({ event: 'lease.expired', intentId: intent.id, holdId: intent.holdId }, 'previous lease expired');
       }
       this.logger.info(
-        { event: 'intent.leased', intentId: intent.id, holdId: intent.holdId, attempt: intent.attempts, account },
+        { event: 'intent.leased', intentId: intent.id, holdId: intent.holdId, attempt: intent.attempts, account, batchId: intent.batchId ?? undefined },
         'intent leased',
       );
     }
-    await this.faults.at('delivery.leased', { intents: intents.map((i) => i.id) });
+    if (leased.length > 0) await this.faults.at('delivery.leased', { intents: leased.map((l) => l.intent.id) });
 
     // Rendered once, at the first lease, and stored: every attempt sends the
     // same bytes. Suppressed intents need no message: they are never sent.
-    // Each account's sender fills in templates that name none.
+    // Each account's sender fills in templates that name none. Then each
+    // account's intents are planned into requests (requests.ts): batches
+    // where its provider has them.
+    const results: AttemptResult[] = [];
+    const planned: Planned[] = [];
     const messages = new Map<string, PreparedMessage>();
     for (const account of this.accounts) {
-      const toSend = intents.filter((intent) => !suppressed.has(intent.id) && accountOf.get(intent.id) === account);
-      if (toSend.length === 0) continue;
-      for (const [id, m] of await prepareMessages(pool, this.schema, this.templates, toSend, { from: account.from })) messages.set(id, m);
+      const mine = leased.filter((l) => l.account === account.name && !suppressed.has(l.intent.id)).map((l) => l.intent);
+      if (mine.length === 0) continue;
+      for (const [id, m] of await prepareMessages(pool, this.schema, this.templates, mine, { from: account.from })) messages.set(id, m);
+      const sendable = mine.filter((intent) => {
+        const prepared = messages.get(intent.id)!;
+        if (!prepared.ok) results.push({ ...templateFailure(intent, token, prepared.error), account: account.name });
+        return prepared.ok;
+      });
+      for (const request of planRequests(sendable, this.shapeOf(account))) planned.push({ request, account });
     }
-    const results = await Promise.all(
-      intents.map((intent) => {
-        const suppression = suppressed.get(intent.id);
-        const account = accountOf.get(intent.id)!;
-        if (suppression) return { ...suppressedAttempt(intent, token, suppression), account: account.name };
-        return this.attempt(intent, token, messages.get(intent.id)!, account).finally(() => release(1));
-      }),
+    for (const l of leased) {
+      const suppression = suppressed.get(l.intent.id);
+      if (suppression) results.push({ ...suppressedAttempt(l.intent, token, suppression), account: l.account });
+    }
+    const paid = await this.settleRequestPermits(planned, lease.requestPermits);
+    release(lease.requests - planned.length);
+    // stop() was called while this round leased and prepared: what has not
+    // been sent is given back at once, due again, instead of waiting out the lease.
+    const sending = this.stopping ? [] : paid;
+    for (const { request, account } of planned) {
+      if (sending.some((p) => p.request === request)) continue;
+      const why = this.stopping ? 'given back unsent: the worker is stopping' : 'given back unsent: no permit left for this request';
+      for (const intent of membersOf(request)) results.push(unsentResult(intent, token, why, account.name));
+    }
+    release(planned.length - sending.length);
+    const setting = {
+      pool,
+      schema: this.schema,
+      token,
+      sendTimeoutMs: this.sendTimeoutMs,
+      failover: this.failover,
+      retryPolicy: this.options.retryPolicy,
+      random: this.random,
+      faults: this.faults,
+    };
+    const sent = await Promise.all(
+      sending.map(({ request, account }) => sendRequest(request, account, messages, setting).finally(() => release(1))),
     );
-    const holdIds = new Map(intents.map((i) => [i.id, i.holdId]));
+    results.push(...sent.flat());
+    if (results.length === 0) return { permits, leased: 0, outcomes: {}, blocked: 'idle' };
+    const holdIds = new Map(leased.map((l) => [l.intent.id, l.intent.holdId]));
     await this.recorder.record(results, holdIds);
+    await this.suppressInactive(results, leased);
     // Intents this round moved to another account are due there now.
     for (const r of results) if (r.moveTo) this.legs.wake(r.moveTo);
 
     const outcomes: DeliveryRun['outcomes'] = {};
     for (const r of results) outcomes[r.outcome] = (outcomes[r.outcome] ?? 0) + 1;
-    return { permits, leased: intents.length, outcomes };
+    return { permits, leased: leased.length, outcomes };
+  }
+
+  /** Addresses a provider answered are inactive (Postmark 406) join the suppression list: no account sends to them again. */
+  private async suppressInactive(results: AttemptResult[], leased: LeasedOnAccount[]): Promise<void> {
+    const inactive = results.filter((r) => r.suppressRecipient);
+    if (inactive.length === 0) return;
+    const byId = new Map(leased.map((l) => [l.intent.id, l]));
+    const entries = inactive.map((r) => ({
+      address: byId.get(r.id)!.intent.recipient,
+      reason: 'hard_bounce' as const,
+      detail: r.error,
+      provider: this.byName.get(r.account ?? DEFAULT_ACCOUNT)?.gateway.name ?? null,
+    }));
+    const added = await suppressionsAdd(this.options.pool, this.schema, entries);
+    if (added.length > 0) this.options.metrics?.suppressionsAdded.inc({ reason: 'hard_bounce' }, added.length);
+  }
+
+  /** How an account's intents go in requests: its batch size, and whether its provider deduplicates a batch on its key. */
+  private shapeOf(account: WorkerAccount): RequestShape {
+    return { batch: account.batch, keyed: account.gateway.batchIdempotent === true };
+  }
+
+  /**
+   * On a `requests` account sending batches a permit is a request, known
+   * only now: give back the permits the planned requests do not need, or
+   * take the few more that singles sent beside the batches need. A request
+   * that gets no permit is not sent (its intents go back, due at once).
+   */
+  private async settleRequestPermits(planned: Planned[], takes: RequestPermits[]): Promise<Planned[]> {
+    const unpaid = new Set<Planned>();
+    for (const take of takes) {
+      const mine = planned.filter((p) => p.account.name === take.account);
+      const spare = take.granted - mine.length;
+      const emailsUsed = mine.reduce((n, p) => n + membersOf(p.request).length, 0);
+      const emailsSpare = take.granted * take.perPermit - emailsUsed;
+      if (spare > 0 || emailsSpare > 0) {
+        await rateLimiterRefund(this.options.pool, this.schema, Math.max(0, spare), take.bucketTime, take.account, Math.max(0, emailsSpare));
+      }
+      if (spare < 0) {
+        const account = this.byName.get(take.account)!;
+        const more = await rateLimiterTake(this.options.pool, this.schema, -spare, null, take.account, account.dailyQuota, take.perPermit);
+        for (const p of mine.slice(mine.length - (-spare - more.granted))) unpaid.add(p);
+      }
+    }
+    return planned.filter((p) => !unpaid.has(p));
   }
 
   /** Every account's limiter row, written with its initial policy once per worker (an existing row, with its runtime changes, wins). */
@@ -343,12 +445,14 @@ export class DeliveryWorker extends LoopWorker<DeliveryEvents> {
   }
 
   /** The leased intents whose recipient is suppressed, with their permits given back to their accounts. */
-  private async suppressed(leased: LeasedOnAccount[]): Promise<Map<string, Suppression>> {
+  private async suppressed(leased: LeasedOnAccount[], requestPermits: RequestPermits[]): Promise<Map<string, Suppression>> {
     const suppressed = await suppressedIntents(this.options.pool, this.schema, leased.map((l) => l.intent));
     if (suppressed.size === 0) return suppressed;
     const refunds = new Map<string, { n: number; bucketTime: string }>();
+    // Where a permit is a request, the round gives back what its requests did not use (settleRequestPermits).
+    const perRequest = new Set(requestPermits.map((t) => t.account));
     for (const l of leased) {
-      if (!suppressed.has(l.intent.id)) continue;
+      if (!suppressed.has(l.intent.id) || perRequest.has(l.account)) continue;
       const r = refunds.get(l.account) ?? { n: 0, bucketTime: l.bucketTime };
       r.n += 1;
       refunds.set(l.account, r);
@@ -373,57 +477,5 @@ export class DeliveryWorker extends LoopWorker<DeliveryEvents> {
     // Paused, cooling down or out of permits: ask again when it could succeed,
     // and at least once a second so policy changes and resumes are seen.
     return { full: false, nextInMs: Math.min(1000, run.retryInMs ?? 1000) };
-  }
-
-  private async attempt(intent: LeasedIntent, token: string, prepared: PreparedMessage, account: DeliveryAccount): Promise<AttemptResult> {
-    if (!prepared.ok) return { ...templateFailure(intent, token, prepared.error), account: account.name };
-    const message = emailMessageFor(intent, prepared.message);
-    const { gateway } = account;
-    const started = Date.now();
-    let result: SendResult;
-    try {
-      result = await gateway.send(message, {
-        attempt: intent.attempts,
-        previousOutcomeUnknown: intent.previousOutcomeUnknown,
-        signal: AbortSignal.timeout(this.sendTimeoutMs),
-      });
-    } catch (error) {
-      // An adapter that throws (or a timeout it did not classify) may have
-      // sent the request: outcome unknown.
-      result = { kind: 'failed', reason: `send threw: ${(error as Error)?.message ?? String(error)}`, outcomeUnknown: true };
-    }
-    if (result.kind === 'accepted') await this.faults.at('delivery.accepted', { intentId: intent.id, receipt: result.receipt });
-    const outcome = outcomeOf[result.kind];
-    let delayMs = 0;
-    if (result.kind === 'rate_limited') delayMs = rateLimitDelayMs(result.retryAfterMs, this.random);
-    if (result.kind === 'failed') delayMs = failureDelayMs(intent.failedAttempts, this.options.retryPolicy ?? defaultRetryPolicy, this.random);
-    // A send that never left moves the intent on to the next account, due at
-    // once there, unless an unknown outcome holds it to this one.
-    const moveTo =
-      result.kind === 'failed' && result.neverSent && !intent.previousOutcomeUnknown ? nextAccount(this.failover, account.name) : undefined;
-    if (moveTo !== undefined && moveTo !== account.name) delayMs = 0;
-    // Accepted after an earlier attempt whose outcome is unknown: a
-    // duplicate is possible unless this account deduplicates on the key and
-    // that earlier attempt went through this same account.
-    const elsewhere = intent.movedUnsettled || (intent.pinnedAccount !== null && intent.pinnedAccount !== account.name);
-    return {
-      id: intent.id,
-      token,
-      attempt: intent.attempts,
-      outcome,
-      receipt: result.kind === 'accepted' ? result.receipt : null,
-      error: result.kind === 'accepted' ? null : result.reason.slice(0, 1000),
-      delayMs,
-      providerStatus: result.providerStatus ?? null,
-      providerCode: result.providerCode ?? null,
-      outcomeUnknown: result.kind === 'failed' && result.outcomeUnknown,
-      durationMs: Date.now() - started,
-      duplicateRisk:
-        result.kind === 'accepted' && !result.reconciled && intent.previousOutcomeUnknown && (!gateway.idempotent || elsewhere),
-      account: account.name,
-      ...(moveTo !== undefined && moveTo !== account.name ? { moveTo } : {}),
-      ...(result.kind === 'rate_limited' ? { providerWaitMs: result.retryAfterMs } : {}),
-      ...(result.kind === 'paused' && result.resumeAfterMs !== undefined ? { providerWaitMs: result.resumeAfterMs } : {}),
-    };
   }
 }

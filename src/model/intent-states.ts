@@ -70,6 +70,10 @@ export interface Attempt {
   receipt: string | null;
   error: string | null;
   durationMs: number | null;
+  /** The batch it was sent in (one provider request for several emails), or null: sent alone. */
+  batchId: string | null;
+  /** How many emails that batch's request carried (null: sent alone). */
+  batchMembers: number | null;
 }
 
 /** What an intent id may look like (ids are derived from hold ids, plus a replay suffix in keys). */

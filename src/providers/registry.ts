@@ -92,7 +92,7 @@ const ENV_NAMES: Record<Exclude<AccountProvider, 'sandbox'>, Record<string, stri
     sessionToken: ['AWS_SESSION_TOKEN'],
     configurationSet: ['SES_CONFIGURATION_SET'],
   },
-  smtp: { url: ['SMTP_URL'] },
+  smtp: { url: ['SMTP_URL'], maxConnections: ['SMTP_MAX_CONNECTIONS'], maxMessages: ['SMTP_MAX_MESSAGES'] },
 };
 
 function envSettings(env: Env, provider: Exclude<AccountProvider, 'sandbox'>): Settings {
@@ -137,6 +137,17 @@ function url(settings: Settings, key: string, protocols: string[]): string | und
     return settings.fail(key, `must start with ${protocols.map((p) => `${p}//`).join(' or ')}${got}`);
   }
   return value;
+}
+
+/** A whole number in [min, max], or undefined when unset; `what` says what it counts, for the error. */
+function wholeNumber(settings: Settings, key: string, min: number, max: number, what: string): number | undefined {
+  const value = settings.get(key);
+  if (value === undefined) return undefined;
+  const n = Number(value);
+  if (!/^\s*\d+\s*$/.test(value) || n < min || n > max) {
+    return settings.fail(key, `must be a whole number from ${min} to ${max} (got ${JSON.stringify(value)}): ${what}`);
+  }
+  return n;
 }
 
 /**
@@ -196,8 +207,15 @@ async function gatewayFrom(provider: AccountProvider, settings: Settings | undef
     }
     case 'smtp': {
       const smtpUrl = url(settings, 'url', ['smtp:', 'smtps:']) ?? required(settings, 'url', ' (smtp://user:pass@host:587)');
+      const maxConnections = wholeNumber(settings, 'maxConnections', 1, 1000, 'the most connections open to the SMTP server at once');
+      const maxMessages = wholeNumber(settings, 'maxMessages', 1, 1_000_000, 'the messages one connection carries before a fresh one');
+      const options = {
+        url: smtpUrl,
+        ...(maxConnections !== undefined ? { maxConnections } : {}),
+        ...(maxMessages !== undefined ? { maxMessages } : {}),
+      };
       const { SmtpGateway } = await adapters.smtp();
-      return new SmtpGateway({ url: smtpUrl });
+      return new SmtpGateway(options);
     }
     default: {
       const never: never = provider;
@@ -229,7 +247,8 @@ export function accountsFromConfig(config: Config): Accounts {
       {
         name: DEFAULT_ACCOUNT,
         provider: config.emailProvider,
-        rate: { perSecond: config.ratePerSecond, burst: config.rateBurst, unit: 'requests' },
+        rate: { perSecond: config.ratePerSecond, burst: config.rateBurst, unit: config.rateUnit },
+        ...(config.sendBatch !== undefined ? { batch: config.sendBatch } : {}),
         from: config.emailFrom,
         settings: {},
       },

@@ -101,6 +101,8 @@ export const RETENTION_TABLES: RetentionTables = {
   standalone: [
     // Events for no known intent age on their own, by the provider's timestamp.
     { table: 'email_events', key: 'id', age: 'occurred_at', applies: 't.intent_id IS NULL', prune: true, erase: {} },
+    // Batches (one provider request each) list intent ids only; an open one is still resendable.
+    { table: 'email_batches', key: 'id', age: 'created_at', applies: 'NOT t.open', prune: true, erase: {} },
     // Suppressions outlive the retention; erasure keeps the hash, so the address stays suppressed.
     {
       table: 'suppressions',

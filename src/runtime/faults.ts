@@ -10,9 +10,10 @@
  * - `expiry.locked`     rows locked and updated, intents inserted, not committed
  * - `expiry.committed`  the expiry transaction committed
  * - `delivery.leased`   intents leased, nothing sent yet
+ * - `delivery.batch`    a batch recorded (its members in order), its request not yet made
  * - `delivery.accepted` the provider accepted a message, receipt not saved
  */
-export type FaultPoint = 'expiry.locked' | 'expiry.committed' | 'delivery.leased' | 'delivery.accepted';
+export type FaultPoint = 'expiry.locked' | 'expiry.committed' | 'delivery.leased' | 'delivery.batch' | 'delivery.accepted';
 
 export type FaultHook = (point: FaultPoint, context: Record<string, unknown>) => void | Promise<void>;
 

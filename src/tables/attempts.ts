@@ -1,6 +1,7 @@
 import type { Queryable } from '../db/pool.js';
 import { ident } from '../db/pool.js';
 import type { Attempt } from '../model/intent-states.js';
+import { batchSizeSql } from './batches.js';
 
 /**
  * Every statement on email_attempts: one row per send attempt of an intent,
@@ -23,6 +24,8 @@ interface AttemptRow {
   receipt: string | null;
   error: string | null;
   duration_ms: number | null;
+  batch_id?: string | null;
+  batch_members?: number | null;
 }
 
 export function attemptFromRow(row: AttemptRow): Attempt {
@@ -39,13 +42,15 @@ export function attemptFromRow(row: AttemptRow): Attempt {
     receipt: row.receipt,
     error: row.error,
     durationMs: row.duration_ms,
+    batchId: row.batch_id ?? null,
+    batchMembers: row.batch_members ?? null,
   };
 }
 
 export async function attemptsList(db: Queryable, schema: string, intentId: string): Promise<Attempt[]> {
   const { rows } = await db.query<AttemptRow>(
     `SELECT attempt, provider, account, started_at, finished_at, outcome, outcome_unknown, provider_status, provider_code,
-            receipt, error, duration_ms
+            receipt, error, duration_ms, batch_id, ${batchSizeSql(ident(schema), 'batch_id')} AS batch_members
        FROM ${ident(schema)}.email_attempts WHERE intent_id = $1 ORDER BY attempt`,
     [intentId],
   );
@@ -144,10 +149,10 @@ export const attemptsCloseExpired = (s: string, ids: string, now: string): strin
           error = 'lease expired before a result was recorded'
     WHERE a.intent_id = ANY (${ids}) AND a.finished_at IS NULL`;
 
-/** Open one attempt per leased intent (`leased` has id and attempts), owned by `worker` (an int, or NULL for none). */
+/** Open one attempt per leased intent (`leased` has id, attempts and batch_id: the open batch it was leased through), owned by `worker` (an int, or NULL for none). */
 export const attemptsOpen = (s: string, leased: string, token: string, provider: string, account: string, now: string, worker: string): string =>
-  `INSERT INTO ${s}.email_attempts (intent_id, attempt, lease_token, provider, account, started_at, worker)
-   SELECT l.id, l.attempts, ${token}, ${provider}, ${account}, ${now}, ${worker} FROM ${leased} l`;
+  `INSERT INTO ${s}.email_attempts (intent_id, attempt, lease_token, provider, account, started_at, worker, batch_id)
+   SELECT l.id, l.attempts, ${token}, ${provider}, ${account}, ${now}, ${worker}, l.batch_id FROM ${leased} l`;
 
 /**
  * The open attempts (leases in flight) of owners not in `live` (a subquery

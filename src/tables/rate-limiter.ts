@@ -198,6 +198,8 @@ export interface PermitGrant {
   coolingDown: boolean;
   /** The account's daily quota is used up for today (UTC): its intents move on until the day turns. */
   quotaSpent: boolean;
+  /** Emails the daily quota had left before this take (undefined: no quota): a batch may carry no more. */
+  quotaLeft?: number;
   /** How long until asking again could succeed (ms). */
   retryInMs: number;
   perSecond: number;
@@ -224,6 +226,8 @@ export async function rateLimiterTake(
   account = DEFAULT_ACCOUNT,
   /** The account's emails per UTC day (model/accounts.ts dailyQuota); undefined: none. */
   dailyQuota?: number,
+  /** Emails one permit may carry (a `requests` account sending batches): the daily quota is counted in emails. */
+  emailsPerPermit = 1,
 ): Promise<PermitGrant> {
   const s = ident(schema);
   const { rows } = await db.query<{
@@ -234,6 +238,7 @@ export async function rateLimiterTake(
     cooling: boolean;
     cooldown_ms: number;
     quota_spent: boolean;
+    quota_left: number | null;
     day_left_ms: number;
     left: number;
     per_second: number;
@@ -264,23 +269,25 @@ export async function rateLimiterTake(
      ), decision AS (
        SELECT bucket.*,
               CASE WHEN paused OR cooling THEN 0
-                   ELSE greatest(0, least($2::int, floor(avail)::int, coalesce($4::int - quota_used_today, $2::int))) END AS granted
+                   ELSE greatest(0, least($2::int, floor(avail)::int,
+                                          coalesce(ceil(($4::int - quota_used_today) / $5::float8)::int, $2::int))) END AS granted
          FROM state bucket
      ), upd AS (
        UPDATE ${s}.rate_limiter l
           SET tokens = d.avail - d.granted, refilled_at = d.t,
-              quota_day = d.today, quota_used = d.quota_used_today + d.granted
+              quota_day = d.today, quota_used = d.quota_used_today + d.granted * $5::int
          FROM decision d
         WHERE l.name = d.name
         RETURNING l.tokens
      )
      SELECT d.granted, d.paused, d.account_paused, d.reason, d.cooling, d.per_second, d.burst, d.t::text AS bucket_time,
-            $4::int IS NOT NULL AND d.quota_used_today + d.granted >= $4::int AS quota_spent,
+            $4::int IS NOT NULL AND d.quota_used_today + d.granted * $5::int >= $4::int AS quota_spent,
+            CASE WHEN $4::int IS NOT NULL THEN greatest(0, $4::int - d.quota_used_today) END AS quota_left,
             (extract(epoch FROM ((d.today + 1)::timestamp AT TIME ZONE 'UTC') - d.wall) * 1000)::float8 AS day_left_ms,
             (extract(epoch FROM d.cooldown_until - d.wall) * 1000)::float8 AS cooldown_ms,
             upd.tokens AS left
        FROM decision d, upd`,
-    [account, want, now, dailyQuota ?? null],
+    [account, want, now, dailyQuota ?? null, emailsPerPermit],
   );
   const row = rows[0];
   if (!row) throw new LimiterMissingError(schema, account);
@@ -296,6 +303,7 @@ export async function rateLimiterTake(
     accountPaused: row.account_paused,
     coolingDown: row.cooling,
     quotaSpent: row.quota_spent,
+    ...(row.quota_left !== null ? { quotaLeft: row.quota_left } : {}),
     retryInMs,
     perSecond: row.per_second,
     burst: row.burst,
@@ -312,8 +320,8 @@ export async function rateLimiterTake(
  * is still its take's (`bucketTime`); otherwise the permits are dropped,
  * which can only slow sending, never speed it past the bound.
  */
-const refundSet = (unused: string): string =>
-  `tokens = least(burst::float8, tokens + ${unused}), quota_used = greatest(0, quota_used - ${unused})`;
+const refundSet = (unused: string, unusedEmails = unused): string =>
+  `tokens = least(burst::float8, tokens + ${unused}), quota_used = greatest(0, quota_used - ${unusedEmails})`;
 
 /**
  * For the outbox's lease statement (tables/outbox.ts): give back `unused`
@@ -333,11 +341,18 @@ export async function rateLimiterRefund(
   permits: number,
   bucketTime: string,
   account = DEFAULT_ACCOUNT,
+  /** Emails of the daily quota to give back (default: one per permit). */
+  emails = permits,
 ): Promise<void> {
-  if (permits <= 0) return;
+  if (permits <= 0 && emails <= 0) return;
   await db.query(
-    `UPDATE ${ident(schema)}.rate_limiter SET ${refundSet('$2')} WHERE name = $1 AND refilled_at = $3::timestamptz`,
-    [account, permits, bucketTime],
+    // Tokens only while the bucket is as the take left it (a refill since has
+    // counted the time already); the day's quota count in any case.
+    `UPDATE ${ident(schema)}.rate_limiter SET
+       tokens = CASE WHEN refilled_at = $3::timestamptz THEN least(burst::float8, tokens + $2::int) ELSE tokens END,
+       quota_used = greatest(0, quota_used - $4::int)
+     WHERE name = $1`,
+    [account, Math.max(0, permits), bucketTime, Math.max(0, emails)],
   );
 }
 

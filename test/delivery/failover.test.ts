@@ -55,9 +55,10 @@ const worker = (extra: Partial<ConstructorParameters<typeof DeliveryWorker>[0]> 
   new DeliveryWorker({
     pool: db.pool,
     schema: db.schema,
+    // One email per request: these stories follow single messages (test/delivery/batches.test.ts sends batches).
     accounts: [
-      { name: 'primary', gateway: new ResendGateway({ apiKey: primary.apiKey, baseUrl: primary.url }) },
-      { name: 'backup', gateway: new PostmarkGateway({ serverToken: backup.serverToken, baseUrl: backup.url }) },
+      { name: 'primary', gateway: new ResendGateway({ apiKey: primary.apiKey, baseUrl: primary.url }), batch: 1 },
+      { name: 'backup', gateway: new PostmarkGateway({ serverToken: backup.serverToken, baseUrl: backup.url }), batch: 1 },
     ],
     initialRate: { perSecond: 1000, burst: 1000 },
     sendTimeoutMs: 400,

@@ -54,10 +54,12 @@ const resend = (() => {
     gateway: () => new ResendGateway({ apiKey: fake.apiKey, baseUrl: fake.url }),
     env: () => ({ EMAIL_PROVIDER: 'resend', RESEND_API_KEY: fake.apiKey, RESEND_BASE_URL: fake.url }),
     copiesOf: async (id: string) => fake.deliveries.filter((d) => d.headers['X-Leasehold-Intent-Id'] === id).map((d) => ({ receipt: d.id })),
-    sentTitle: 'expired holds are emailed once each, with the intent as idempotency key',
+    sentTitle: 'expired holds are emailed once each, in one batch request under its batch key',
     async checkSent(row: OutboxRow) {
       const delivery = fake.deliveries.find((d) => d.headers['X-Leasehold-Intent-Id'] === row.id)!;
-      expect(delivery.idempotencyKey).toBe(row.id);
+      // Due together, they went in one /emails/batch request (idempotency key `batch-<batch id>`).
+      expect(delivery.batchKey).toMatch(/^batch-[0-9a-f-]{36}$/);
+      expect(new Set(fake.deliveries.map((d) => d.batchKey))).toEqual(new Set([delivery.batchKey]));
     },
     crashTitle: 'a crash between acceptance and receipt: the retry reuses the key and nothing is delivered twice',
     async watchRetry(id: string, first: Copy[]) {

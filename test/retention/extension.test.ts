@@ -61,10 +61,18 @@ describe('tables added by one entry each', () => {
     await event(null, null, 40);
     await event(null, null, 10);
     await suppression('old@example.com', 400);
+    // Two batches as old as the oldest story: the closed one ages out, the open one (still resendable) stays.
+    for (const open of [false, true]) {
+      await db.pool.query(
+        `INSERT INTO ${s}.email_batches (id, account, provider, members, created_at, open)
+         VALUES (gen_random_uuid(), 'default', 'resend', ARRAY['reservation-expired:old'], now() - interval '40 days', $1)`,
+        [open],
+      );
+    }
 
     const preview = await retentionPreview(db.pool, db.schema, { now: null, retentionDays: 30, erasePiiAfterDays: 7, tables: TABLES });
     const run = await new Pruner({ pool: db.pool, schema: db.schema, policy: DEFAULT_RETENTION, tables: TABLES }).runUntilDone();
-    expect(run.pruned).toEqual({ email_attempts: 1, email_messages: 1, email_events: 2, email_outbox: 1, support_reservations: 1 });
+    expect(run.pruned).toEqual({ email_attempts: 1, email_messages: 1, email_events: 2, email_batches: 1, email_outbox: 1, support_reservations: 1 });
     // Events hold no address: erasure has nothing to change in them.
     expect(run.erased).toEqual({ email_attempts: 0, email_messages: 1, email_events: 0, email_outbox: 1, support_reservations: 1, suppressions: 1 });
     // The dry run counted the same (story events and standalone events share a table name).
@@ -74,11 +82,12 @@ describe('tables added by one entry each', () => {
 
     expect(await count('email_messages')).toBe(0); // 'mid' erased: its rendered message deleted
     expect(await count('email_events')).toBe(2);
+    expect(await count('email_batches')).toBe(1);
     expect((await db.pool.query(`SELECT address, address_hash FROM ${s}.suppressions`)).rows).toEqual([
       { address: null, address_hash: addressHash('old@example.com') },
     ]);
     const oldest = await retentionOldest(db.pool, db.schema, TABLES);
-    expect(Object.keys(oldest.oldestAgeSeconds).sort()).toEqual(['email_events', 'support_reservations', 'suppressions']);
+    expect(Object.keys(oldest.oldestAgeSeconds).sort()).toEqual(['email_batches', 'email_events', 'support_reservations', 'suppressions']);
     expect(oldest.oldestAgeSeconds.suppressions).toBeGreaterThan(399 * 86_400);
   });
 

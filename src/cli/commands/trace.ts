@@ -55,6 +55,7 @@ export function formatTimeline(t: HoldTimeline): string[] {
       provider,
       a.durationMs !== null ? `${a.durationMs}ms` : '',
       a.outcomeUnknown ? 'outcome unknown' : '',
+      a.batchId ? `sent in batch ${a.batchId} (${a.batchMembers ?? '?'} members)` : '',
       a.receipt ? `receipt ${a.receipt}` : '',
       a.error ?? '',
     ].filter(Boolean);

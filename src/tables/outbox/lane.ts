@@ -6,6 +6,7 @@ import { attemptsCloseExpired, attemptsFinish, attemptsOpen, attemptsOpenOfGoneO
 import { presenceLiveOwnersSql } from '../../db/presence.js';
 import { MESSAGE_LEASE_COLUMNS, messageFromLeaseRow, messagesJoinForLease, type StoredMessage } from '../messages.js';
 import { rateLimiterRefundInLease } from '../rate-limiter.js';
+import { batchesCloseSql, batchesDueSql, batchPositionSql } from '../batches.js';
 import { DEFAULT_ACCOUNT } from '../../model/accounts.js';
 import { SUPPRESSION_LEASE_COLUMNS, suppressionFromLeaseRow, suppressionKeyInSql, suppressionsJoinForLease } from '../suppressions.js';
 
@@ -69,6 +70,12 @@ export interface LeasedIntent {
   metadata: Record<string, unknown> | null;
   /** The recipient's suppression (null: none), or undefined when the lease could not check it in SQL. */
   suppression: Suppression | null | undefined;
+  /** The open batch it is bound to (leased through it, whole: tables/batches.ts), or null. */
+  batchId: string | null;
+  /** Its place in that batch's request (0-based), or null. */
+  batchPosition: number | null;
+  /** A batch carrying it was refused without naming the email at fault: it goes alone. */
+  sendAlone: boolean;
 }
 
 /**
@@ -112,24 +119,36 @@ export async function intentsLease(
       known: readonly string[];
       first: string;
     };
+    /**
+     * Lease this account's open batches instead of single intents: up to
+     * `limit` whole batches, oldest first, whose members are all due, and at
+     * most `emails` members in all (batchesDueSql). Every member of a
+     * batch is leased, or none.
+     */
+    batches?: { emails: number };
   },
 ): Promise<LeasedIntent[]> {
   const s = ident(schema);
-  const { rows } = await db.query<Record<string, unknown>>(
-    `WITH clock AS (
-       SELECT coalesce($4::timestamptz, now()) AS now
-     ), owner AS (
-       -- The owner is named only while its presence lock is held now: a
-       -- worker that has not yet noticed its session is gone (a partition)
-       -- takes leases nobody would reclaim early, instead of ones that
-       -- look abandoned the moment they are taken.
-       SELECT $8::int AS owner WHERE $8::int IS NOT NULL AND EXISTS (
-         SELECT 1 FROM (${presenceLiveOwnersSql('$9')}) live WHERE live.owner = $8::int)
-     ), next AS (
+  const next = lease.batches
+    ? `${batchesDueSql(s, '$10', '$1', '$14', 'clock.now')}, next AS (
+       -- Every member, locked without skipping (the batch's lock makes this
+       -- worker the only one leasing them); the due test is checked again on
+       -- the locked row, so a batch another statement has just leased is not
+       -- leased a second time.
+       SELECT o.id, o.lease_token AS old_token
+         FROM ${s}.email_outbox o, clock
+        WHERE o.id = ANY (ARRAY(SELECT unnest(members) FROM due_batches)) AND o.batch_id IN (SELECT id FROM due_batches)
+          AND o.state = 'pending' AND o.available_at <= clock.now
+          AND (o.lease_expires_at IS NULL OR o.lease_expires_at <= clock.now)
+          FOR UPDATE OF o
+     )`
+    : `next AS (
        SELECT o.id, o.lease_token AS old_token
          FROM ${s}.email_outbox o, clock
         WHERE o.state = 'pending' AND o.available_at <= clock.now
           AND (o.lease_expires_at IS NULL OR o.lease_expires_at <= clock.now)
+          -- A member of an open batch is leased only with its batch.
+          AND o.batch_id IS NULL
           AND ($11::text[] IS NULL OR (
             -- Routed to this account ...
             (CASE WHEN o.account = ANY ($12::text[]) THEN o.account ELSE $13 END) = ANY ($11::text[])
@@ -140,7 +159,20 @@ export async function intentsLease(
         ORDER BY o.available_at
         LIMIT $1
           FOR UPDATE OF o SKIP LOCKED
-     ), leased AS (
+     )`;
+  const { rows } = await db.query<Record<string, unknown>>(
+    `WITH clock AS (
+       -- (Each mode reads only some of the routing and batch parameters; all are typed here.)
+       SELECT coalesce($4::timestamptz, now()) AS now, $11::text[] AS route_from, $12::text[] AS route_known,
+              $13::text AS route_first, $14::int AS batch_emails
+     ), owner AS (
+       -- The owner is named only while its presence lock is held now: a
+       -- worker that has not yet noticed its session is gone (a partition)
+       -- takes leases nobody would reclaim early, instead of ones that
+       -- look abandoned the moment they are taken.
+       SELECT $8::int AS owner WHERE $8::int IS NOT NULL AND EXISTS (
+         SELECT 1 FROM (${presenceLiveOwnersSql('$9')}) live WHERE live.owner = $8::int)
+     ), ${next}, leased AS (
        UPDATE ${s}.email_outbox o SET
               lease_token = $3::uuid,
               lease_expires_at = clock.now + make_interval(secs => $2::float8 / 1000),
@@ -158,7 +190,7 @@ export async function intentsLease(
         WHERE o.id = next.id AND o.id = ANY (ARRAY(SELECT next.id FROM next))
         RETURNING o.id, o.reservation_id, o.recipient, o.template, o.attempts, o.failed_attempts, o.replays,
                   o.lease_expires_at, next.old_token IS NOT NULL AS lease_was_expired,
-                  o.outcome_unknown_seen AS previous_outcome_unknown, o.pinned_account, o.moved_unsettled,
+                  o.outcome_unknown_seen AS previous_outcome_unknown, o.pinned_account, o.moved_unsettled, o.batch_id, o.send_alone,
                   ${suppressionKeyInSql('o.recipient')} AS su_key
      ), closed AS (
        ${attemptsCloseExpired(s, 'ARRAY(SELECT next.id FROM next)', '(SELECT clock.now FROM clock)')}
@@ -168,6 +200,7 @@ export async function intentsLease(
        ${rateLimiterRefundInLease(s, '$10', '(coalesce($6::int, 0) - (SELECT count(*) FROM leased)::int)', '$7::timestamptz')}
      )
      SELECT l.*, r.expires_at AS hold_expires_at, r.expired_at AS hold_expired_at,
+            ${batchPositionSql(s, 'l.batch_id', 'l.id')} AS batch_position,
             CASE WHEN m.intent_id IS NULL THEN r.metadata END AS metadata,
             ${MESSAGE_LEASE_COLUMNS}, ${SUPPRESSION_LEASE_COLUMNS}
        -- Plain key joins: the planner takes leased for one row and probes each
@@ -192,6 +225,7 @@ export async function intentsLease(
       lease.route?.from ?? null,
       lease.route?.known ?? null,
       lease.route?.first ?? null,
+      lease.batches?.emails ?? null,
     ],
   );
   return rows.map((row) => ({
@@ -212,6 +246,9 @@ export async function intentsLease(
     message: messageFromLeaseRow(row),
     metadata: row['metadata'] as Record<string, unknown> | null,
     suppression: suppressionFromLeaseRow(row, row['su_key'] !== null),
+    batchId: (row['batch_id'] as string | null) ?? null,
+    batchPosition: (row['batch_position'] as number | null) ?? null,
+    sendAlone: row['send_alone'] as boolean,
   }));
 }
 
@@ -278,6 +315,16 @@ export interface AttemptResult {
   account?: string;
   /** The account the intent tries next: the request never left this one (connection refused, DNS, TLS). */
   moveTo?: string;
+  /** The batch the attempt went in (tables/batches.ts); it closes once no member is bound to it. */
+  batchId?: string;
+  /** Stay bound to that batch: its outcome is unknown and only a resend of the whole batch under its key can settle it. */
+  keepBatch?: boolean;
+  /** The batch's key can no longer settle an unknown outcome: an acceptance from now on may be a duplicate. */
+  keyUnusable?: boolean;
+  /** Its batch was refused whole without naming the email at fault: send it alone from now on. */
+  sendAlone?: boolean;
+  /** Rejected because the provider holds the address inactive: suppress it (delivery/worker.ts). */
+  suppressRecipient?: boolean;
 }
 
 export interface RecordedResult {
@@ -313,9 +360,10 @@ export async function intentsRecord(
        SELECT coalesce($13::timestamptz, now()) AS now
      ), r AS (
        SELECT * FROM unnest($1::text[], $2::uuid[], $3::int[], $4::text[], $5::text[], $6::text[], $7::float8[],
-                            $8::int[], $9::text[], $10::bool[], $11::int[], $12::bool[], $15::text[], $16::text[])
+                            $8::int[], $9::text[], $10::bool[], $11::int[], $12::bool[], $15::text[], $16::text[],
+                            $18::bool[], $19::bool[], $20::bool[])
          AS r(id, token, attempt, outcome, receipt, error, delay_ms, status, code, unknown, duration_ms, duplicate_risk,
-              account, move_to)
+              account, move_to, keep_batch, key_unusable, send_alone)
      ), attempts AS (
        ${attemptsFinish(s, 'r', '$1::text[]', '(SELECT clock.now FROM clock)')}
      ), updated AS (
@@ -348,12 +396,18 @@ export async function intentsRecord(
               account = CASE WHEN r.move_to IS NOT NULL AND NOT r.unknown AND o.pinned_account IS NULL THEN r.move_to
                              ELSE o.account END,
               sent_account = CASE WHEN r.outcome = 'accepted' THEN coalesce(o.sent_account, r.account) ELSE o.sent_account END,
+              -- Bound to its batch only while that batch may still settle it.
+              batch_id = CASE WHEN r.keep_batch AND r.outcome = 'failed' AND o.failed_attempts + 1 < $14 THEN o.batch_id END,
+              moved_unsettled = o.moved_unsettled OR r.key_unusable,
+              send_alone = o.send_alone OR r.send_alone,
               lease_token = NULL,
               lease_expires_at = NULL
          FROM r, clock
         WHERE o.id = r.id AND o.id = ANY ($1::text[])
           AND (r.outcome = 'accepted' OR (o.state = 'pending' AND o.lease_token = r.token))
-        RETURNING o.id, o.state, o.attempts, o.possible_duplicate
+        RETURNING o.id, o.state, o.attempts, o.possible_duplicate, o.batch_id
+     ), batches_closed AS (
+       ${batchesCloseSql(s, '$17::uuid[]', 'updated')}
      )
      SELECT r.id, u.id IS NOT NULL AS applied,
             coalesce(u.state, o.state) AS state, coalesce(u.attempts, o.attempts) AS attempts,
@@ -378,6 +432,10 @@ export async function intentsRecord(
       options.maxAttempts,
       results.map((r) => r.account ?? DEFAULT_ACCOUNT),
       results.map((r) => r.moveTo ?? null),
+      [...new Set(results.flatMap((r) => (r.batchId ? [r.batchId] : [])))],
+      results.map((r) => r.keepBatch ?? false),
+      results.map((r) => r.keyUnusable ?? false),
+      results.map((r) => r.sendAlone ?? false),
     ],
   );
   return rows;

@@ -1,0 +1,241 @@
+import { randomUUID } from 'node:crypto';
+import type pg from 'pg';
+import type { Faults } from '../runtime/faults.js';
+import type { BatchMemberResult, EmailGateway, SendResult } from '../providers/gateway.js';
+import type { AttemptResult, LeasedIntent } from '../tables/outbox.js';
+import { batchesBegin } from '../tables/batches.js';
+import type { AttemptOutcome } from '../model/intent-states.js';
+import { failureDelayMs, rateLimitDelayMs, defaultRetryPolicy, type RetryPolicy } from './retry-policy.js';
+import { emailMessageFor, type PreparedMessage } from './messages.js';
+import { nextAccount } from './routing.js';
+import type { SendRequest } from './requests.js';
+
+/** What sending needs of the round and the worker. */
+export interface SendSetting {
+  pool: pg.Pool;
+  schema: string;
+  token: string;
+  sendTimeoutMs: number;
+  /** Account names in failover order (a send that never left moves to the next). */
+  failover: readonly string[];
+  retryPolicy: RetryPolicy | undefined;
+  random: () => number;
+  faults: Faults;
+}
+
+/** The account a request goes through. */
+export interface SendAccount {
+  name: string;
+  gateway: EmailGateway;
+}
+
+/** The key a batch is sent under, on every send of it. */
+export const batchKey = (batchId: string): string => `batch-${batchId}`;
+
+const outcomeOf: Record<SendResult['kind'], AttemptOutcome> = {
+  accepted: 'accepted',
+  rate_limited: 'rate_limited',
+  rejected: 'rejected',
+  failed: 'failed',
+  paused: 'paused',
+};
+
+/**
+ * Send one request of a round (delivery/requests.ts) and return one attempt
+ * result per intent it carried. Never throws for the provider's sake: an
+ * adapter that throws, or a timeout it did not classify, is an unknown
+ * outcome.
+ */
+export async function sendRequest(
+  request: SendRequest,
+  account: SendAccount,
+  messages: ReadonlyMap<string, PreparedMessage>,
+  setting: SendSetting,
+): Promise<AttemptResult[]> {
+  if (request.kind === 'single') return [await sendSingle(request.intent, account, messages, setting)];
+  return sendBatch(request, account, messages, setting);
+}
+
+async function sendSingle(
+  intent: LeasedIntent,
+  account: SendAccount,
+  messages: ReadonlyMap<string, PreparedMessage>,
+  setting: SendSetting,
+): Promise<AttemptResult> {
+  const prepared = messages.get(intent.id);
+  if (!prepared?.ok) throw new Error(`intent ${JSON.stringify(intent.id)} has no message to send`);
+  const started = Date.now();
+  let result: SendResult;
+  try {
+    result = await account.gateway.send(emailMessageFor(intent, prepared.message), {
+      attempt: intent.attempts,
+      previousOutcomeUnknown: intent.previousOutcomeUnknown,
+      signal: AbortSignal.timeout(setting.sendTimeoutMs),
+    });
+  } catch (error) {
+    result = thrown(error);
+  }
+  if (result.kind === 'accepted') await setting.faults.at('delivery.accepted', { intentId: intent.id, receipt: result.receipt });
+  const delayMs = delayFor(result, intent.failedAttempts, setting);
+  return attemptResult(intent, result, account, setting, { started, delayMs, sameKeyAsBefore: account.gateway.idempotent });
+}
+
+/**
+ * One batch: a new one is recorded first (its members, in order, and for a
+ * keyed provider bound to it: tables/batches.ts), so a resend after a
+ * crash carries the same key and the same members in the same order. An
+ * open batch leased whole goes again under its own id.
+ */
+async function sendBatch(
+  request: Extract<SendRequest, { kind: 'batch' }>,
+  account: SendAccount,
+  messages: ReadonlyMap<string, PreparedMessage>,
+  setting: SendSetting,
+): Promise<AttemptResult[]> {
+  const { gateway } = account;
+  const keyed = gateway.batchIdempotent === true;
+  let batchId = request.batchId;
+  let members = request.members;
+  if (batchId === undefined) {
+    batchId = randomUUID();
+    const joined = await batchesBegin(setting.pool, setting.schema, {
+      id: batchId,
+      account: account.name,
+      provider: gateway.name,
+      members: members.map((m) => m.id),
+      token: setting.token,
+      bind: keyed,
+    });
+    // A member whose lease was lost meanwhile (reclaimed) is not ours to send.
+    const byId = new Map(members.map((m) => [m.id, m]));
+    members = joined.map((id) => byId.get(id)!);
+    if (members.length === 0) return [];
+  }
+  await setting.faults.at('delivery.batch', { batchId, members: members.map((m) => m.id) });
+  const started = Date.now();
+  let results: BatchMemberResult[];
+  let keyUnusable = false;
+  try {
+    const answer = await gateway.sendBatch!(
+      members.map((intent) => {
+        const prepared = messages.get(intent.id);
+        if (!prepared?.ok) throw new Error(`intent ${JSON.stringify(intent.id)} has no message to send`);
+        return { message: emailMessageFor(intent, prepared.message), attempt: intent.attempts, previousOutcomeUnknown: intent.previousOutcomeUnknown };
+      }),
+      { batchId, idempotencyKey: batchKey(batchId), signal: AbortSignal.timeout(setting.sendTimeoutMs) },
+    );
+    if (answer.results.length !== members.length) {
+      throw new Error(`the adapter answered ${answer.results.length} results for a batch of ${members.length}`);
+    }
+    results = answer.results;
+    keyUnusable = answer.keyUnusable === true;
+  } catch (error) {
+    results = members.map(() => thrown(error));
+  }
+  for (const [i, r] of results.entries()) {
+    if (r.kind === 'accepted') await setting.faults.at('delivery.accepted', { intentId: members[i]!.id, receipt: r.receipt });
+  }
+  // Refused whole, with no member named: each goes alone from now on, so
+  // only the one at fault is refused (Resend's strict validation names none).
+  const noCulprit = results.every((r) => r.kind === 'unsent');
+  // Members bound to the batch wait together: one delay for all, from the longest back-off among them.
+  const mostFailed = Math.max(...members.map((m) => m.failedAttempts));
+  const sharedDelay = new Map<string, number>();
+  return members.map((intent, i) => {
+    const result = results[i]!;
+    const base = { batchId, ...(keyUnusable ? { keyUnusable: true } : {}) };
+    if (result.kind === 'unsent') {
+      // Refused for another member's fault: given back, due at once, to go in a new batch.
+      return {
+        ...unsentResult(intent, setting.token, result.reason, account.name, started),
+        ...base,
+        ...(noCulprit ? { sendAlone: true } : {}),
+        providerStatus: result.providerStatus ?? null,
+        providerCode: result.providerCode ?? null,
+      };
+    }
+    const keep = keyed && !keyUnusable && result.kind === 'failed' && result.outcomeUnknown;
+    let delayMs: number;
+    if (keep || result.kind === 'rate_limited') {
+      if (!sharedDelay.has(result.kind)) sharedDelay.set(result.kind, delayFor(result, mostFailed, setting));
+      delayMs = sharedDelay.get(result.kind)!;
+    } else {
+      delayMs = delayFor(result, intent.failedAttempts, setting);
+    }
+    return {
+      ...attemptResult(intent, result, account, setting, {
+        started,
+        delayMs,
+        // Only a resend of this very batch under its key can be deduplicated.
+        sameKeyAsBefore: keyed && request.batchId !== undefined && !keyUnusable,
+      }),
+      ...base,
+      ...(keep ? { keepBatch: true } : {}),
+    };
+  });
+}
+
+/** The result for an intent given back unsent (a refused batch, or a round cut short by stop()). */
+export function unsentResult(intent: LeasedIntent, token: string, reason: string, account: string, started = Date.now()): AttemptResult {
+  return {
+    id: intent.id,
+    token,
+    attempt: intent.attempts,
+    outcome: 'abandoned',
+    receipt: null,
+    error: reason.slice(0, 1000),
+    delayMs: 0,
+    providerStatus: null,
+    providerCode: null,
+    outcomeUnknown: false,
+    durationMs: Date.now() - started,
+    duplicateRisk: false,
+    account,
+  };
+}
+
+function thrown(error: unknown): SendResult {
+  return { kind: 'failed', reason: `send threw: ${(error as Error)?.message ?? String(error)}`, outcomeUnknown: true };
+}
+
+function delayFor(result: SendResult, failedAttempts: number, setting: SendSetting): number {
+  if (result.kind === 'rate_limited') return rateLimitDelayMs(result.retryAfterMs, setting.random);
+  if (result.kind === 'failed') return failureDelayMs(failedAttempts, setting.retryPolicy ?? defaultRetryPolicy, setting.random);
+  return 0;
+}
+
+function attemptResult(
+  intent: LeasedIntent,
+  result: SendResult,
+  account: SendAccount,
+  setting: SendSetting,
+  how: { started: number; delayMs: number; /** This send carried the key an earlier unknown attempt went under, to a provider that deduplicates on it. */ sameKeyAsBefore: boolean },
+): AttemptResult {
+  // A send that never left moves the intent on to the next account, due at
+  // once there, unless an unknown outcome holds it to this one.
+  const next = result.kind === 'failed' && result.neverSent && !intent.previousOutcomeUnknown ? nextAccount([...setting.failover], account.name) : undefined;
+  const moveTo = next !== undefined && next !== account.name ? next : undefined;
+  // Accepted after an earlier attempt whose outcome is unknown: a
+  // duplicate is possible unless this send carried the key that earlier
+  // attempt went under, through that same account.
+  const elsewhere = intent.movedUnsettled || (intent.pinnedAccount !== null && intent.pinnedAccount !== account.name);
+  return {
+    id: intent.id,
+    token: setting.token,
+    attempt: intent.attempts,
+    outcome: outcomeOf[result.kind],
+    receipt: result.kind === 'accepted' ? result.receipt : null,
+    error: result.kind === 'accepted' ? null : result.reason.slice(0, 1000),
+    delayMs: moveTo !== undefined ? 0 : how.delayMs,
+    providerStatus: result.providerStatus ?? null,
+    providerCode: result.providerCode ?? null,
+    outcomeUnknown: result.kind === 'failed' && result.outcomeUnknown,
+    durationMs: Date.now() - how.started,
+    duplicateRisk: result.kind === 'accepted' && !result.reconciled && intent.previousOutcomeUnknown && (!how.sameKeyAsBefore || elsewhere),
+    account: account.name,
+    ...(result.kind === 'rejected' && result.suppress ? { suppressRecipient: true } : {}),
+    ...(moveTo !== undefined ? { moveTo } : {}),
+    ...(result.kind === 'rate_limited' ? { providerWaitMs: result.retryAfterMs } : {}),
+    ...(result.kind === 'paused' && result.resumeAfterMs !== undefined ? { providerWaitMs: result.resumeAfterMs } : {}),
+  };
+}

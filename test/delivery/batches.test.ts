@@ -1,0 +1,258 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { ident } from '../../src/db/pool.js';
+import { DeliveryWorker, type DeliveryRun } from '../../src/delivery/worker.js';
+import { ResendGateway } from '../../src/providers/resend.js';
+import { PostmarkGateway } from '../../src/providers/postmark.js';
+import { Faults } from '../../src/runtime/faults.js';
+import { attemptsList } from '../../src/tables/attempts.js';
+import { rateLimiterSet } from '../../src/tables/rate-limiter.js';
+import { holdTimeline } from '../../src/read/timeline.js';
+import { formatTimeline } from '../../src/cli/commands/trace.js';
+import { testDatabase, type TestDatabase } from '../helpers/database.js';
+import { FakeResend } from '../helpers/fake-resend.js';
+import { FakePostmark } from '../helpers/fake-postmark.js';
+import { expireHolds } from '../helpers/provider-e2e.js';
+
+/**
+ * Batch sending on local stand-ins of Resend (/emails/batch, idempotency
+ * per batch key, strict validation) and Postmark (/email/batch, a result
+ * per message): one request carries many emails, and each member keeps
+ * its own history, outcome and receipt.
+ */
+let db: TestDatabase;
+let resend: FakeResend;
+let postmark: FakePostmark;
+beforeAll(async () => {
+  db = await testDatabase('batches');
+  resend = new FakeResend();
+  postmark = new FakePostmark();
+  await resend.start();
+  await postmark.start();
+});
+afterAll(async () => {
+  await db.close();
+  await resend.stop();
+  await postmark.stop();
+});
+
+let label = 0;
+beforeEach(async () => {
+  const s = ident(db.schema);
+  await db.pool.query(`UPDATE ${s}.email_outbox SET state = 'dead', finished_at = now(), lease_token = NULL, lease_expires_at = NULL, batch_id = NULL WHERE state = 'pending'`);
+  await db.pool.query(`UPDATE ${s}.email_batches SET open = false`);
+  await rateLimiterSet(db.pool, db.schema, { perSecond: 1000, burst: 1000 });
+  await db.pool.query(`UPDATE ${s}.rate_limiter SET cooldown_until = NULL, tokens = burst, refilled_at = now()`);
+  resend.deliveries.length = 0;
+  postmark.outbound.length = 0;
+  resend.processingMs = 0;
+});
+
+const resendWorker = (extra: Partial<ConstructorParameters<typeof DeliveryWorker>[0]> = {}) =>
+  new DeliveryWorker({
+    pool: db.pool,
+    schema: db.schema,
+    gateway: new ResendGateway({ apiKey: resend.apiKey, baseUrl: resend.url }),
+    sendTimeoutMs: 300,
+    leaseMs: 5000,
+    random: () => 0.5,
+    ...extra,
+  });
+
+const postmarkWorker = () =>
+  new DeliveryWorker({
+    pool: db.pool,
+    schema: db.schema,
+    gateway: new PostmarkGateway({ serverToken: postmark.serverToken, baseUrl: postmark.url }),
+    sendTimeoutMs: 1000,
+    leaseMs: 5000,
+    random: () => 0.5,
+  });
+
+/** Rounds until nothing more is leased; intents backing off are due at once (tests move time). */
+async function drain(w: DeliveryWorker, rounds = 20): Promise<DeliveryRun[]> {
+  const runs: DeliveryRun[] = [];
+  for (let i = 0; i < rounds; i++) {
+    await db.pool.query(`UPDATE ${ident(db.schema)}.email_outbox SET available_at = now() WHERE state = 'pending' AND lease_token IS NULL`);
+    const run = await w.runOnce();
+    runs.push(run);
+    if (run.leased === 0) break;
+  }
+  return runs;
+}
+
+async function rows(ids: string[]) {
+  const { rows } = await db.pool.query<{ id: string; state: string; receipt: string | null; possible_duplicate: boolean; batch_id: string | null }>(
+    `SELECT id, state, receipt, possible_duplicate, batch_id FROM ${ident(db.schema)}.email_outbox WHERE id = ANY ($1) ORDER BY id`,
+    [ids],
+  );
+  return rows;
+}
+
+const intentOf = (d: { headers: Record<string, string> }) => d.headers['X-Leasehold-Intent-Id']!;
+const batchRequests = () => resend.requests.filter((r) => r.path === '/emails/batch');
+
+describe('Resend batches', () => {
+  it('one request carries the due intents; each member gets its own receipt, attempt and timeline line', async () => {
+    const ids = await expireHolds(db, `rb-${++label}`, 30);
+    const before = batchRequests().length;
+    const run = await resendWorker().runOnce();
+    expect(run.outcomes).toEqual({ accepted: 30 });
+    expect(batchRequests().length - before).toBe(1);
+    expect(resend.deliveries.map(intentOf).sort()).toEqual([...ids].sort());
+
+    const sent = await rows(ids);
+    expect(sent.every((r) => r.state === 'sent' && !r.possible_duplicate && r.batch_id === null)).toBe(true);
+    // Each receipt is the id Resend gave that member.
+    const idOf = new Map(resend.deliveries.map((d) => [intentOf(d), d.id]));
+    expect(sent.every((r) => r.receipt === idOf.get(r.id))).toBe(true);
+    const [attempt] = await attemptsList(db.pool, db.schema, ids[0]!);
+    expect(attempt).toMatchObject({ outcome: 'accepted', batchId: expect.any(String) });
+    const timeline = await holdTimeline(db.pool, db.schema, ids[0]!.replace('reservation-expired:', ''));
+    expect(formatTimeline(timeline).some((l) => l.includes(`sent in batch ${attempt!.batchId} (30 members)`))).toBe(true);
+  });
+
+  it('a member with a bad address is rejected alone; the others go again in a new batch', async () => {
+    const ids = await expireHolds(db, `rbad-${++label}`, 6);
+    const bad = ids[2]!;
+    await db.pool.query(`UPDATE ${ident(db.schema)}.email_outbox SET recipient = 'not an address' WHERE id = $1`, [bad]);
+    const w = resendWorker();
+    expect((await w.runOnce()).outcomes).toEqual({ rejected: 1, abandoned: 5 });
+    await drain(w);
+    const after = await rows(ids);
+    expect(after.find((r) => r.id === bad)!.state).toBe('rejected');
+    expect(after.filter((r) => r.id !== bad).every((r) => r.state === 'sent')).toBe(true);
+    expect(resend.deliveries.map(intentOf).sort()).toEqual(ids.filter((id) => id !== bad).sort());
+    // The five went in one new batch, not one by one.
+    const keys = new Set(resend.deliveries.map((d) => d.batchKey));
+    expect(keys.size).toBe(1);
+  });
+
+  it('a refusal that names no member sends each alone from then on, so only the one at fault is refused', async () => {
+    const ids = await expireHolds(db, `rnone-${++label}`, 4);
+    resend.queue({ status: 422, body: { statusCode: 422, name: 'validation_error', message: 'Invalid `to` field.' } }, '/emails/batch');
+    const w = resendWorker();
+    expect((await w.runOnce()).outcomes).toEqual({ abandoned: 4 });
+    await drain(w);
+    expect((await rows(ids)).every((r) => r.state === 'sent')).toBe(true);
+    expect(resend.deliveries.every((d) => d.batchKey === undefined)).toBe(true);
+  });
+
+  it('an unknown outcome keeps the members together: resent whole under the same key and body, delivered once', async () => {
+    const ids = await expireHolds(db, `runk-${++label}`, 8);
+    resend.processingMs = 600; // longer than the 300 ms send timeout: the request arrived, the answer is lost
+    const w = resendWorker();
+    expect((await w.runOnce()).outcomes).toEqual({ failed: 8 });
+    const bound = await rows(ids);
+    expect(new Set(bound.map((r) => r.batch_id)).size).toBe(1);
+    expect(bound[0]!.batch_id).not.toBeNull();
+    await new Promise((r) => setTimeout(r, 500)); // the first request finishes at the stand-in
+    resend.processingMs = 0;
+    await drain(w);
+    const after = await rows(ids);
+    expect(after.every((r) => r.state === 'sent' && !r.possible_duplicate)).toBe(true);
+    // Every email delivered exactly once, by the one batch key.
+    expect(resend.deliveries.map(intentOf).sort()).toEqual([...ids].sort());
+    expect(new Set(resend.deliveries.map((d) => d.batchKey)).size).toBe(1);
+    expect(batchRequests().filter((r) => r.headers['idempotency-key'] === resend.deliveries[0]!.batchKey)).toHaveLength(2);
+    const attempts = await attemptsList(db.pool, db.schema, ids[0]!);
+    expect(attempts.map((a) => [a.outcome, a.batchId])).toEqual([
+      ['failed', bound[0]!.batch_id],
+      ['accepted', bound[0]!.batch_id],
+    ]);
+  });
+
+  it('a 409 on the batch key sends the members alone, and their acceptance is flagged possible_duplicate', async () => {
+    const ids = await expireHolds(db, `r409-${++label}`, 3);
+    resend.queue(
+      { status: 409, body: { statusCode: 409, name: 'concurrent_idempotent_requests', message: 'Same idempotency key used while original request is still in progress.' } },
+      '/emails/batch',
+    );
+    await drain(resendWorker());
+    const after = await rows(ids);
+    expect(after.every((r) => r.state === 'sent' && r.possible_duplicate && r.batch_id === null)).toBe(true);
+    expect(resend.deliveries.every((d) => d.batchKey === undefined)).toBe(true);
+  });
+
+  it('past the key lifetime an open batch is closed and its members go alone, flagged', async () => {
+    const ids = await expireHolds(db, `rold-${++label}`, 3);
+    resend.processingMs = 600;
+    const w = resendWorker();
+    await w.runOnce();
+    resend.processingMs = 0;
+    // A day and more later: the batch's key is gone at Resend.
+    await db.pool.query(`UPDATE ${ident(db.schema)}.email_batches SET created_at = now() - interval '25 hours' WHERE open`);
+    await drain(resendWorker());
+    const after = await rows(ids);
+    expect(after.every((r) => r.state === 'sent' && r.possible_duplicate)).toBe(true);
+  });
+
+  it('stop() after the lease and before the request gives the batch back at once; another worker sends it once', async () => {
+    const ids = await expireHolds(db, `rstop-${++label}`, 5);
+    let w: DeliveryWorker;
+    const faults = new Faults(async (point) => {
+      if (point === 'delivery.leased') void w.stop();
+    });
+    w = resendWorker({ faults });
+    expect((await w.runOnce()).outcomes).toEqual({ abandoned: 5 });
+    const given = await rows(ids);
+    expect(given.every((r) => r.state === 'pending' && r.batch_id === null)).toBe(true);
+    const { rows: leases } = await db.pool.query(`SELECT 1 FROM ${ident(db.schema)}.email_outbox WHERE id = ANY ($1) AND lease_token IS NOT NULL`, [ids]);
+    expect(leases).toEqual([]);
+    expect((await resendWorker().runOnce()).outcomes).toEqual({ accepted: 5 });
+    expect(resend.deliveries.map(intentOf).sort()).toEqual([...ids].sort());
+  });
+
+  it('stop() while a batch is in flight waits for its answer and records every member', async () => {
+    const ids = await expireHolds(db, `rfly-${++label}`, 5);
+    resend.processingMs = 150;
+    const w = resendWorker();
+    w.start();
+    await new Promise((r) => setTimeout(r, 80));
+    await w.stop();
+    const after = await rows(ids);
+    expect(after.every((r) => r.state === 'sent')).toBe(true);
+    expect(resend.deliveries.map(intentOf).filter((id) => ids.includes(id))).toHaveLength(5);
+  });
+
+  it('batch: 1 turns batching off', async () => {
+    const ids = await expireHolds(db, `rone-${++label}`, 3);
+    const w = new DeliveryWorker({
+      pool: db.pool,
+      schema: db.schema,
+      accounts: [{ name: 'default', gateway: new ResendGateway({ apiKey: resend.apiKey, baseUrl: resend.url }), batch: 1 }],
+    });
+    expect((await w.runOnce()).outcomes).toEqual({ accepted: 3 });
+    expect(resend.deliveries.every((d) => d.batchKey === undefined && d.idempotencyKey !== undefined)).toBe(true);
+    expect(ids).toHaveLength(3);
+  });
+
+  it('a batch above the provider maximum is refused with the field named', () => {
+    expect(
+      () => new DeliveryWorker({ pool: db.pool, schema: db.schema, accounts: [{ name: 'a', gateway: new ResendGateway({ apiKey: 'k' }), batch: 101 }] }),
+    ).toThrow(/accounts\.a\.batch.*at most 100/);
+  });
+});
+
+describe('Postmark batches', () => {
+  it('mixed per-message codes give each member its own outcome, and the inactive recipient is suppressed', async () => {
+    const ids = await expireHolds(db, `pmix-${++label}`, 4);
+    postmark.scriptBatch({ 1: { ErrorCode: 406 }, 2: { ErrorCode: 429 }, 3: { ErrorCode: 300 } });
+    const run = await postmarkWorker().runOnce();
+    expect(run.outcomes).toEqual({ accepted: 1, rejected: 2, rate_limited: 1 });
+    const { rows: order } = await db.pool.query<{ members: string[] }>(
+      `SELECT members FROM ${ident(db.schema)}.email_batches WHERE provider = 'postmark' ORDER BY created_at DESC LIMIT 1`,
+    );
+    const [ok, inactive, limited, malformed] = order[0]!.members;
+    const after = new Map((await rows(ids)).map((r) => [r.id, r]));
+    expect(after.get(ok!)!.state).toBe('sent');
+    expect(after.get(inactive!)!.state).toBe('rejected');
+    expect(after.get(limited!)!.state).toBe('pending');
+    expect(after.get(malformed!)!.state).toBe('rejected');
+    const { rows: suppressed } = await db.pool.query(
+      `SELECT s.reason FROM ${ident(db.schema)}.suppressions s JOIN ${ident(db.schema)}.email_outbox o ON s.address = lower(o.recipient) WHERE o.id = ANY ($1)`,
+      [ids],
+    );
+    expect(suppressed).toEqual([{ reason: 'hard_bounce' }]);
+    expect(postmark.outbound.map((m) => m.Metadata['intent_id'])).toEqual([ok]);
+  });
+});
