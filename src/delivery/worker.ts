@@ -10,20 +10,16 @@ import { LoopWorker, ServiceLoop, type TickResult } from '../runtime/loop.js';
 import { Slots } from '../runtime/slots.js';
 import { defaultLibraryLogger, type Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
-import type { EmailGateway, SendResult } from '../providers/gateway.js';
-import { rateLimiterEnsure, rateLimiterRefund, rateLimiterTake } from '../tables/rate-limiter.js';
+import type { EmailGateway } from '../providers/gateway.js';
+import { rateLimiterEnsure } from '../tables/rate-limiter.js';
 import { DEFAULT_ACCOUNT, type QuotaUnit } from '../model/accounts.js';
-import { AccountLegs, type LeasedOnAccount, type RequestPermits } from './legs.js';
-import type { AttemptResult } from '../tables/outbox.js';
-import { membersOf, planRequests, type RequestShape, type SendRequest } from './requests.js';
+import { AccountLegs } from './legs.js';
+import { membersOf } from './requests.js';
 import { sendRequest, unsentResult } from './send.js';
-import { suppressionsAdd } from '../tables/suppressions.js';
-import { suppressedAttempt, suppressedIntents } from './suppression-gate.js';
-import type { Suppression } from '../model/suppression-reasons.js';
+import { RoundPlan, type PlanAccount, type PlanSetting } from './plan.js';
 import type { AttemptOutcome } from '../model/intent-states.js';
 import { roundsInFlight, roundSize, type RateLimitPolicy } from '../model/delivery-policy.js';
 import type { RetryPolicy } from './retry-policy.js';
-import { prepareMessages, templateFailure, type PreparedMessage } from './messages.js';
 import { shippedTemplates, type Templates } from '../templates/templates.js';
 import type { DeliveryEvents } from './events.js';
 import { LeaseReclaimer } from './reclaimer.js';
@@ -45,13 +41,7 @@ export interface DeliveryAccount {
   unit?: QuotaUnit;
 }
 
-type WorkerAccount = Required<Pick<DeliveryAccount, 'name' | 'gateway' | 'from' | 'batch' | 'unit'>> & DeliveryAccount;
-
-/** One request a round sends, with its account. */
-interface Planned {
-  request: SendRequest;
-  account: WorkerAccount;
-}
+type WorkerAccount = PlanAccount & DeliveryAccount;
 
 export interface DeliveryWorkerOptions {
   pool: pg.Pool;
@@ -104,7 +94,7 @@ export interface DeliveryWorkerOptions {
 }
 
 export interface DeliveryRun {
-  /** Permits granted by the shared limiter this round. */
+  /** Emails the permits granted this round could carry (the permits themselves, where a permit is an email). */
   permits: number;
   leased: number;
   outcomes: Partial<Record<AttemptOutcome, number>>;
@@ -165,6 +155,7 @@ export class DeliveryWorker extends LoopWorker<DeliveryEvents> {
   private limiterReady = false;
   private readonly legs: AccountLegs;
   private readonly recorder: RoundRecorder;
+  private readonly planning: PlanSetting;
   private waitingSince: number | undefined;
 
   constructor(private readonly options: DeliveryWorkerOptions) {
@@ -226,6 +217,13 @@ export class DeliveryWorker extends LoopWorker<DeliveryEvents> {
       // Recorded and committed: now in-process listeners may hear of it.
       emit: (events) => this.events.emitAll(events),
     });
+    this.planning = {
+      pool: options.pool,
+      schema: this.schema,
+      templates: this.templates,
+      accounts: this.accounts,
+      ...(options.metrics ? { metrics: options.metrics } : {}),
+    };
     const [first, ...more] = Array.from(
       { length: roundsInFlight(batch, concurrency) },
       () =>
@@ -305,11 +303,6 @@ export class DeliveryWorker extends LoopWorker<DeliveryEvents> {
     this.observeLimiterWait();
     const { leased } = lease;
     const permits = lease.capacity;
-    const accountOf = new Map(leased.map((l) => [l.intent.id, this.byName.get(l.account)!]));
-
-    // Suppressed recipients are rejected without calling the provider (the
-    // lease looked them up); their permits go back too.
-    const suppressed = await this.suppressed(leased, lease.requestPermits);
 
     for (const { intent, account } of leased) {
       if (intent.leaseWasExpired) {
@@ -323,30 +316,12 @@ export class DeliveryWorker extends LoopWorker<DeliveryEvents> {
     }
     if (leased.length > 0) await this.faults.at('delivery.leased', { intents: leased.map((l) => l.intent.id) });
 
-    // Rendered once, at the first lease, and stored: every attempt sends the
-    // same bytes. Suppressed intents need no message: they are never sent.
-    // Each account's sender fills in templates that name none. Then each
-    // account's intents are planned into requests (requests.ts): batches
-    // where its provider has them.
-    const results: AttemptResult[] = [];
-    const planned: Planned[] = [];
-    const messages = new Map<string, PreparedMessage>();
-    for (const account of this.accounts) {
-      const mine = leased.filter((l) => l.account === account.name && !suppressed.has(l.intent.id)).map((l) => l.intent);
-      if (mine.length === 0) continue;
-      for (const [id, m] of await prepareMessages(pool, this.schema, this.templates, mine, { from: account.from })) messages.set(id, m);
-      const sendable = mine.filter((intent) => {
-        const prepared = messages.get(intent.id)!;
-        if (!prepared.ok) results.push({ ...templateFailure(intent, token, prepared.error), account: account.name });
-        return prepared.ok;
-      });
-      for (const request of planRequests(sendable, this.shapeOf(account))) planned.push({ request, account });
-    }
-    for (const l of leased) {
-      const suppression = suppressed.get(l.intent.id);
-      if (suppression) results.push({ ...suppressedAttempt(l.intent, token, suppression), account: l.account });
-    }
-    const paid = await this.settleRequestPermits(planned, lease.requestPermits);
+    // Suppressed recipients are rejected without calling the provider;
+    // messages are rendered (once, at the first lease) and the rest planned
+    // into requests per account, whose permits are then settled (plan.ts).
+    const plan = new RoundPlan(this.planning, token);
+    const { results, planned, messages } = await plan.prepare(leased, lease.requestPermits);
+    const paid = await plan.settleRequestPermits(planned, lease.requestPermits);
     release(lease.requests - planned.length);
     // stop() was called while this round leased and prepared: what has not
     // been sent is given back at once, due again, instead of waiting out the lease.
@@ -374,58 +349,13 @@ export class DeliveryWorker extends LoopWorker<DeliveryEvents> {
     if (results.length === 0) return { permits, leased: 0, outcomes: {}, blocked: 'idle' };
     const holdIds = new Map(leased.map((l) => [l.intent.id, l.intent.holdId]));
     await this.recorder.record(results, holdIds);
-    await this.suppressInactive(results, leased);
+    await plan.suppressInactive(results, leased);
     // Intents this round moved to another account are due there now.
     for (const r of results) if (r.moveTo) this.legs.wake(r.moveTo);
 
     const outcomes: DeliveryRun['outcomes'] = {};
     for (const r of results) outcomes[r.outcome] = (outcomes[r.outcome] ?? 0) + 1;
     return { permits, leased: leased.length, outcomes };
-  }
-
-  /** Addresses a provider answered are inactive (Postmark 406) join the suppression list: no account sends to them again. */
-  private async suppressInactive(results: AttemptResult[], leased: LeasedOnAccount[]): Promise<void> {
-    const inactive = results.filter((r) => r.suppressRecipient);
-    if (inactive.length === 0) return;
-    const byId = new Map(leased.map((l) => [l.intent.id, l]));
-    const entries = inactive.map((r) => ({
-      address: byId.get(r.id)!.intent.recipient,
-      reason: 'hard_bounce' as const,
-      detail: r.error,
-      provider: this.byName.get(r.account ?? DEFAULT_ACCOUNT)?.gateway.name ?? null,
-    }));
-    const added = await suppressionsAdd(this.options.pool, this.schema, entries);
-    if (added.length > 0) this.options.metrics?.suppressionsAdded.inc({ reason: 'hard_bounce' }, added.length);
-  }
-
-  /** How an account's intents go in requests: its batch size, and whether its provider deduplicates a batch on its key. */
-  private shapeOf(account: WorkerAccount): RequestShape {
-    return { batch: account.batch, keyed: account.gateway.batchIdempotent === true };
-  }
-
-  /**
-   * On a `requests` account sending batches a permit is a request, known
-   * only now: give back the permits the planned requests do not need, or
-   * take the few more that singles sent beside the batches need. A request
-   * that gets no permit is not sent (its intents go back, due at once).
-   */
-  private async settleRequestPermits(planned: Planned[], takes: RequestPermits[]): Promise<Planned[]> {
-    const unpaid = new Set<Planned>();
-    for (const take of takes) {
-      const mine = planned.filter((p) => p.account.name === take.account);
-      const spare = take.granted - mine.length;
-      const emailsUsed = mine.reduce((n, p) => n + membersOf(p.request).length, 0);
-      const emailsSpare = take.granted * take.perPermit - emailsUsed;
-      if (spare > 0 || emailsSpare > 0) {
-        await rateLimiterRefund(this.options.pool, this.schema, Math.max(0, spare), take.bucketTime, take.account, Math.max(0, emailsSpare));
-      }
-      if (spare < 0) {
-        const account = this.byName.get(take.account)!;
-        const more = await rateLimiterTake(this.options.pool, this.schema, -spare, null, take.account, account.dailyQuota, take.perPermit);
-        for (const p of mine.slice(mine.length - (-spare - more.granted))) unpaid.add(p);
-      }
-    }
-    return planned.filter((p) => !unpaid.has(p));
   }
 
   /** Every account's limiter row, written with its initial policy once per worker (an existing row, with its runtime changes, wins). */
@@ -442,24 +372,6 @@ export class DeliveryWorker extends LoopWorker<DeliveryEvents> {
   private observeLimiterWait(): void {
     this.options.metrics?.limiterWaitSeconds.observe(this.waitingSince === undefined ? 0 : (Date.now() - this.waitingSince) / 1000);
     this.waitingSince = undefined;
-  }
-
-  /** The leased intents whose recipient is suppressed, with their permits given back to their accounts. */
-  private async suppressed(leased: LeasedOnAccount[], requestPermits: RequestPermits[]): Promise<Map<string, Suppression>> {
-    const suppressed = await suppressedIntents(this.options.pool, this.schema, leased.map((l) => l.intent));
-    if (suppressed.size === 0) return suppressed;
-    const refunds = new Map<string, { n: number; bucketTime: string }>();
-    // Where a permit is a request, the round gives back what its requests did not use (settleRequestPermits).
-    const perRequest = new Set(requestPermits.map((t) => t.account));
-    for (const l of leased) {
-      if (!suppressed.has(l.intent.id) || perRequest.has(l.account)) continue;
-      const r = refunds.get(l.account) ?? { n: 0, bucketTime: l.bucketTime };
-      r.n += 1;
-      refunds.set(l.account, r);
-    }
-    for (const [account, r] of refunds) await rateLimiterRefund(this.options.pool, this.schema, r.n, r.bucketTime, account);
-    this.options.metrics?.suppressedSends.inc(suppressed.size);
-    return suppressed;
   }
 
   private async tick(): Promise<TickResult> {
