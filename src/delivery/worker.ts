@@ -342,6 +342,7 @@ export class DeliveryWorker extends LoopWorker<DeliveryEvents> {
       random: this.random,
       faults: this.faults,
     };
+    for (const { request, account } of sending) this.options.metrics?.emailsPerRequest.observe({ account: account.name }, membersOf(request).length);
     const sent = await Promise.all(
       sending.map(({ request, account }) => sendRequest(request, account, messages, setting).finally(() => release(1))),
     );

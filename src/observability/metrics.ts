@@ -31,6 +31,7 @@ export interface Metrics {
   /** The watched lanes, now. */
   laneRounds(): Array<{ lane: string; ageSeconds: number; stalledAfterSeconds: number }>;
   attemptsPerIntent: Histogram<'state'>;
+  emailsPerRequest: Histogram<'account'>;
   limiterWaitSeconds: Histogram;
   outcomeUnknown: Counter<'account'>;
   retentionPruned: Counter<'table'>;
@@ -123,6 +124,13 @@ export function createMetrics(registry?: Registry): Metrics {
         this.reset();
         for (const { lane, ageSeconds } of laneRounds()) this.set({ lane }, ageSeconds);
       },
+    }),
+    emailsPerRequest: new Histogram({
+      name: 'leasehold_emails_per_request',
+      help: 'Emails one provider request carried (1: a single send; more: a batch), by account. Its _count is the requests made.',
+      labelNames: ['account'],
+      buckets: [1, 2, 5, 10, 25, 50, 100, 250, 500],
+      registers: r,
     }),
     attemptsPerIntent: new Histogram({
       name: 'leasehold_email_attempts_per_intent',

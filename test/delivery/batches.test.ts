@@ -8,6 +8,8 @@ import { attemptsList } from '../../src/tables/attempts.js';
 import { rateLimiterSet } from '../../src/tables/rate-limiter.js';
 import { holdTimeline } from '../../src/read/timeline.js';
 import { formatTimeline } from '../../src/cli/commands/trace.js';
+import { Registry } from 'prom-client';
+import { createMetrics } from '../../src/observability/metrics.js';
 import { testDatabase, type TestDatabase } from '../helpers/database.js';
 import { FakeResend } from '../helpers/fake-resend.js';
 import { FakePostmark } from '../helpers/fake-postmark.js';
@@ -95,9 +97,13 @@ describe('Resend batches', () => {
   it('one request carries the due intents; each member gets its own receipt, attempt and timeline line', async () => {
     const ids = await expireHolds(db, `rb-${++label}`, 30);
     const before = batchRequests().length;
-    const run = await resendWorker().runOnce();
+    const registry = new Registry();
+    const run = await resendWorker({ metrics: createMetrics(registry) }).runOnce();
     expect(run.outcomes).toEqual({ accepted: 30 });
     expect(batchRequests().length - before).toBe(1);
+    const perRequest = (await registry.getSingleMetric('leasehold_emails_per_request')!.get()).values;
+    expect(perRequest.find((v) => v.metricName === 'leasehold_emails_per_request_count')).toMatchObject({ value: 1, labels: { account: 'default' } });
+    expect(perRequest.find((v) => v.metricName === 'leasehold_emails_per_request_sum')!.value).toBe(30);
     expect(resend.deliveries.map(intentOf).sort()).toEqual([...ids].sort());
 
     const sent = await rows(ids);
@@ -205,10 +211,16 @@ describe('Resend batches', () => {
   it('stop() while a batch is in flight waits for its answer and records every member', async () => {
     const ids = await expireHolds(db, `rfly-${++label}`, 5);
     resend.processingMs = 150;
-    const w = resendWorker();
+    let w: DeliveryWorker;
+    let stopped: Promise<void> | undefined;
+    // stop() is called as the batch's request is about to leave.
+    const faults = new Faults(async (point) => {
+      if (point === 'delivery.batch') stopped = w.stop();
+    });
+    w = resendWorker({ faults });
     w.start();
-    await new Promise((r) => setTimeout(r, 80));
-    await w.stop();
+    await expect.poll(() => stopped !== undefined, { timeout: 5000 }).toBe(true);
+    await stopped;
     const after = await rows(ids);
     expect(after.every((r) => r.state === 'sent')).toBe(true);
     expect(resend.deliveries.map(intentOf).filter((id) => ids.includes(id))).toHaveLength(5);
