@@ -1,4 +1,4 @@
-import { ValidationError } from '../errors.js';
+import { ConfigError, ValidationError } from '../errors.js';
 import type { Accounts, QuotaUnit } from '../model/accounts.js';
 import { FLAGS, type ProviderName, type Workload, type WorkloadField } from './input.js';
 
@@ -11,15 +11,36 @@ import { FLAGS, type ProviderName, type Workload, type WorkloadField } from './i
  * batch. Pure; the file is parsed in accounts-file.ts.
  */
 
-/** Emails one provider request can carry (a documented maximum); null: no limit known (the sandbox). */
-export const PROVIDER_MAX_BATCH: Record<ProviderName, number | null> = {
-  sandbox: null,
+/**
+ * Emails one provider request can carry: the gateways' `maxBatch`
+ * (providers/resend.ts RESEND_MAX_BATCH, providers/postmark.ts
+ * POSTMARK_MAX_BATCH), 1 where a gateway has no batch API. Copied, not
+ * imported, so the model loads no provider SDK; a test holds them equal.
+ */
+export const PROVIDER_MAX_BATCH: Record<ProviderName, number> = {
+  sandbox: 1,
   resend: 100,
   postmark: 500,
   // One message per SendEmail call, one per SMTP transaction.
   ses: 1,
   smtp: 1,
 };
+
+/** Why the delivery lane refuses `batch` on a `provider` account, in DeliveryWorker's words; null: it takes it. */
+export function batchProblem(provider: ProviderName, batch: number): string | null {
+  const max = PROVIDER_MAX_BATCH[provider];
+  if (batch <= max) return null;
+  const why = max === 1 ? `${provider} has no batch API: use 1` : `${provider} takes at most ${max} emails per request`;
+  return `${why}; the delivery lane refuses to start with it`;
+}
+
+/** Emails per request on an account, as the lane sends them: its batch, else the provider's maximum. A batch the lane refuses is an error naming it. */
+export function emailsPerRequestOf(a: CapacityAccount): number {
+  const batch = a.batch ?? PROVIDER_MAX_BATCH[a.provider];
+  const problem = batchProblem(a.provider, batch);
+  if (problem) throw new ValidationError(`accounts.${a.name}.batch`, problem);
+  return batch;
+}
 
 export interface CapacityAccount {
   name: string;
@@ -29,7 +50,7 @@ export interface CapacityAccount {
   perSecond: number;
   burst: number;
   dailyQuota?: number;
-  /** Emails per provider request, as the file gives it; absent: one (the lane does not batch yet). */
+  /** Emails per provider request (1: batching off); absent: the provider's maximum (PROVIDER_MAX_BATCH). */
   batch?: number;
 }
 
@@ -102,7 +123,13 @@ export function chooseAccounts(options: {
   return { file: null, source: 'flags', notes: [] };
 }
 
-/** The throughput fields of parsed accounts, in failover order. */
+/**
+ * The throughput fields of parsed accounts, in failover order. A batch the
+ * delivery lane would refuse (above the provider's maximum) is a
+ * ConfigError naming the account's field, as the lane names it: the file
+ * describes a deployment that cannot start. Accounts outside `failover`
+ * are never built by the lane, so their batch is not checked.
+ */
 export function fromParsedAccounts(
   parsed: Accounts,
   source: Exclude<AccountsSource, 'flags'>,
@@ -123,29 +150,56 @@ export function fromParsedAccounts(
       ...(a.batch !== undefined ? { batch: a.batch } : {}),
     };
   });
+  for (const a of accounts) {
+    const problem = a.batch === undefined ? null : batchProblem(a.provider, a.batch);
+    if (problem) throw new ConfigError(source, `accounts.${a.name}.batch: ${problem}`);
+  }
   const notInFailover = parsed.accounts.map((a) => a.name).filter((name) => !parsed.failover.includes(name));
   return { source, file, accounts, notInFailover, failoverAfterSeconds, notes };
 }
 
+export interface SingleAccountOptions {
+  /** LEASEHOLD_FAILOVER_AFTER_S (default 60). */
+  failoverAfterSeconds?: number;
+  notes?: string[];
+  /** LEASEHOLD_RATE_UNIT: what a permit stands for (default requests). */
+  unit?: QuotaUnit;
+  /** LEASEHOLD_SEND_BATCH: emails per request; absent: the provider's maximum. */
+  batch?: number;
+}
+
 /**
- * Today's model: one account (`default`, as the registry names the
- * single-provider account) made of the workload's provider fields, its
- * permits counting requests of one email each.
+ * One account (`default`, as the registry names the single-provider
+ * account) made of the workload's provider fields, with the unit and batch
+ * the configuration gives it (LEASEHOLD_RATE_UNIT, LEASEHOLD_SEND_BATCH),
+ * as the lane builds it. A batch the lane would refuse is a ConfigError
+ * naming LEASEHOLD_SEND_BATCH.
  */
-export function singleAccount(w: Workload, failoverAfterSeconds = 60, notes: string[] = []): AccountsInput {
+export function singleAccount(w: Workload, options: SingleAccountOptions = {}): AccountsInput {
+  const { failoverAfterSeconds = 60, unit = 'requests', batch } = options;
+  const provider = w.provider.name;
+  const problem = batch === undefined ? null : batchProblem(provider, batch);
+  if (problem) throw new ConfigError('LEASEHOLD_SEND_BATCH', problem);
+  const account: CapacityAccount = {
+    name: 'default',
+    provider,
+    unit,
+    perSecond: w.provider.perSecond,
+    burst: w.provider.burst,
+    ...(w.provider.dailyQuota !== undefined ? { dailyQuota: w.provider.dailyQuota } : {}),
+    ...(batch !== undefined ? { batch } : {}),
+  };
+  const notes = [...(options.notes ?? [])];
+  const perRequest = emailsPerRequestOf(account);
+  if (perRequest > 1) {
+    const from = batch === undefined ? `the ${provider} maximum; LEASEHOLD_SEND_BATCH=1 turns batching off` : 'LEASEHOLD_SEND_BATCH';
+    const permits = unit === 'requests' ? ', so its rate and burst in emails are the given ones x ' + perRequest : '';
+    notes.push(`default sends ${perRequest} emails per request (${from}); its permits count ${unit} (LEASEHOLD_RATE_UNIT)${permits}`);
+  }
   return {
     source: 'flags',
     file: null,
-    accounts: [
-      {
-        name: 'default',
-        provider: w.provider.name,
-        unit: 'requests',
-        perSecond: w.provider.perSecond,
-        burst: w.provider.burst,
-        ...(w.provider.dailyQuota !== undefined ? { dailyQuota: w.provider.dailyQuota } : {}),
-      },
-    ],
+    accounts: [account],
     notInFailover: [],
     failoverAfterSeconds,
     notes,

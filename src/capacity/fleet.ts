@@ -1,5 +1,5 @@
 import { SECONDS_PER_DAY } from './constants.js';
-import { PROVIDER_MAX_BATCH, type AccountsInput, type AccountsSource, type CapacityAccount } from './accounts.js';
+import { emailsPerRequestOf, PROVIDER_MAX_BATCH, type AccountsInput, type AccountsSource, type CapacityAccount } from './accounts.js';
 import type { ProviderName, Workload } from './input.js';
 import type { Verdict } from './reports.js';
 
@@ -26,16 +26,12 @@ export interface AccountLine {
   /** The limiter's rate and burst, in the account's unit. */
   permitsPerSecond: number;
   burstPermits: number;
-  /** Emails one provider request carries: 1 while the lane does not batch (LANE_BATCHES); then the file's batch, capped at the provider's maximum. */
+  /** Emails one provider request carries, as the lane sends them: the account's batch, else the provider's maximum (1 without a batch API). */
   emailsPerRequest: number;
-  /** 'batch': given in the file; 'default': none given. */
+  /** 'batch': the account's batch; 'default': none given, the provider's maximum. */
   emailsPerRequestFrom: 'batch' | 'default';
-  /** The file's batch (capped at the provider's maximum), whether or not the lane sends batches yet; null: none given. */
-  batchPlanned: number | null;
-  /** The provider's documented maximum per request (null: none known). */
-  providerMaxBatch: number | null;
-  /** The file's batch when it was above the provider's maximum (and so capped). */
-  batchCappedFrom: number | null;
+  /** The provider's documented maximum per request (1: no batch API). */
+  providerMaxBatch: number;
   /** Provider requests per second at the full rate. */
   requestsPerSecond: number;
   /** requests: permits/s x emails per request; emails: permits/s. */
@@ -110,17 +106,8 @@ export interface AccountsReport {
   notes: string[];
 }
 
-/**
- * Whether the delivery lane sends several emails per provider request. Not
- * yet: every request carries one email, whatever `batch` says, and the
- * model says what the lane does today, not what it will.
- */
-export const LANE_BATCHES = false;
-
 function line(a: CapacityAccount, role: AccountLine['role'], emailsPerDay: number): Omit<AccountLine, 'normalShare' | 'takeover'> {
-  const max = PROVIDER_MAX_BATCH[a.provider];
-  const planned = a.batch === undefined ? null : max === null ? a.batch : Math.min(a.batch, max);
-  const emailsPerRequest = LANE_BATCHES && planned !== null ? planned : 1;
+  const emailsPerRequest = emailsPerRequestOf(a);
   const emailsPerSecond = a.unit === 'requests' ? a.perSecond * emailsPerRequest : a.perSecond;
   const quota = a.dailyQuota ?? null;
   const quotaEmailsPerSecond = quota === null ? null : quota / SECONDS_PER_DAY;
@@ -133,9 +120,7 @@ function line(a: CapacityAccount, role: AccountLine['role'], emailsPerDay: numbe
     burstPermits: a.burst,
     emailsPerRequest,
     emailsPerRequestFrom: a.batch === undefined ? 'default' : 'batch',
-    batchPlanned: planned,
-    providerMaxBatch: max,
-    batchCappedFrom: a.batch !== undefined && max !== null && a.batch > max ? a.batch : null,
+    providerMaxBatch: PROVIDER_MAX_BATCH[a.provider],
     requestsPerSecond: a.unit === 'requests' ? a.perSecond : a.perSecond / emailsPerRequest,
     emailsPerSecond,
     burstEmails: a.unit === 'requests' ? a.burst * emailsPerRequest : a.burst,
@@ -156,14 +141,14 @@ const verdictOf = (oldest: number | null, unsent: number, promise: number): Verd
  * less the average demand, its bucket full at the start; when its quota
  * is spent (the limiter counts it per UTC day) the rest moves to the next.
  */
-function drain(chain: Array<Omit<AccountLine, 'normalShare' | 'takeover'>>, w: Workload, sendsPerSecond: number): DrainChain {
+function drain(chain: Array<Omit<AccountLine, 'normalShare' | 'takeover'>>, w: Workload, capacityOf: DeliveryCapacity): DrainChain {
   const baseline = w.volume.emailsPerDay / SECONDS_PER_DAY;
   let remaining = w.burst.holds;
   let total: number | null = 0;
   const stages: DrainStage[] = [];
   for (const a of chain) {
     if (remaining <= 0 || total === null) break;
-    const capacity = sendsPerSecond * a.emailsPerRequest;
+    const capacity = capacityOf(a.emailsPerRequest);
     const sendRate = Math.min(a.emailsPerSecond, capacity);
     const drainRate = sendRate - baseline;
     const emails = Math.min(remaining, a.quotaLeftAtBurst ?? Infinity);
@@ -195,21 +180,20 @@ function drain(chain: Array<Omit<AccountLine, 'normalShare' | 'takeover'>>, w: W
   };
 }
 
-/**
- * The accounts report. `w` is the workload as given; `sendsPerSecond` what
- * the delivery workers can send at the assumed latency (model.ts
- * deliveryCapacity), one provider request per send.
- */
-export function accountsReport(w: Workload, input: AccountsInput, sendsPerSecond: number): AccountsReport {
+/** Emails/s the delivery workers can send to an account carrying `emailsPerRequest` per request, at the assumed latency (model.ts deliveryCapacity). */
+export type DeliveryCapacity = (emailsPerRequest: number) => number;
+
+/** The accounts report. `w` is the workload as given. */
+export function accountsReport(w: Workload, input: AccountsInput, capacityOf: DeliveryCapacity): AccountsReport {
   const lines = input.accounts.map((a, i) => line(a, i === 0 ? 'first' : 'backup', w.volume.emailsPerDay));
   const hasBurst = w.burst.holds > 0;
-  const normal = hasBurst ? drain(lines, w, sendsPerSecond) : null;
+  const normal = hasBurst ? drain(lines, w, capacityOf) : null;
   const after = input.failoverAfterSeconds;
   const accounts: AccountLine[] = lines.map((l, i) => {
     const sent = normal?.stages.find((s) => s.account === l.name)?.emails ?? 0;
     let takeover: Takeover | null = null;
     if (hasBurst && i > 0) {
-      const chain = drain(lines.slice(i), w, sendsPerSecond);
+      const chain = drain(lines.slice(i), w, capacityOf);
       const late = chain.drainSeconds === null ? null : Math.max(0, after + chain.drainSeconds - w.burst.windowSeconds);
       takeover = {
         ...chain,
@@ -221,18 +205,6 @@ export function accountsReport(w: Workload, input: AccountsInput, sendsPerSecond
   });
 
   const notes = [...input.notes];
-  for (const a of accounts) {
-    if (a.batchCappedFrom !== null) {
-      notes.push(`${a.name}: batch ${a.batchCappedFrom} is more than ${a.provider} takes in one request; modelled as ${a.providerMaxBatch}`);
-    }
-  }
-  const batched = accounts.filter((a) => a.batchPlanned !== null && a.batchPlanned > a.emailsPerRequest);
-  if (batched.length > 0) {
-    notes.push(
-      `batching is not built yet: the batch of ${batched.map((a) => `${a.name} (${a.batchPlanned})`).join(', ')} is read but not used; ` +
-        `every request carries one email today, and the figures are today's`,
-    );
-  }
   if (input.notInFailover.length > 0) notes.push(`${input.notInFailover.join(', ')}: not in failover, so never sent through`);
 
   return {
@@ -253,11 +225,12 @@ export function accountsReport(w: Workload, input: AccountsInput, sendsPerSecond
     normal,
     failoverAfterSeconds: after,
     assumptions: [
-      'emails/s: requests-unit accounts permits/s x emails per request, emails-unit accounts permits/s; emails per request is the batch the file gives (capped at the provider maximum: Resend 100, Postmark 500, SES and SMTP 1), else 1',
+      'emails per request: the account\'s batch, else the provider\'s maximum (Resend 100, Postmark 500; SES, SMTP and the sandbox have no batch API: 1); batch 1 turns batching off',
+      'emails/s: a requests-unit account\'s permit pays for one request whatever its size, so permits/s x emails per request (full batches: with fewer due, a request carries fewer, so this is a ceiling); an emails-unit account\'s permit is one email, so permits/s',
       'daily quota: a sustained load averages at most quota / 86,400 emails/s; the limiter counts it per UTC day, and at the burst the first account has already used a day\'s average demand of it (the worst case: a burst late in the day), a backup none',
       'normal: the first account sends the burst; only when its daily quota is spent does the rest move to the next account (as when a provider pauses it)',
       `takeover: every account before it has stopped (paused, or cooling down past LEASEHOLD_FAILOVER_AFTER_S = ${after} s) when the burst starts; after a cooldown, the intents move ${after} s after it began`,
-      'each account\'s bucket is full when it starts; average demand keeps arriving and goes to the account sending; delivery capacity is the workers\' sends/s x emails per request',
+      'each account\'s bucket is full when it starts; average demand keeps arriving and goes to the account sending; delivery capacity is the emails the workers keep in flight on that account (a round leases up to a batch per free request slot, at most the larger of its round size and one batch) / the round time',
     ],
     notes,
   };
@@ -266,11 +239,12 @@ export function accountsReport(w: Workload, input: AccountsInput, sendsPerSecond
 /**
  * The workload the rest of the model reads: its provider fields are the
  * first account's in emails (it sends everything in normal operation).
- * Unchanged when the accounts are the workload's own single account.
+ * Unchanged when the accounts are the workload's own single account and
+ * its permits are emails (one per request, or an emails unit).
  */
 export function firstAccountWorkload(w: Workload, report: AccountsReport): Workload {
-  if (report.source === 'flags') return w;
   const first = report.accounts[0]!;
+  if (report.source === 'flags' && first.emailsPerSecond === w.provider.perSecond && first.burstEmails === w.provider.burst) return w;
   const { dailyQuota: _drop, ...provider } = w.provider;
   return {
     ...w,

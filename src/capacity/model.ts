@@ -8,7 +8,7 @@ import {
   SECONDS_PER_DAY,
   STATEMENTS,
 } from './constants.js';
-import { roundSize as roundSizeOf, sendsInFlight } from '../model/delivery-policy.js';
+import { roundEmails, roundSize as roundSizeOf, roundsInFlight } from '../model/delivery-policy.js';
 import { designCosts, type DesignCost } from './costs.js';
 import { accountsReport, firstAccountWorkload, type AccountsReport } from './fleet.js';
 import { singleAccount, type AccountsInput } from './accounts.js';
@@ -94,19 +94,41 @@ export interface CapacityReport {
 /** Intents one delivery round leases: the worker caps the batch at its concurrency. */
 export const roundSize = (w: Workload): number => roundSizeOf(w.deployment.deliveryBatch, w.deployment.deliveryConcurrency);
 
-/** Sends one worker keeps in flight: its rounds overlap up to its concurrency (model/delivery-policy.ts). */
-export const inFlightPerWorker = (w: Workload): number => sendsInFlight(w.deployment.deliveryBatch, w.deployment.deliveryConcurrency);
+/**
+ * What one delivery round leases on an account carrying `emailsPerRequest`
+ * per request, as delivery/legs.ts does: a send slot is a request, a round
+ * reserves roundSize slots and leases up to a batch per slot, but no more
+ * than the larger of roundSize and one batch. Without batching: roundSize
+ * emails in as many requests.
+ */
+export function roundLease(w: Workload, emailsPerRequest = 1): { emails: number; requests: number } {
+  const k = roundSize(w);
+  const emails = roundEmails(k, k, emailsPerRequest);
+  return { emails, requests: Math.ceil(emails / Math.max(1, emailsPerRequest)) };
+}
+
+/**
+ * What one worker keeps in flight: its rounds overlap (model/delivery-policy.ts
+ * roundsInFlight), their requests never more than its concurrency, each
+ * carrying its round's share of emails.
+ */
+export function inFlightPerWorker(w: Workload, emailsPerRequest = 1): { requests: number; emails: number } {
+  const round = roundLease(w, emailsPerRequest);
+  const rounds = roundsInFlight(w.deployment.deliveryBatch, w.deployment.deliveryConcurrency);
+  const requests = Math.min(w.deployment.deliveryConcurrency, rounds * round.requests);
+  return { requests, emails: (requests * round.emails) / round.requests };
+}
 
 /** Seconds one round takes: the provider call plus the round's own statements. */
 const roundSeconds = (w: Workload): number => (w.provider.latencyMs + DELIVERY_ROUND_OVERHEAD_MS) / 1000;
 
 /**
- * Emails/s the delivery workers can send at the assumed latency: sends in
- * flight / round time, x emails per provider request (1 unless an account's
- * batch says otherwise; the lane sends one email per request today).
+ * Emails/s the delivery workers can send at the assumed latency: the emails
+ * they keep in flight / round time, on an account carrying
+ * `emailsPerRequest` per provider request (its batch; 1 without batching).
  */
 export function deliveryCapacity(w: Workload, emailsPerRequest = 1): number {
-  return ((w.deployment.workers * inFlightPerWorker(w)) / roundSeconds(w)) * emailsPerRequest;
+  return (w.deployment.workers * inFlightPerWorker(w, emailsPerRequest).emails) / roundSeconds(w);
 }
 
 export function burstReport(w: Workload, emailsPerRequest = 1): BurstReport | null {
@@ -209,6 +231,14 @@ function expiryTicksPerWorker(w: Workload, duePerSecond: number): number {
   return Math.max(1000 / w.deployment.expiryIntervalMs, Math.min(duePerSecond, 1000 / EXPIRY_TICK_MS));
 }
 
+/** What a round leases, for the assumptions. */
+function leased(w: Workload, emailsPerRequest: number): string {
+  const k = roundSize(w);
+  if (emailsPerRequest <= 1) return `min(batch, concurrency) = ${k}`;
+  const round = roundLease(w, emailsPerRequest);
+  return `a batch of ${emailsPerRequest} per free slot of min(batch, concurrency) = ${k}, at most max(${k}, ${emailsPerRequest}) = ${round.emails} emails in ${round.requests} request(s)`;
+}
+
 export function statementsReport(w: Workload, burst: BurstReport | null, emailsPerRequest = 1): StatementsReport {
   const workers = w.deployment.workers;
   const e = w.volume.emailsPerDay / SECONDS_PER_DAY;
@@ -248,10 +278,11 @@ export function statementsReport(w: Workload, burst: BurstReport | null, emailsP
     }
     // Draining: rounds of k intents; when the limiter paces and fewer permits
     // arrive per round than there are workers, idle workers' takes are refused.
-    // In sends (provider requests): a batch carries emailsPerRequest emails.
-    const rate = Math.min(burst.limiterPerSecond, burst.deliveryCapacityPerSecond) / emailsPerRequest;
+    // In provider requests: a request carries a round's emails / its requests (a full batch, when the batch is at least the round size).
+    const round = roundLease(w, emailsPerRequest);
+    const rate = (Math.min(burst.limiterPerSecond, burst.deliveryCapacityPerSecond) * round.requests) / round.emails;
     const inFlight = rate * roundSeconds(w);
-    const k = Math.min(roundSize(w), Math.max(1, inFlight / workers));
+    const k = Math.min(round.requests, Math.max(1, inFlight / workers));
     const rounds = rate / k;
     const refused = burst.pacedBy === 'limiter' && inFlight < workers ? rate * (workers - inFlight) : 0;
     const burstDelivery = rounds * S.deliverySendingRound + refused * S.deliveryRefusedTake;
@@ -272,8 +303,8 @@ export function statementsReport(w: Workload, burst: BurstReport | null, emailsP
       `expiry: each of ${workers} worker(s) ticks when the next hold falls due, at least every ${w.deployment.expiryIntervalMs} ms, ` +
         `at most every ${EXPIRY_TICK_MS} ms; a tick is BEGIN, one set-based expire statement, COMMIT, plus a look-ahead query when the batch was short`,
       `delivery: a round is rateLimiterTake + intentsLease (giving unused permits back) + messagesStore (first attempts) + intentsRecord ` +
-        `(one statement each, however many intents) and leases up to ` +
-        `min(batch, concurrency) = ${roundSize(w)}, with rounds side by side up to ${inFlightPerWorker(w)} sends in flight; at low rates every NOTIFY wakes all ${workers} process(es) and idle ones poll once a second`,
+        `(one statement each, however many intents) and leases up to ${leased(w, emailsPerRequest)}, ` +
+        `with rounds side by side up to ${inFlightPerWorker(w, emailsPerRequest).requests} requests in flight; at low rates every NOTIFY wakes all ${workers} process(es) and idle ones poll once a second`,
       'burst: holds all due at once expire in full batches at the measured 38,735 holds/s (a fraction of a second); while it drains, a delivery round carries the permits that refilled during one provider call, and idle workers\' limiter takes are refused when permits are scarcer than workers',
       'application: one INSERT per hold (createHold) and one UPDATE per confirmed or cancelled hold; reads by the API, /metrics and the dashboard are not counted',
     ],
@@ -299,10 +330,12 @@ export function unknowns(w: Workload, accounts?: AccountsReport): string[] {
         'how often and how long it is paused or cooling down in practice, and so how much the backups carry, is not knowable here.',
     );
   }
-  if (accounts?.accounts.some((a) => a.batchPlanned !== null && a.batchPlanned > a.emailsPerRequest)) {
+  const batching = accounts?.accounts.filter((a) => a.emailsPerRequest > 1) ?? [];
+  if (batching.length > 0) {
     list.unshift(
-      'Batching: the accounts file gives emails per request above 1, but the delivery lane does not batch yet: ' +
-        'every provider request carries one email today, so the figures count a requests-unit account\'s permits/s as emails/s.',
+      `How full the batches are: the figures count full batches (${batching.map((a) => `${a.name} ${a.emailsPerRequest}`).join(', ')} emails per request); ` +
+        'a round sends what is due, so at low demand a request carries fewer and a requests-unit account sends fewer emails per permit. ' +
+        `A batch request may also take longer than the ${w.provider.latencyMs} ms assumed per send.`,
     );
   }
   if (w.provider.name === 'sandbox' || w.provider.name === 'smtp') {
@@ -329,7 +362,7 @@ function quotaOfFirst(w: Workload, accounts: AccountsReport): QuotaReport {
  * rate, burst, quota and cost lines read, in emails.
  */
 export function capacityModel(given: Workload, prices: PriceTable, accounts: AccountsInput = singleAccount(given)): CapacityReport {
-  const accountLines = accountsReport(given, accounts, deliveryCapacity(given));
+  const accountLines = accountsReport(given, accounts, (emailsPerRequest) => deliveryCapacity(given, emailsPerRequest));
   const w = firstAccountWorkload(given, accountLines);
   const perRequest = accountLines.accounts[0]!.emailsPerRequest;
   const emailsPerSecond = w.volume.emailsPerDay / SECONDS_PER_DAY;

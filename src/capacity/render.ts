@@ -82,10 +82,18 @@ function quotaOverflow(a: AccountsReport | null): Array<[string, string]> {
 }
 
 function perRequest(a: AccountsReport['accounts'][number]): string {
-  if (a.emailsPerRequestFrom === 'default') return '1 (default)';
-  const capped = a.batchCappedFrom !== null ? `, capped from ${a.batchCappedFrom}` : '';
-  if (a.batchPlanned !== null && a.batchPlanned > a.emailsPerRequest) return `${a.emailsPerRequest} (batch ${a.batchPlanned}${capped}: not sent yet)`;
-  return `${a.emailsPerRequest} (batch${capped})`;
+  if (a.emailsPerRequestFrom === 'default') return a.providerMaxBatch > 1 ? `${a.emailsPerRequest} (${a.provider} maximum)` : '1 (no batch API)';
+  return a.emailsPerRequest === 1 && a.providerMaxBatch > 1 ? '1 (batch 1: off)' : `${a.emailsPerRequest} (batch)`;
+}
+
+/** The header's sending part for the single account of the provider fields: in emails, and how they follow from the permits. */
+function singleSending(w: CapacityReport['workload'], a: AccountsReport['accounts'][number]): string {
+  if (a.emailsPerRequest === 1) return `${w.provider.name} at ${w.provider.perSecond}/s burst ${w.provider.burst}`;
+  if (a.unit === 'emails') return `${a.provider} at ${rate(a.emailsPerSecond)} emails/s burst ${int(a.burstEmails)}, ${a.emailsPerRequest} per request`;
+  return (
+    `${a.provider} at ${rate(a.permitsPerSecond)} requests/s x ${a.emailsPerRequest} emails per request = ${rate(a.emailsPerSecond)} emails/s, ` +
+    `burst ${int(a.burstPermits)} requests = ${int(a.burstEmails)} emails`
+  );
 }
 
 function renderAccounts(a: AccountsReport, promise: number): string[] {
@@ -132,6 +140,13 @@ function renderAccounts(a: AccountsReport, promise: number): string[] {
   return out;
 }
 
+/** What the workers keep in flight, for the sending rate. */
+function workers(w: CapacityReport['workload'], emailsPerRequest: number): string {
+  const f = inFlightPerWorker(w, emailsPerRequest);
+  if (emailsPerRequest === 1) return `${w.deployment.workers} x ${f.requests} sends in flight`;
+  return `${w.deployment.workers} x ${f.requests} request(s) in flight x ${rate(f.emails / f.requests)} emails per request`;
+}
+
 export function renderReport(r: CapacityReport): string[] {
   const w = r.workload;
   const out: string[] = [];
@@ -139,7 +154,7 @@ export function renderReport(r: CapacityReport): string[] {
   const first = r.accounts.accounts[0]!;
   const sending = accounts
     ? `${accounts.accounts.length} account(s), first ${first.name} (${first.provider}) at ${rate(first.emailsPerSecond)} emails/s burst ${int(first.burstEmails)}`
-    : `${w.provider.name} at ${w.provider.perSecond}/s burst ${w.provider.burst}`;
+    : singleSending(w, first);
   out.push(
     `leasehold capacity: ${int(w.volume.emailsPerDay)} emails/day from ${int(r.derived.holdsPerDay)} holds/day ` +
       `(${pct(w.volume.expiredShare)} expire, ${seconds(w.holdWindowSeconds)} window), ${sending}, ` +
@@ -153,7 +168,7 @@ export function renderReport(r: CapacityReport): string[] {
       ['average demand', `${dec(s.emailsPerSecond, 2)} emails/s`],
       [
         'can send',
-        `${dec(s.sendRatePerSecond, 1)}/s, paced by the ${s.pacedBy === 'limiter' ? 'shared limiter' : `workers (${w.deployment.workers} x ${inFlightPerWorker(w)} sends in flight${first.emailsPerRequest > 1 ? ` x ${first.emailsPerRequest} emails per request` : ''} / ${w.provider.latencyMs} ms provider latency)`}`,
+        `${dec(s.sendRatePerSecond, 1)}/s, paced by the ${s.pacedBy === 'limiter' ? 'shared limiter' : `workers (${workers(w, first.emailsPerRequest)} / ${w.provider.latencyMs} ms provider latency)`}`,
       ],
       ['verdict', `${s.verdict} (${pct(s.utilisation)} of the sending rate)`],
     ]),

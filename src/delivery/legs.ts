@@ -6,6 +6,7 @@ import { batchesCloseStale } from '../tables/batches.js';
 import type { QuotaUnit } from '../model/accounts.js';
 import { legsFor } from './routing.js';
 import { planRequests } from './requests.js';
+import { roundEmails } from '../model/delivery-policy.js';
 
 /** One provider account as a round leases for it. */
 export interface LegAccount {
@@ -160,7 +161,7 @@ export class AccountLegs {
     const { pool, schema, leaseMs, clock } = this.options;
     const batching = account.batch > 1;
     const perPermit = batching && account.unit === 'requests' ? account.batch : 1;
-    const emails = batching ? Math.min(free * account.batch, Math.max(this.options.roundEmails, account.batch)) : free;
+    const emails = roundEmails(free, this.options.roundEmails, account.batch);
     const grant = await rateLimiterTake(pool, schema, Math.ceil(emails / perPermit), null, account.name, account.dailyQuota, perPermit);
     const blocked = grant.paused ? 'paused' : grant.coolingDown ? 'cooling-down' : 'rate-limit';
     const base = { granted: grant.granted, bucketTime: grant.bucketTime, blocked, retryInMs: grant.retryInMs } as const;

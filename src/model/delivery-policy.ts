@@ -20,9 +20,14 @@ export const roundSize = (batch: number, concurrency: number): number => Math.ma
 export const roundsInFlight = (batch: number, concurrency: number): number =>
   Math.min(MAX_ROUNDS_IN_FLIGHT, Math.ceil(concurrency / roundSize(batch, concurrency)));
 
-/** Sends one delivery worker keeps in flight: concurrency, as far as its rounds reach. */
-export const sendsInFlight = (batch: number, concurrency: number): number =>
-  Math.min(concurrency, roundSize(batch, concurrency) * roundsInFlight(batch, concurrency));
+/**
+ * Emails one round leases on an account sending `batch` emails per request
+ * with `slots` request slots free (a slot is a request in flight): up to a
+ * batch per slot, but no more than the larger of the round size and one
+ * batch. Without batches, one email per slot.
+ */
+export const roundEmails = (slots: number, roundSize: number, batch: number): number =>
+  batch <= 1 ? slots : Math.min(slots * batch, Math.max(roundSize, batch));
 
 export interface RateLimitPolicy {
   perSecond: number;

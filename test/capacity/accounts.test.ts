@@ -4,13 +4,18 @@ import path from 'node:path';
 import { Command } from 'commander';
 import { afterAll, describe, expect, it } from 'vitest';
 import { accountsFromText } from '../../src/capacity/accounts-file.js';
-import { chooseAccounts, singleAccount, type AccountsInput } from '../../src/capacity/accounts.js';
+import { chooseAccounts, PROVIDER_MAX_BATCH, singleAccount, type AccountsInput } from '../../src/capacity/accounts.js';
 import { burstReport, capacityModel, statementsReport, steadyReport } from '../../src/capacity/model.js';
 import { renderReport } from '../../src/capacity/render.js';
 import { registerCapacity } from '../../src/cli/commands/capacity.js';
 import { CliExit, type CommandContext } from '../../src/cli/context.js';
 import { loadConfig } from '../../src/config.js';
 import { ConfigError, ValidationError } from '../../src/errors.js';
+import { PostmarkGateway, POSTMARK_MAX_BATCH } from '../../src/providers/postmark.js';
+import { ResendGateway, RESEND_MAX_BATCH } from '../../src/providers/resend.js';
+import { SandboxGateway } from '../../src/providers/sandbox.js';
+import { SesGateway } from '../../src/providers/ses.js';
+import { SmtpGateway } from '../../src/providers/smtp.js';
 import { prices, workload } from '../helpers/capacity.js';
 
 /**
@@ -28,7 +33,7 @@ accounts:
   - name: primary
     provider: resend
     apiKey: \${RESEND_KEY_NOBODY_SET}
-    rate: { perSecond: 10, burst: 10, unit: requests }
+    rate: { perSecond: 2, burst: 2, unit: requests }
     batch: 100
   - name: backup
     provider: ses
@@ -39,6 +44,14 @@ failover: [primary, backup]
 `;
 
 describe('accounts and their units', () => {
+  it('emails per request follow the gateways: Resend 100, Postmark 500, the others no batch API', () => {
+    expect(PROVIDER_MAX_BATCH).toEqual({ sandbox: 1, resend: RESEND_MAX_BATCH, postmark: POSTMARK_MAX_BATCH, ses: 1, smtp: 1 });
+    expect([RESEND_MAX_BATCH, POSTMARK_MAX_BATCH]).toEqual([100, 500]);
+    expect(typeof ResendGateway.prototype.sendBatch).toBe('function');
+    expect(typeof PostmarkGateway.prototype.sendBatch).toBe('function');
+    for (const gateway of [SandboxGateway, SesGateway, SmtpGateway]) expect((gateway.prototype as { sendBatch?: unknown }).sendBatch).toBeUndefined();
+  });
+
   it('a requests-unit Resend account with batch 100 against an emails-unit SES account with a daily quota', () => {
     const r = capacityModel(workload({ volume: { emailsPerDay: 0 } }), prices(), fromFile(RESEND_AND_SES)).accounts;
     const [resend, ses] = r.accounts;
@@ -47,16 +60,16 @@ describe('accounts and their units', () => {
       provider: 'resend',
       unit: 'requests',
       role: 'first',
-      permitsPerSecond: 10,
-      // The lane sends one email per request today: the batch of 100 is read, not used.
-      emailsPerRequest: 1,
+      permitsPerSecond: 2,
+      // A permit pays for a request of 100: 2 requests/s carry 200 emails/s, the burst of 2 requests 200 emails.
+      emailsPerRequest: 100,
       emailsPerRequestFrom: 'batch',
-      batchPlanned: 100,
-      requestsPerSecond: 10,
-      emailsPerSecond: 10,
-      burstEmails: 10,
+      providerMaxBatch: 100,
+      requestsPerSecond: 2,
+      emailsPerSecond: 200,
+      burstEmails: 200,
       dailyQuota: null,
-      sustainedEmailsPerSecond: 10,
+      sustainedEmailsPerSecond: 200,
       fullRateQuotaSeconds: null,
     });
     expect(ses).toMatchObject({
@@ -67,6 +80,7 @@ describe('accounts and their units', () => {
       permitsPerSecond: 14,
       emailsPerRequest: 1,
       emailsPerRequestFrom: 'default',
+      providerMaxBatch: 1,
       emailsPerSecond: 14,
       burstEmails: 14,
       dailyQuota: 50_000,
@@ -75,48 +89,98 @@ describe('accounts and their units', () => {
     expect(ses!.quotaEmailsPerSecond).toBeCloseTo(50_000 / 86_400, 12);
     expect(ses!.sustainedEmailsPerSecond).toBeCloseTo(50_000 / 86_400, 12);
     expect(ses!.fullRateQuotaSeconds).toBeCloseTo(50_000 / 14, 9);
-    expect(r.combined.emailsPerSecond).toBe(24);
-    expect(r.combined.sustainedEmailsPerSecond).toBeCloseTo(10 + 50_000 / 86_400, 9);
+    expect(r.combined.emailsPerSecond).toBe(214);
+    expect(r.combined.sustainedEmailsPerSecond).toBeCloseTo(200 + 50_000 / 86_400, 9);
     expect(r.combined.note).toMatch(/ceiling the lane does not use: new intents go to the first account/);
-    // Batching is not built: the file's batch is named as read, not used.
-    expect(r.notes.join('\n')).toMatch(/batching is not built yet: the batch of primary \(100\) is read but not used; every request carries one email today/);
+    expect(r.notes).toEqual([]);
+    expect(r.assumptions.join('\n')).toMatch(/a requests-unit account's permit pays for one request whatever its size/);
   });
 
-  it('without batch a request carries one email; a batch above the provider maximum is capped; an emails-unit rate ignores batch', () => {
+  it('without batch the provider maximum; batch 1 turns batching off; an emails-unit rate ignores batch', () => {
     const r = capacityModel(
       workload({ volume: { emailsPerDay: 0 } }),
       prices(),
       fromFile(`
 accounts:
-  - { name: plain, provider: resend, apiKey: "\${K}", rate: { perSecond: 10, burst: 10 } }
-  - { name: big, provider: resend, apiKey: "\${K}", rate: { perSecond: 10, burst: 10 }, batch: 250 }
+  - { name: plain, provider: resend, apiKey: "\${K}", rate: { perSecond: 2, burst: 2 } }
+  - { name: off, provider: resend, apiKey: "\${K}", rate: { perSecond: 10, burst: 10 }, batch: 1 }
   - { name: pm, provider: postmark, serverToken: "\${T}", rate: { perSecond: 2, burst: 4, unit: emails }, batch: 50 }
+  - { name: pmmax, provider: postmark, serverToken: "\${T}", rate: { perSecond: 1, burst: 1 } }
+  - { name: mail, provider: ses, region: us-east-1, rate: { perSecond: 14, burst: 14 } }
 `),
     ).accounts;
-    const [plain, big, pm] = r.accounts;
-    expect(plain).toMatchObject({ unit: 'requests', emailsPerRequest: 1, emailsPerRequestFrom: 'default', emailsPerSecond: 10 });
-    expect(big).toMatchObject({ emailsPerRequest: 1, batchPlanned: 100, batchCappedFrom: 250, providerMaxBatch: 100, emailsPerSecond: 10 });
-    expect(r.notes.join('\n')).toContain('big: batch 250 is more than resend takes in one request; modelled as 100');
-    // Permits are emails: 2 emails/s whatever the batch (one request each, until batching is built).
-    expect(pm).toMatchObject({ unit: 'emails', emailsPerRequest: 1, batchPlanned: 50, emailsPerSecond: 2, burstEmails: 4, requestsPerSecond: 2 });
+    const [plain, off, pm, pmmax, mail] = r.accounts;
+    expect(plain).toMatchObject({ unit: 'requests', emailsPerRequest: 100, emailsPerRequestFrom: 'default', emailsPerSecond: 200, burstEmails: 200, requestsPerSecond: 2 });
+    expect(off).toMatchObject({ emailsPerRequest: 1, emailsPerRequestFrom: 'batch', emailsPerSecond: 10, burstEmails: 10, requestsPerSecond: 10 });
+    // Permits are emails: 2 emails/s whatever the batch, in requests of 50: one every 25 s.
+    expect(pm).toMatchObject({ unit: 'emails', emailsPerRequest: 50, emailsPerSecond: 2, burstEmails: 4, requestsPerSecond: 2 / 50 });
+    expect(pmmax).toMatchObject({ emailsPerRequest: 500, emailsPerRequestFrom: 'default', emailsPerSecond: 500, burstEmails: 500 });
+    expect(mail).toMatchObject({ emailsPerRequest: 1, emailsPerRequestFrom: 'default', emailsPerSecond: 14 });
+    const text = renderReport(capacityModel(workload({ volume: { emailsPerDay: 0 } }), prices(), fromFile(`
+accounts:
+  - { name: plain, provider: resend, apiKey: "\${K}", rate: { perSecond: 2, burst: 2 } }
+  - { name: off, provider: resend, apiKey: "\${K}", rate: { perSecond: 10, burst: 10 }, batch: 1 }
+  - { name: mail, provider: ses, region: us-east-1, rate: { perSecond: 14, burst: 14 } }
+`))).join('\n');
+    expect(text).toMatch(/plain \(first\)\s+resend\s+requests\s+2\.0\s+2\s+100 \(resend maximum\)\s+200\s/);
+    expect(text).toMatch(/off\s+resend\s+requests\s+10\.0\s+10\s+1 \(batch 1: off\)\s+10\.0\s/);
+    expect(text).toMatch(/mail\s+ses\s+requests\s+14\.0\s+14\s+1 \(no batch API\)\s+14\.0\s/);
+  });
+
+  it.each([
+    ['resend', 'apiKey: "${K}"', 250, 'accounts.big.batch: resend takes at most 100 emails per request; the delivery lane refuses to start with it'],
+    ['postmark', 'serverToken: "${T}"', 501, 'accounts.big.batch: postmark takes at most 500 emails per request; the delivery lane refuses to start with it'],
+    ['ses', 'region: us-east-1', 2, 'accounts.big.batch: ses has no batch API: use 1; the delivery lane refuses to start with it'],
+  ])('a %s batch above the provider maximum (%s %i) is an error naming the field, as the lane refuses it', (provider, setting, batch, message) => {
+    const text = `accounts:\n  - { name: ok, provider: ses, region: us-east-1, rate: { perSecond: 14, burst: 14 } }\n  - { name: big, provider: ${provider}, ${setting}, rate: { perSecond: 10, burst: 10 }, batch: ${batch} }\n`;
+    try {
+      fromFile(text);
+      expect.unreachable();
+    } catch (error) {
+      expect(error).toBeInstanceOf(ConfigError);
+      expect((error as ConfigError).message).toBe(`--accounts-file: ${message}`);
+    }
+    // Outside failover the lane never builds the account, so it cannot refuse it.
+    expect(fromFile(`${text}failover: [ok]\n`).notInFailover).toEqual(['big']);
   });
 
   it('the first account sets the provider fields the sending rate, burst and cost lines read, in emails', () => {
     const report = capacityModel(workload({ volume: { emailsPerDay: 0 }, burst: { holds: 5000 } }), prices(), fromFile(RESEND_AND_SES));
-    expect(report.workload.provider).toMatchObject({ name: 'resend', perSecond: 10, burst: 10 });
+    expect(report.workload.provider).toMatchObject({ name: 'resend', perSecond: 200, burst: 200 });
     expect(report.workload.provider.dailyQuota).toBeUndefined();
     expect(report.steady.pacedBy).toBe('limiter');
-    expect(report.burst!.drainSeconds).toBe((5000 - 10) / 10);
+    // (5,000 - a burst of 2 x 100) / 200 emails/s.
+    expect(report.burst!.drainSeconds).toBe((5000 - 200) / 200);
     expect(report.costs[0]!.lines.find((l) => l.item.startsWith('email'))!.item).toBe('email (resend)');
+    expect(report.unknowns[0]).toMatch(/^How full the batches are: the figures count full batches \(primary 100 emails per request\)/);
+  });
+
+  it('batches are paced by the workers when a round carries one: a round leases at most the larger of its size and one batch', () => {
+    // 10 requests/s x 100 = 1,000 emails/s granted; a round (min(50, 8) = 8 slots) leases max(8, 100) = 100
+    // emails, one request, and each worker runs one round at a time: 2 x 100 / 0.204 s = 980 emails/s.
+    const report = capacityModel(
+      workload({ volume: { emailsPerDay: 0 }, burst: { holds: 10_000 } }),
+      prices(),
+      fromFile('accounts:\n  - { name: a, provider: resend, apiKey: "${K}", rate: { perSecond: 10, burst: 10 } }\n'),
+    );
+    expect(report.burst).toMatchObject({ limiterPerSecond: 1000, limiterBurst: 1000, pacedBy: 'workers' });
+    expect(report.burst!.deliveryCapacityPerSecond).toBeCloseTo((2 * 100) / 0.204, 9);
+    expect(report.burst!.drainSeconds).toBeCloseTo(9000 / ((2 * 100) / 0.204), 9);
+    expect(report.accounts.normal!.stages[0]).toMatchObject({ pacedBy: 'workers', burstEmails: 1000 });
+    expect(report.accounts.normal!.drainSeconds).toBeCloseTo(report.burst!.drainSeconds!, 9);
+    const text = renderReport(report).join('\n');
+    expect(text).toMatch(/can send\s+980\.4\/s, paced by the workers \(2 x 1 request\(s\) in flight x 100 emails per request \/ 200 ms provider latency\)/);
+    expect(text).toContain('a batch of 100 per free slot of min(batch, concurrency) = 8, at most max(8, 100) = 100 emails in 1 request(s)');
   });
 });
 
 describe('the worst burst through the accounts', () => {
+  // Batching off on the backups (batch: 1): one email per request, so their permits are emails.
   const THREE = `
 accounts:
   - { name: first, provider: ses, rate: { perSecond: 14, burst: 14, unit: emails } }
-  - { name: second, provider: resend, apiKey: "\${K}", rate: { perSecond: 5, burst: 5 } }
-  - { name: third, provider: postmark, serverToken: "\${T}", rate: { perSecond: 50, burst: 50 } }
+  - { name: second, provider: resend, apiKey: "\${K}", rate: { perSecond: 5, burst: 5 }, batch: 1 }
+  - { name: third, provider: postmark, serverToken: "\${T}", rate: { perSecond: 50, burst: 50 }, batch: 1 }
 `;
 
   it('normal operation: the first account sends it all, the others stand by', () => {
@@ -144,6 +208,19 @@ accounts:
     expect(third.verdict).toBe('meets');
   });
 
+  it('a batching backup takes over in emails: 5 requests/s of 100', () => {
+    const r = capacityModel(
+      workload({ volume: { emailsPerDay: 0 }, burst: { holds: 5000 } }),
+      prices(),
+      fromFile(THREE.replace('rate: { perSecond: 5, burst: 5 }, batch: 1', 'rate: { perSecond: 5, burst: 5 }')),
+    ).accounts;
+    const second = r.accounts[1]!.takeover!;
+    // (5,000 - burst 5 x 100) / 500 emails/s = 9 s; the workers carry 2 x 100 / 0.204 s = 980/s, more than the limiter grants.
+    expect(second.stages[0]).toMatchObject({ account: 'second', burstEmails: 500, sendRatePerSecond: 500, pacedBy: 'limiter' });
+    expect(second.drainSeconds).toBe(9);
+    expect(second.verdict).toBe('meets');
+  });
+
   it('average demand keeps arriving at whichever account sends', () => {
     // 86,400 emails a day = 1/s: the second account drains at 5 - 1 = 4/s.
     const r = capacityModel(workload({ volume: { emailsPerDay: 86_400 }, burst: { holds: 1005 } }), prices(), fromFile(THREE)).accounts;
@@ -158,7 +235,7 @@ accounts:
       fromFile(`
 accounts:
   - { name: ses-main, provider: ses, rate: { perSecond: 14, burst: 14, unit: emails }, dailyQuota: 3000 }
-  - { name: resend-backup, provider: resend, apiKey: "\${K}", rate: { perSecond: 5, burst: 5 } }
+  - { name: resend-backup, provider: resend, apiKey: "\${K}", rate: { perSecond: 5, burst: 5 }, batch: 1 }
 `),
     ).accounts;
     const [ses, resend] = r.normal!.stages;
@@ -189,11 +266,13 @@ accounts:
     const text = lines.join('\n');
     expect(text).toContain('Provider accounts (--accounts-file accounts.yaml), in failover order');
     expect(text).toMatch(/account\s+provider\s+unit\s+permits\/s\s+burst\s+emails\/request\s+emails\/s\s+daily quota\s+burst share/);
-    expect(text).toMatch(/primary \(first\)\s+resend\s+requests\s+10\.0\s+10\s+1 \(batch 100: not sent yet\)\s+10\.0\s+none\s+100%/);
-    expect(text).toMatch(/backup\s+ses\s+emails\s+14\.0\s+14\s+1 \(default\)\s+14\.0\s+50,000 \(0\.58\/s sustained, 59m31s at full rate\)\s+0%/);
-    expect(text).toMatch(/burst, normal\s+primary \(5,000 - burst 10\) \/ 10\.00\/s = 8m19s; oldest email 8m19s against the 15m0s promise: meets/);
+    expect(text).toMatch(/primary \(first\)\s+resend\s+requests\s+2\.0\s+2\s+100 \(batch\)\s+200\s+none\s+100%/);
+    expect(text).toMatch(/backup\s+ses\s+emails\s+14\.0\s+14\s+1 \(no batch API\)\s+14\.0\s+50,000 \(0\.58\/s sustained, 59m31s at full rate\)\s+0%/);
+    expect(text).toMatch(/burst, normal\s+primary \(5,000 - burst 200\) \/ 200\.00\/s = 24\.0s; oldest email 24\.0s against the 15m0s promise: meets/);
     expect(text).toMatch(/burst, backup takes over\s+\(primary stopped\) backup \(5,000 - burst 14\) \/ 14\.00\/s = 5m56s; .*after a 429 cooldown \(60 s before intents move\): oldest 6m56s, meets/);
-    expect(text).toMatch(/Batching: the accounts file gives emails per request above 1/);
+    expect(text).toContain('2 account(s), first primary (resend) at 200 emails/s burst 200');
+    expect(text).not.toMatch(/not built|not sent yet|does not batch/);
+    expect(text).toMatch(/How full the batches are/);
   });
 });
 
@@ -210,6 +289,34 @@ describe('one account, as before', () => {
     expect(report.accounts.accounts[0]).toMatchObject({ provider: 'ses', unit: 'requests', emailsPerRequest: 1, emailsPerSecond: 14, dailyQuota: 50_000 });
     // The text has no accounts section: the header and the sending rate say it all.
     expect(renderReport(report).join('\n')).not.toContain('Provider accounts');
+  });
+
+  it('the single account is the lane\'s: a Resend account batches 100 per request unless LEASEHOLD_SEND_BATCH says otherwise', () => {
+    const w = workload({ volume: { emailsPerDay: 0 }, burst: { holds: 5000 }, provider: { name: 'resend', perSecond: 2, burst: 2 } });
+    const report = capacityModel(w, prices());
+    expect(report.accounts.accounts[0]).toMatchObject({ name: 'default', unit: 'requests', emailsPerRequest: 100, emailsPerRequestFrom: 'default', emailsPerSecond: 200, burstEmails: 200 });
+    // The sections read the account in emails; the permits are in the accounts line.
+    expect(report.workload.provider).toMatchObject({ name: 'resend', perSecond: 200, burst: 200 });
+    expect(report.burst!.drainSeconds).toBe((5000 - 200) / 200);
+    expect(report.accounts.notes).toEqual([
+      'default sends 100 emails per request (the resend maximum; LEASEHOLD_SEND_BATCH=1 turns batching off); its permits count requests (LEASEHOLD_RATE_UNIT), so its rate and burst in emails are the given ones x 100',
+    ]);
+    const text = renderReport(report).join('\n');
+    expect(text).toContain('resend at 2.0 requests/s x 100 emails per request = 200 emails/s, burst 2 requests = 200 emails');
+    expect(text).toContain('Provider accounts: one, from the provider fields');
+
+    // Batching off, or permits in emails: the rate given is the rate in emails.
+    const off = capacityModel(w, prices(), singleAccount(w, { batch: 1 }));
+    expect(off.workload).toBe(w);
+    expect(off.burst!.drainSeconds).toBe((5000 - 2) / 2);
+    const emails = capacityModel(w, prices(), singleAccount(w, { unit: 'emails' }));
+    expect(emails.workload).toBe(w);
+    expect(emails.accounts.accounts[0]).toMatchObject({ unit: 'emails', emailsPerRequest: 100, emailsPerSecond: 2, requestsPerSecond: 0.02 });
+
+    // A batch the lane would refuse names LEASEHOLD_SEND_BATCH.
+    expect(() => singleAccount(w, { batch: 101 })).toThrow(new ConfigError('LEASEHOLD_SEND_BATCH', 'resend takes at most 100 emails per request; the delivery lane refuses to start with it'));
+    const ses = workload({ volume: { emailsPerDay: 0 }, provider: { name: 'ses' } });
+    expect(() => singleAccount(ses, { batch: 2 })).toThrow('LEASEHOLD_SEND_BATCH: ses has no batch API: use 1');
   });
 
   it('which accounts: --accounts-file, else LEASEHOLD_ACCOUNTS_FILE unless provider fields describe one account, else the flags', () => {
@@ -287,10 +394,12 @@ describe('leasehold capacity --accounts-file (the command, in process)', () => {
     expect(res.code).toBe(0);
     const report = JSON.parse(res.out);
     expect(report.accounts).toMatchObject({ source: '--accounts-file', file: accountsFile, failover: ['primary', 'backup'] });
-    expect(report.accounts.accounts.map((a: { emailsPerSecond: number }) => a.emailsPerSecond)).toEqual([10, 14]);
-    expect(report.accounts.normal.drainSeconds).toBe((5000 - 10) / 10);
+    // 2 requests/s x 100 emails per request.
+    expect(report.accounts.accounts.map((a: { emailsPerSecond: number }) => a.emailsPerSecond)).toEqual([200, 14]);
+    expect(report.accounts.accounts.map((a: { emailsPerRequest: number }) => a.emailsPerRequest)).toEqual([100, 1]);
+    expect(report.accounts.normal.drainSeconds).toBe((5000 - 200) / 200);
     expect(report.accounts.accounts[1].takeover.drainSeconds).toBeCloseTo(4986 / 14, 3);
-    expect(report.workload.provider).toMatchObject({ name: 'resend', perSecond: 10, burst: 10 });
+    expect(report.workload.provider).toMatchObject({ name: 'resend', perSecond: 200, burst: 200 });
   });
 
   it('LEASEHOLD_ACCOUNTS_FILE is the default; provider flags model one account instead, and say so', async () => {
@@ -301,14 +410,30 @@ describe('leasehold capacity --accounts-file (the command, in process)', () => {
     expect(flags.out).toContain(`LEASEHOLD_ACCOUNTS_FILE (${accountsFile}) not modelled: provider.perSecond given, describing one account`);
   });
 
+  it('without an accounts file, the configured unit and batch of the single account (LEASEHOLD_RATE_UNIT, LEASEHOLD_SEND_BATCH)', async () => {
+    const args = ['--emails-per-day', '0', '--burst-holds', '5000', '--provider', 'resend', '--per-second', '2', '--burst', '2', '--json'];
+    const batched = JSON.parse((await capacity(args)).out);
+    expect(batched.accounts.accounts[0]).toMatchObject({ name: 'default', unit: 'requests', emailsPerRequest: 100, emailsPerSecond: 200 });
+    expect(batched.burst).toMatchObject({ limiterPerSecond: 200, limiterBurst: 200, drainSeconds: 24 });
+    const set = JSON.parse((await capacity(args, { LEASEHOLD_SEND_BATCH: '10' })).out);
+    expect(set.accounts.accounts[0]).toMatchObject({ emailsPerRequest: 10, emailsPerRequestFrom: 'batch', emailsPerSecond: 20 });
+    const emails = JSON.parse((await capacity(args, { LEASEHOLD_RATE_UNIT: 'emails' })).out);
+    expect(emails.accounts.accounts[0]).toMatchObject({ unit: 'emails', emailsPerRequest: 100, emailsPerSecond: 2 });
+    expect(emails.burst).toMatchObject({ limiterPerSecond: 2, drainSeconds: 2499 });
+  });
+
   it.each([
     [['--accounts-file', 'BAD'], {}, 'leasehold capacity: --accounts-file: accounts[0].rate.unit: must be requests or emails'],
     [[], { LEASEHOLD_ACCOUNTS_FILE: 'BAD' }, 'leasehold capacity: LEASEHOLD_ACCOUNTS_FILE: accounts[0].rate.unit: must be requests or emails'],
     [['--accounts-file', 'ACCOUNTS', '--burst', '4'], {}, 'leasehold capacity: provider.burst (--burst): each account in --accounts-file sets'],
     [['--accounts-file', 'MISSING'], {}, 'leasehold capacity: --accounts-file: cannot read'],
+    [['--accounts-file', 'BIG'], {}, 'leasehold capacity: --accounts-file: accounts.a.batch: resend takes at most 100 emails per request; the delivery lane refuses to start with it'],
+    [['--provider', 'resend'], { LEASEHOLD_SEND_BATCH: '500' }, 'leasehold capacity: LEASEHOLD_SEND_BATCH: resend takes at most 100 emails per request'],
   ])('%j %j exits 2 with one line naming the field', async (args, extra, message) => {
     const bad = file('bad.yaml', 'accounts:\n  - { name: a, provider: ses, rate: { perSecond: 14, burst: 14, unit: bytes } }\n');
-    const swap = (s: string) => (s === 'BAD' ? bad : s === 'ACCOUNTS' ? accountsFile : s === 'MISSING' ? path.join(dir, 'missing.yaml') : s);
+    const big = file('big.yaml', 'accounts:\n  - { name: a, provider: resend, apiKey: "${K}", rate: { perSecond: 2, burst: 2 }, batch: 250 }\n');
+    const swap = (s: string) =>
+      s === 'BAD' ? bad : s === 'ACCOUNTS' ? accountsFile : s === 'MISSING' ? path.join(dir, 'missing.yaml') : s === 'BIG' ? big : s;
     const res = await capacity(
       ['--emails-per-day', '10', ...args.map(swap)],
       Object.fromEntries(Object.entries(extra).map(([k, v]) => [k, swap(v)])),

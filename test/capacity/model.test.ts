@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { EXPIRY_HOLDS_PER_SECOND, HOURS_PER_MONTH, MEASURED } from '../../src/capacity/constants.js';
-import { burstReport, capacityModel, deliveryCapacity, quotaReport, rowsReport, statementsReport, steadyReport } from '../../src/capacity/model.js';
+import { burstReport, capacityModel, deliveryCapacity, inFlightPerWorker, quotaReport, roundLease, rowsReport, statementsReport, steadyReport } from '../../src/capacity/model.js';
 import { prices, workload } from '../helpers/capacity.js';
 
 /**
@@ -81,6 +81,24 @@ describe('worst burst', () => {
     expect(b.drainSeconds).toBeCloseTo(4000 / (8 / 0.204), 9); // 102 s
   });
 
+  it('batches: a round leases a batch per free slot, at most the larger of its size and one batch (delivery/legs.ts)', () => {
+    // Defaults: min(batch 50, concurrency 8) = 8 slots a round, one round per worker.
+    const w = workload({ volume: { emailsPerDay: 0 }, provider: { latencyMs: 200 }, deployment: { workers: 1 } });
+    expect(roundLease(w)).toEqual({ emails: 8, requests: 8 });
+    // A batch of 100: max(8, 100) = 100 emails in one request, so one request in flight.
+    expect(roundLease(w, 100)).toEqual({ emails: 100, requests: 1 });
+    expect(inFlightPerWorker(w, 100)).toEqual({ requests: 1, emails: 100 });
+    expect(deliveryCapacity(w, 100)).toBeCloseTo(100 / 0.204, 9);
+    // A batch of 3 under the round size: 8 emails in ceil(8 / 3) = 3 requests.
+    expect(roundLease(w, 3)).toEqual({ emails: 8, requests: 3 });
+    expect(deliveryCapacity(w, 3)).toBeCloseTo(8 / 0.204, 9);
+    // Rounds of 8 overlapping up to concurrency 32 (4 of them): 4 requests of 100 in flight.
+    const wide = workload({ volume: { emailsPerDay: 0 }, provider: { latencyMs: 200 }, deployment: { workers: 1, deliveryBatch: 8, deliveryConcurrency: 32 } });
+    expect(inFlightPerWorker(wide, 100)).toEqual({ requests: 4, emails: 400 });
+    expect(inFlightPerWorker(wide)).toEqual({ requests: 32, emails: 32 });
+    expect(deliveryCapacity(wide, 100)).toBeCloseTo(400 / 0.204, 9);
+  });
+
   it('the expiry lane takes the burst at the measured throughput', () => {
     const b = burst({ volume: { emailsPerDay: 0 }, burst: { holds: 77_470 } });
     expect(b.expiryCatchUpSeconds).toBeCloseTo(77_470 / EXPIRY_HOLDS_PER_SECOND, 9); // 2 s
@@ -158,6 +176,15 @@ describe('statements per second', () => {
     // 14 / 1.428 = 9.80 rounds/s x 4 statements; no refusals (permits outnumber workers)
     expect(s.burst!.delivery).toBeCloseTo((14 / ((14 * 0.204) / 2)) * 4, 9);
     expect(s.burst!.seconds).toBeCloseTo(4986 / 14, 9);
+  });
+
+  it('a burst in batches: rounds count requests, a request carrying a batch', () => {
+    // 200 emails/s in batches of 100 = 2 requests/s; 2 x 0.204 = 0.408 in flight < 2 workers:
+    // rounds of one request, 2 a second, plus 2 x (2 - 0.408) refused takes.
+    const w = workload({ volume: { emailsPerDay: 0 }, burst: { holds: 5000 }, provider: { perSecond: 200, burst: 200, latencyMs: 200 }, deployment: { workers: 2 } });
+    const s = statementsReport(w, burstReport(w, 100), 100);
+    expect(s.burst!.delivery).toBeCloseTo(2 * 4 + 2 * (2 - 0.408), 9);
+    expect(s.assumptions.join('\n')).toContain('at most max(8, 100) = 100 emails in 1 request(s), with rounds side by side up to 1 requests in flight');
   });
 
   it('more workers than permits: idle workers are refused', () => {

@@ -101,9 +101,9 @@ describe('Resend batches', () => {
     const run = await resendWorker({ metrics: createMetrics(registry) }).runOnce();
     expect(run.outcomes).toEqual({ accepted: 30 });
     expect(batchRequests().length - before).toBe(1);
-    const perRequest = (await registry.getSingleMetric('leasehold_emails_per_request')!.get()).values;
-    expect(perRequest.find((v) => v.metricName === 'leasehold_emails_per_request_count')).toMatchObject({ value: 1, labels: { account: 'default' } });
-    expect(perRequest.find((v) => v.metricName === 'leasehold_emails_per_request_sum')!.value).toBe(30);
+    const scrape = await registry.metrics();
+    expect(scrape).toContain('leasehold_emails_per_request_count{account="default"} 1');
+    expect(scrape).toContain('leasehold_emails_per_request_sum{account="default"} 30');
     expect(resend.deliveries.map(intentOf).sort()).toEqual([...ids].sort());
 
     const sent = await rows(ids);

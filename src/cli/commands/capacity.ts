@@ -29,8 +29,8 @@ const HELP: Record<WorkloadField, string> = {
   promiseSeconds: 'email promise, seconds (default LEASEHOLD_EMAIL_PROMISE_S)',
   expiryPromiseSeconds: 'expiry promise, seconds (default LEASEHOLD_EXPIRY_PROMISE_S)',
   'provider.name': 'sandbox, resend, postmark, ses or smtp (default EMAIL_PROVIDER)',
-  'provider.perSecond': 'granted sends per second (default LEASEHOLD_RATE_PER_SECOND)',
-  'provider.burst': 'limiter burst (default LEASEHOLD_RATE_BURST)',
+  'provider.perSecond': 'granted permits per second, requests or emails as LEASEHOLD_RATE_UNIT says (default LEASEHOLD_RATE_PER_SECOND)',
+  'provider.burst': 'limiter burst, in permits (default LEASEHOLD_RATE_BURST)',
   'provider.dailyQuota': 'granted emails per day (default: none)',
   'provider.latencyMs': 'provider answer time per send, ms (default 200)',
   'deployment.workers': 'machines running `leasehold start` (default 2)',
@@ -123,7 +123,13 @@ export function registerCapacity(program: Command, context: ContextFactory): voi
       });
       let accounts: AccountsInput;
       if (choice.file === null) {
-        accounts = singleAccount(workload, config.failoverAfterS, choice.notes);
+        // The lane's single account: LEASEHOLD_RATE_UNIT and LEASEHOLD_SEND_BATCH, as the registry builds it.
+        accounts = singleAccount(workload, {
+          failoverAfterSeconds: config.failoverAfterS,
+          notes: choice.notes,
+          unit: config.rateUnit,
+          ...(config.sendBatch !== undefined ? { batch: config.sendBatch } : {}),
+        });
       } else {
         const text = readText(choice.file, choice.source);
         const { accountsFromText } = await import('../../capacity/accounts-file.js');
