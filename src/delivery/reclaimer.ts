@@ -4,6 +4,7 @@ import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { TickResult } from '../runtime/loop.js';
 import { intentsLeaseOwnersGone, intentsReclaimGone } from '../tables/outbox.js';
+import { notifyIntents } from '../db/listener.js';
 
 export interface ReclaimerOptions {
   pool: pg.Pool;
@@ -58,6 +59,9 @@ export class LeaseReclaimer {
         "leases of a delivery worker that is gone reclaimed (their sends' outcome is unknown)",
       );
       this.options.onReclaimed(reclaimed.length);
+      // Every delivery worker listening hears of it (the expiry lane's
+      // channel), not only this one: the first round free takes them.
+      await notifyIntents(db, schema, 'reclaimed').catch(() => {});
     }
     return { full: false };
   }

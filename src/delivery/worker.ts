@@ -253,8 +253,10 @@ export class DeliveryWorker extends LoopWorker<DeliveryEvents> {
       this.reclaimLoop = new ServiceLoop({
         name: 'delivery.reclaim',
         intervalMs: reclaimIntervalMs,
-        // A reclaim is what ends a dead worker's wait: never back off long.
-        maxBackoffMs: 1000,
+        // A reclaim is what ends a dead worker's wait: never back off long
+        // (its statements are small; after a purge or a restart the pool's
+        // next connection usually works at once).
+        maxBackoffMs: 250,
         logger: this.logger,
         tick: () => reclaimer.tick(),
         tickTimeoutMs: DEFAULTS.tickTimeoutMs,
