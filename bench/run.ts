@@ -7,7 +7,6 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import type { Benchmark, BenchResult } from './common.js';
 import { targetMet } from './common.js';
 import { openBenchDatabase } from './database.js';
@@ -21,13 +20,15 @@ import { importTime } from './import.js';
 import { prune } from './prune.js';
 import { statusCost } from './status.js';
 import { countTriggers } from './count-triggers.js';
+import { batchDrain } from './batch-drain.js';
+import { packageRoot } from '../src/runtime/package-root.js';
 
 process.env.LOG_LEVEL ??= 'silent';
 
-const benchmarks: Benchmark[] = [expiryThroughput, expiryLateness, deliveryThroughput, deliveryLimiter, deliveryLatency, prune, compare, statusCost, countTriggers, importTime];
+const benchmarks: Benchmark[] = [expiryThroughput, expiryLateness, deliveryThroughput, deliveryLimiter, deliveryLatency, prune, compare, statusCost, countTriggers, importTime, batchDrain];
 
-// dist/bench/run.js -> repository root
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+// The repository root, from dist/bench/run.js or (under tsx) bench/run.ts.
+const root = packageRoot();
 
 async function main(): Promise<number> {
   const wanted = process.argv.slice(2).filter((a) => !a.startsWith('-'));
