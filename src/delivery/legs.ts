@@ -191,9 +191,11 @@ export class AccountLegs {
       intents.push(...open);
       spent = perPermit > 1 ? new Set(open.map((i) => i.batchId)).size : open.length;
     }
-    const fresh = await intentsLease(pool, schema, {
+    // What the permits left after the open batches carry.
+    const room = Math.min(capacity - intents.length, perPermit > 1 ? (grant.granted - spent) * perPermit : Infinity);
+    const fresh = room <= 0 ? [] : await intentsLease(pool, schema, {
       ...common,
-      limit: Math.max(0, capacity - intents.length),
+      limit: room,
       ...(route ? { route } : {}),
       // A permit per email: the lease gives back those it did not use, in the same statement.
       ...(perPermit === 1 ? { permits: { granted: grant.granted - spent, bucketTime: grant.bucketTime } } : {}),

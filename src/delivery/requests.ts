@@ -43,10 +43,13 @@ export function planRequests(intents: readonly LeasedIntent[], shape: RequestSha
       fresh.push(intent);
     }
   }
+  // Open batches first: when permits run short the requests at the end wait, and those are new ones.
+  const resends: SendRequest[] = [];
   for (const [batchId, members] of open) {
     members.sort((a, b) => (a.batchPosition ?? 0) - (b.batchPosition ?? 0));
-    requests.push({ kind: 'batch', batchId, members });
+    resends.push({ kind: 'batch', batchId, members });
   }
+  requests.unshift(...resends);
   for (let i = 0; i < fresh.length; i += shape.batch) {
     const chunk = fresh.slice(i, i + shape.batch);
     requests.push(chunk.length === 1 ? { kind: 'single', intent: chunk[0]! } : { kind: 'batch', batchId: undefined, members: chunk });

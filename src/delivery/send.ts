@@ -154,7 +154,11 @@ async function sendBatch(
         providerCode: result.providerCode ?? null,
       };
     }
-    const keep = keyed && !keyUnusable && result.kind === 'failed' && result.outcomeUnknown;
+    // A keyed batch binds its members while its outcome is unknown: after a
+    // first send that may have delivered, and on every resend until one
+    // settles it (a 429 or a pause on a resend leaves the first one unknown).
+    const settled = result.kind === 'accepted' || result.kind === 'rejected';
+    const keep = keyed && !keyUnusable && !settled && ((result.kind === 'failed' && result.outcomeUnknown) || request.batchId !== undefined);
     let delayMs: number;
     if (keep || result.kind === 'rate_limited') {
       if (!sharedDelay.has(result.kind)) sharedDelay.set(result.kind, delayFor(result, mostFailed, setting));

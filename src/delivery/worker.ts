@@ -331,7 +331,9 @@ export class DeliveryWorker extends LoopWorker<DeliveryEvents> {
     for (const { request, account } of planned) {
       if (sending.some((p) => p.request === request)) continue;
       const why = this.stopping ? 'given back unsent: the worker is stopping' : 'given back unsent: no permit left for this request';
-      for (const intent of membersOf(request)) results.push(unsentResult(intent, token, why, account.name));
+      // An open batch given back stays bound: it still goes again only whole.
+      const bound = request.kind === 'batch' && request.batchId !== undefined ? { batchId: request.batchId, keepBatch: true } : {};
+      for (const intent of membersOf(request)) results.push({ ...unsentResult(intent, token, why, account.name), ...bound });
     }
     release(planned.length - sending.length);
     const setting = {

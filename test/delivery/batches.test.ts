@@ -167,6 +167,38 @@ describe('Resend batches', () => {
     ]);
   });
 
+  it('an open batch stays bound through a 429 and a stop() on its resends, and goes out once under its key', async () => {
+    const ids = await expireHolds(db, `rkeep-${++label}`, 4);
+    resend.processingMs = 600;
+    expect((await resendWorker().runOnce()).outcomes).toEqual({ failed: 4 });
+    await new Promise((r) => setTimeout(r, 500));
+    resend.processingMs = 0;
+    const boundTo = async () => new Set((await rows(ids)).map((r) => r.batch_id));
+    const [batchId] = [...(await boundTo())];
+    expect(batchId).toBeTruthy();
+    const due = () => db.pool.query(`UPDATE ${ident(db.schema)}.email_outbox SET available_at = now() WHERE id = ANY ($1)`, [ids]);
+
+    // A resend answered 429: not processed, so the first send is still unknown.
+    await due();
+    resend.queue({ status: 429, body: { statusCode: 429, name: 'rate_limit_exceeded', message: 'Too many requests.' }, headers: { 'retry-after': '1' } }, '/emails/batch');
+    expect((await resendWorker().runOnce()).outcomes).toEqual({ rate_limited: 4 });
+    expect(await boundTo()).toEqual(new Set([batchId]));
+    await db.pool.query(`UPDATE ${ident(db.schema)}.rate_limiter SET cooldown_until = NULL, tokens = burst, refilled_at = now()`);
+
+    // A resend given back by stop() before it left.
+    await due();
+    let w: DeliveryWorker;
+    w = resendWorker({ faults: new Faults(async (point) => void (point === 'delivery.leased' && w.stop())) });
+    expect((await w.runOnce()).outcomes).toEqual({ abandoned: 4 });
+    expect(await boundTo()).toEqual(new Set([batchId]));
+
+    await drain(resendWorker());
+    const after = await rows(ids);
+    expect(after.every((r) => r.state === 'sent' && !r.possible_duplicate && r.batch_id === null)).toBe(true);
+    expect(resend.deliveries.map(intentOf).filter((id) => ids.includes(id)).sort()).toEqual([...ids].sort());
+    expect(new Set(resend.deliveries.filter((d) => ids.includes(intentOf(d))).map((d) => d.batchKey))).toEqual(new Set([`batch-${batchId}`]));
+  });
+
   it('a 409 on the batch key sends the members alone, and their acceptance is flagged possible_duplicate', async () => {
     const ids = await expireHolds(db, `r409-${++label}`, 3);
     resend.queue(

@@ -24,13 +24,15 @@ import { SUPPRESSION_LEASE_COLUMNS, suppressionFromLeaseRow, suppressionKeyInSql
 
 /**
  * Insert one pending intent per row of `expired` (a CTE with id,
- * customer_email and expired_at of holds just expired), id
- * `<prefix><hold id>`; the unique key is the final guard against a second
- * intent for one hold. Returns id and reservation_id of the intents created.
+ * customer_email, tenant and expired_at of holds just expired), id
+ * `<prefix><hold id>`, with its hold's tenant (so the delivery lane can tell
+ * tenants apart from the outbox alone); the unique key is the final guard
+ * against a second intent for one hold. Returns id and reservation_id of the
+ * intents created.
  */
 export const intentsInsertExpired = (s: string, expired: string, prefix: string, template: string): string =>
-  `INSERT INTO ${s}.email_outbox (id, reservation_id, recipient, template, state, available_at, created_at)
-   SELECT ${prefix} || e.id, e.id, e.customer_email, ${template}, 'pending', e.expired_at, e.expired_at
+  `INSERT INTO ${s}.email_outbox (id, reservation_id, tenant, recipient, template, state, available_at, created_at)
+   SELECT ${prefix} || e.id, e.id, e.tenant, e.customer_email, ${template}, 'pending', e.expired_at, e.expired_at
      FROM ${expired} e
    ON CONFLICT (id) DO NOTHING
    RETURNING id, reservation_id`;
@@ -396,9 +398,16 @@ export async function intentsRecord(
               account = CASE WHEN r.move_to IS NOT NULL AND NOT r.unknown AND o.pinned_account IS NULL THEN r.move_to
                              ELSE o.account END,
               sent_account = CASE WHEN r.outcome = 'accepted' THEN coalesce(o.sent_account, r.account) ELSE o.sent_account END,
-              -- Bound to its batch only while that batch may still settle it.
-              batch_id = CASE WHEN r.keep_batch AND r.outcome = 'failed' AND o.failed_attempts + 1 < $14 THEN o.batch_id END,
-              moved_unsettled = o.moved_unsettled OR r.key_unusable,
+              -- Bound to its batch only while that batch may still settle it
+              -- (not once settled, nor once dead).
+              batch_id = CASE WHEN r.keep_batch AND r.outcome NOT IN ('accepted', 'rejected')
+                               AND NOT (r.outcome = 'failed' AND o.failed_attempts + 1 >= $14) THEN o.batch_id END,
+              -- Unbound while unsettled after an unknown outcome: only the
+              -- batch's key could have told, so an acceptance from now on may
+              -- be a duplicate.
+              moved_unsettled = o.moved_unsettled OR r.key_unusable
+                OR (o.batch_id IS NOT NULL AND NOT r.keep_batch AND r.outcome NOT IN ('accepted', 'rejected')
+                    AND (o.outcome_unknown_seen OR r.unknown)),
               send_alone = o.send_alone OR r.send_alone,
               lease_token = NULL,
               lease_expires_at = NULL
