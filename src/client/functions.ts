@@ -7,6 +7,7 @@ import { ingestEvents as ingest, type IngestResult } from '../events/ingest.js';
 import { addressHash, validateAddress } from '../model/address.js';
 import { DEFAULT_PAGE_LIMIT } from '../model/cursor.js';
 import type { ProviderEvent } from '../model/event-kinds.js';
+import { validateTenant } from '../model/hold-input.js';
 import type { Attempt, Intent, IntentState } from '../model/intent-states.js';
 import type { Suppression, SuppressionReason } from '../model/suppression-reasons.js';
 import { defaultLibraryLogger, type Logger } from '../observability/logger.js';
@@ -64,13 +65,22 @@ export function getIntent(db: Queryable, id: string, options: LibraryOptions = {
   return intentsGet(db, schemaOf(options), id);
 }
 
-/** Newest first, keyset-paged (`cursor` from the previous page's `nextCursor`). */
-export function listIntents(
+/**
+ * Newest first, keyset-paged (`cursor` from the previous page's
+ * `nextCursor`), optionally of one state and of one tenant (`''`: the empty
+ * tenant's; a tenant that breaks the id rule throws ValidationError).
+ */
+export async function listIntents(
   db: Queryable,
-  filter: { state?: IntentState; limit?: number; cursor?: string } = {},
+  filter: { state?: IntentState; tenant?: string; limit?: number; cursor?: string } = {},
   options: LibraryOptions = {},
 ): Promise<IntentPage> {
-  return intentsList(db, schemaOf(options), { ...filter, limit: filter.limit ?? DEFAULT_PAGE_LIMIT });
+  const { tenant, ...rest } = filter;
+  return intentsList(db, schemaOf(options), {
+    ...rest,
+    ...(tenant !== undefined ? { tenant: validateTenant(tenant) } : {}),
+    limit: filter.limit ?? DEFAULT_PAGE_LIMIT,
+  });
 }
 
 /** Every send attempt of an intent, oldest first (empty for an unknown intent). */

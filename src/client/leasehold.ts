@@ -40,7 +40,7 @@ export interface Leasehold {
   };
   intents: {
     get(id: string): Promise<Intent | undefined>;
-    list(filter?: { state?: IntentState; limit?: number; cursor?: string }): Promise<IntentPage>;
+    list(filter?: { state?: IntentState; tenant?: string; limit?: number; cursor?: string }): Promise<IntentPage>;
     attempts(intentId: string): Promise<Attempt[]>;
     message(intentId: string): Promise<MessageSummary | undefined>;
     replay(id: string): Promise<Intent>;

@@ -28,8 +28,10 @@ const schemaOf = (options: HoldOptions) => options.schema ?? 'leasehold';
 /**
  * Create a hold. With a client-supplied `id` it is idempotent: the same id
  * with the same request returns the existing hold (`created: false`); the
- * same id with a different request throws IdempotencyConflictError.
- * Bad input throws ValidationError naming the field.
+ * same id with a different request (another tenant included) throws
+ * IdempotencyConflictError. `tenant` is optional ('' by default, the empty
+ * tenant) and its hold's intent carries it. Bad input throws
+ * ValidationError naming the field.
  */
 export async function createHold(db: Queryable, input: CreateHoldInput, options: HoldOptions = {}): Promise<CreateHoldResult> {
   const now = options.clock?.now() ?? null;
@@ -41,6 +43,7 @@ export async function createHold(db: Queryable, input: CreateHoldInput, options:
     expiresAt: valid.expiresAt ?? null,
     ttlSeconds: valid.ttlSeconds ?? null,
     metadata: valid.metadata,
+    tenant: valid.tenant,
   };
   try {
     checkExpiresAt(valid, now ?? new Date());

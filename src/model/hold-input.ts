@@ -4,13 +4,22 @@ import { ValidationError } from '../errors.js';
 import { checkJsonValue, storableText } from '../text.js';
 import { onFirstUse } from '../zod.js';
 
-export const HOLD_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
+/** The id rule, shared by hold ids and tenants (and mirrored by the CHECKs and create_hold in migrations/). */
+const ID_RULE = '[A-Za-z0-9][A-Za-z0-9._:-]{0,127}';
+const ID_RULE_MESSAGE = '1-128 characters of letters, digits, ".", "_", ":" or "-", starting with a letter or digit';
+
+export const HOLD_ID_PATTERN = new RegExp(`^${ID_RULE}$`);
+/** A tenant is an id, or '' (the empty tenant, every hold's default). */
+export const TENANT_PATTERN = new RegExp(`^(?:${ID_RULE})?$`);
+/** The tenant of a hold created without one. */
+export const DEFAULT_TENANT = '';
 export const MAX_TTL_SECONDS = 30 * 24 * 3600;
 export const MAX_METADATA_BYTES = 16 * 1024;
 
-export const holdIdSchema = onFirstUse(() =>
-  storableText().regex(HOLD_ID_PATTERN, 'must be 1-128 characters of letters, digits, ".", "_", ":" or "-", starting with a letter or digit'),
-);
+export const holdIdSchema = onFirstUse(() => storableText().regex(HOLD_ID_PATTERN, `must be ${ID_RULE_MESSAGE}`));
+
+/** The tenant a hold belongs to (API body and `?tenant=` filters, library, CLI). */
+export const tenantSchema = onFirstUse(() => storableText().regex(TENANT_PATTERN, `must be empty or ${ID_RULE_MESSAGE}`));
 
 /**
  * The create-hold request, as the library and the HTTP API accept it.
@@ -32,6 +41,8 @@ export const createHoldSchema = onFirstUse((z) =>
         .max(MAX_TTL_SECONDS, `must be at most ${MAX_TTL_SECONDS} (30 days)`)
         .optional(),
       metadata: z.record(z.string(), z.unknown()).optional(),
+      /** Whose hold this is, for a backend serving many customers of its own; default '' (the empty tenant). */
+      tenant: tenantSchema().optional(),
     })
     .strict(),
 );
@@ -46,6 +57,8 @@ export interface ValidHold {
   expiresAt?: Date;
   ttlSeconds?: number;
   metadata: Record<string, unknown>;
+  /** '' when the request named none. */
+  tenant: string;
   /**
    * The request hash createHold stored before migration 0011; still matched
    * so a retry of a hold created then is recognised. New holds store the
@@ -103,6 +116,7 @@ export function validateCreateHold(input: unknown): ValidHold {
     customerEmail,
     ...(expiresAt ? { expiresAt } : { ttlSeconds: v.ttlSeconds! }),
     metadata,
+    tenant: v.tenant ?? DEFAULT_TENANT,
     requestHash,
   };
 }
@@ -122,6 +136,12 @@ export function checkExpiresAt(hold: ValidHold, now: Date): void {
 
 export function validateHoldId(id: unknown, field = 'id'): string {
   const parsed = holdIdSchema().safeParse(id);
+  if (!parsed.success) throw new ValidationError(field, parsed.error.issues[0]!.message);
+  return parsed.data;
+}
+
+export function validateTenant(tenant: unknown, field = 'tenant'): string {
+  const parsed = tenantSchema().safeParse(tenant);
   if (!parsed.success) throw new ValidationError(field, parsed.error.issues[0]!.message);
   return parsed.data;
 }

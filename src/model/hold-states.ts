@@ -27,6 +27,8 @@ export interface Hold {
   cancelledAt: Date | null;
   expiredAt: Date | null;
   metadata: Record<string, unknown>;
+  /** The tenant it belongs to; '' (the empty tenant) when it was created without one. */
+  tenant: string;
   /** When its personal data was erased (address, request fingerprint, addresses in metadata), or null. */
   erasedAt: Date | null;
 }

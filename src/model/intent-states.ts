@@ -33,6 +33,8 @@ export type AttemptOutcome = (typeof AttemptOutcome)[keyof typeof AttemptOutcome
 export interface Intent {
   id: string;
   holdId: string;
+  /** Its hold's tenant, copied when the intent was created ('' for the empty tenant). */
+  tenant: string;
   template: string;
   state: IntentState;
   attempts: number;

@@ -54,12 +54,14 @@ const HoldShape = z.looseObject({
   cancelledAt: nullableTimestamp,
   expiredAt: nullableTimestamp,
   metadata: z.record(z.string(), z.unknown()),
+  tenant: z.string().describe("the tenant it belongs to ('' is the empty tenant, the default)"),
   erasedAt: nullableTimestamp,
 });
 
 const IntentShape = z.looseObject({
   id: z.string(),
   holdId: z.string(),
+  tenant: z.string().describe("its hold's tenant ('' is the empty tenant)"),
   template: z.string(),
   state: z.enum(Object.values(IntentState) as [IntentState, ...IntentState[]]),
   attempts: z.number().int(),
@@ -109,6 +111,7 @@ const AccountShape = z.looseObject({
 const createHoldBody = createHoldSchema().extend({
   expiresAt: timestamp.optional().describe('ISO 8601 with a zone, in the future and within 30 days; exactly one of expiresAt and ttlSeconds'),
   ttlSeconds: createHoldSchema().shape.ttlSeconds.describe('1..2592000; exactly one of expiresAt and ttlSeconds'),
+  tenant: createHoldSchema().shape.tenant.describe("whose hold this is: empty, or 1-128 characters by the rule of an id; default '' (the empty tenant). Its intent carries it"),
 });
 
 const json = (schema: z.ZodType, description: string) => ({
@@ -165,7 +168,7 @@ function v1Operations(): Record<string, Record<string, Operation>> {
         },
       },
       get: {
-        summary: 'holds newest first, optionally of one status, keyset-paged (pass nextCursor back as cursor)',
+        summary: 'holds newest first, optionally of one status and one tenant, keyset-paged (pass nextCursor back as cursor)',
         tags: ['holds'],
         parameters: queryParameters(holdsListQuery),
         responses: { '200': json(z.object({ holds: z.array(HoldShape), nextCursor: z.string().nullable() }), 'a page of holds'), ...bad },
@@ -197,7 +200,7 @@ function v1Operations(): Record<string, Record<string, Operation>> {
     },
     '/v1/intents': {
       get: {
-        summary: 'email intents newest first, optionally of one state, keyset-paged',
+        summary: 'email intents newest first, optionally of one state and one tenant, keyset-paged',
         tags: ['intents'],
         parameters: queryParameters(intentsListQuery),
         responses: { '200': json(z.object({ intents: z.array(IntentShape), nextCursor: z.string().nullable() }), 'a page of intents'), ...bad },

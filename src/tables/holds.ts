@@ -24,6 +24,8 @@ export interface HoldRow {
   metadata: Record<string, unknown>;
   request_hash: string;
   erased_at: Date | null;
+  /** '' for the empty tenant (migrations/0020_tenants.sql). */
+  tenant: string;
 }
 
 export function holdFromRow(row: HoldRow): Hold {
@@ -37,6 +39,7 @@ export function holdFromRow(row: HoldRow): Hold {
     cancelledAt: row.cancelled_at,
     expiredAt: row.expired_at,
     metadata: row.metadata,
+    tenant: row.tenant,
     erasedAt: row.erased_at,
   };
 }
@@ -47,6 +50,8 @@ export interface HoldInsert {
   expiresAt: Date | null;
   ttlSeconds: number | null;
   metadata: Record<string, unknown>;
+  /** '' for the empty tenant. */
+  tenant: string;
 }
 
 /**
@@ -59,14 +64,14 @@ export async function holdsInsert(db: Queryable, schema: string, hold: HoldInser
   const s = ident(schema);
   const { rows } = await db.query<HoldRow>(
     `INSERT INTO ${s}.support_reservations
-       (id, customer_email, status, expires_at, created_at, metadata, request_hash)
+       (id, customer_email, status, expires_at, created_at, metadata, request_hash, tenant)
      VALUES ($1, $2, 'held',
              coalesce($3::timestamptz, coalesce($4::timestamptz, now()) + make_interval(secs => $5::int)),
              coalesce($4::timestamptz, now()), $6::jsonb,
-             ${s}.hold_request_hash($2, $3::timestamptz, $5::int, $6::jsonb))
+             ${s}.hold_request_hash($2, $3::timestamptz, $5::int, $6::jsonb), $7)
      ON CONFLICT (id) DO NOTHING
      RETURNING *`,
-    [hold.id, hold.customerEmail, hold.expiresAt, now, hold.ttlSeconds, JSON.stringify(hold.metadata)],
+    [hold.id, hold.customerEmail, hold.expiresAt, now, hold.ttlSeconds, JSON.stringify(hold.metadata), hold.tenant],
   );
   return rows[0];
 }
@@ -74,7 +79,10 @@ export async function holdsInsert(db: Queryable, schema: string, hold: HoldInser
 /**
  * The hold under `hold.id` and whether this same request created it: its
  * request_hash is this request's fingerprint, or `legacyHash` (the hash
- * createHold stored before migration 0011, computed in TypeScript).
+ * createHold stored before migration 0011, computed in TypeScript), and it
+ * has this request's tenant (compared beside the fingerprint, which leaves
+ * the tenant out so that holds created before tenants keep their hash; as
+ * create_hold does, migrations/0020_tenants.sql).
  */
 export async function holdsGetForRetry(
   db: Queryable,
@@ -84,10 +92,12 @@ export async function holdsGetForRetry(
 ): Promise<(HoldRow & { same_request: boolean }) | undefined> {
   const s = ident(schema);
   const { rows } = await db.query<HoldRow & { same_request: boolean }>(
-    `SELECT r.*, r.request_hash IN ($2, ${s}.hold_request_hash($3, $4::timestamptz, $5::int, $6::jsonb)) AS same_request
+    `SELECT r.*,
+            coalesce(r.request_hash IN ($2, ${s}.hold_request_hash($3, $4::timestamptz, $5::int, $6::jsonb)), false)
+              AND r.tenant = $7 AS same_request
        FROM ${s}.support_reservations r
       WHERE r.id = $1`,
-    [hold.id, legacyHash, hold.customerEmail, hold.expiresAt, hold.ttlSeconds, JSON.stringify(hold.metadata)],
+    [hold.id, legacyHash, hold.customerEmail, hold.expiresAt, hold.ttlSeconds, JSON.stringify(hold.metadata), hold.tenant],
   );
   return rows[0];
 }
@@ -103,20 +113,25 @@ export interface HoldPage {
   nextCursor: string | null;
 }
 
-/** Holds newest first, optionally of one status, keyset-paged (stable under inserts). */
+/**
+ * Holds newest first, optionally of one status and of one tenant ('' is the
+ * empty tenant's), keyset-paged (stable under inserts). A tenant filter
+ * walks the same (created_at, id) index and skips the other tenants' rows.
+ */
 export async function holdsList(
   db: Queryable,
   schema: string,
-  options: { status?: HoldStatus; limit: number; cursor?: string },
+  options: { status?: HoldStatus; tenant?: string; limit: number; cursor?: string },
 ): Promise<HoldPage> {
   const after = options.cursor ? decodeCursor(options.cursor, (key) => HOLD_ID_PATTERN.test(key)) : null;
   const { rows } = await db.query<HoldRow & { cursor_us: string }>(
     `SELECT r.*, ${cursorTimeSql('r.created_at')} AS cursor_us
        FROM ${ident(schema)}.support_reservations r
-      WHERE ($1::text IS NULL OR r.status = $1) AND ${afterCursorSql('r.created_at', 'r.id', '$2', '$3')}
+      WHERE ($1::text IS NULL OR r.status = $1) AND ($5::text IS NULL OR r.tenant = $5)
+        AND ${afterCursorSql('r.created_at', 'r.id', '$2', '$3')}
       ORDER BY r.created_at DESC, r.id DESC
       LIMIT $4`,
-    [options.status ?? null, after?.timeUs ?? null, after?.key ?? null, options.limit + 1],
+    [options.status ?? null, after?.timeUs ?? null, after?.key ?? null, options.limit + 1, options.tenant ?? null],
   );
   const { page, nextCursor } = pageOf(rows, options.limit, (row) => row.id);
   return { holds: page.map(holdFromRow), nextCursor };
@@ -192,7 +207,7 @@ export async function holdsExpireDue(
           SET status = 'expired', expired_at = clock.now
          FROM clock
         WHERE r.ctid = ANY (ARRAY(SELECT due.ctid FROM due)) AND (r.status = 'held') IS TRUE
-        RETURNING r.id, r.customer_email, r.expires_at, r.expired_at
+        RETURNING r.id, r.customer_email, r.tenant, r.expires_at, r.expired_at
      ), intents AS (
        ${intentsInsertExpired(s, 'expired', '$4::text', '$5::text')}
      ), notified AS (

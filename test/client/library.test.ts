@@ -6,6 +6,7 @@ import {
   createLogger,
   getHold,
   getIntent,
+  listIntents,
   NotFoundError,
   pauseDelivery,
   resumeDelivery,
@@ -13,6 +14,7 @@ import {
   wakeOnNotify,
   withTransaction,
   intentIdForHold,
+  ValidationError,
   ManualClock,
   type HoldExpiredEvent,
   type IntentDeadEvent,
@@ -197,5 +199,33 @@ describe('defaults', () => {
       await wake.stop();
       await delivery.stop();
     }
+  });
+});
+
+describe('tenants', () => {
+  it('lh.holds.create takes a tenant; lh.intents.list and listIntents filter by it, paging to the end', async () => {
+    const clock = new ManualClock('2034-01-01T00:00:00Z');
+    const lh = createLeasehold({ pool: db.pool, schema: db.schema, logger: silentLogger, clock });
+    const ids = ['tn-1', 'tn-2', 'tn-3', 'tn-4', 'tn-5'];
+    for (const [i, id] of ids.entries()) {
+      const { hold } = await lh.holds.create({ id, customerEmail: 'ty@example.com', ttlSeconds: 60, ...(i % 2 === 0 ? { tenant: 'umbrella' } : {}) });
+      expect(hold.tenant).toBe(i % 2 === 0 ? 'umbrella' : '');
+      // One by one, so the intents' created_at order is the holds' order.
+      clock.advance(61_000);
+      await lh.expiryWorker().runOnce();
+    }
+    const seen: string[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = await lh.intents.list({ tenant: 'umbrella', limit: 2, ...(cursor ? { cursor } : {}) });
+      expect(page.intents.every((intent) => intent.tenant === 'umbrella')).toBe(true);
+      seen.push(...page.intents.map((intent) => intent.holdId));
+      cursor = page.nextCursor ?? undefined;
+    } while (cursor);
+    expect(seen).toEqual(['tn-5', 'tn-3', 'tn-1']);
+    const empty = await listIntents(db.pool, { tenant: '', state: 'pending' }, { schema: db.schema });
+    expect(empty.intents.map((intent) => intent.holdId).filter((id) => id.startsWith('tn-'))).toEqual(['tn-4', 'tn-2']);
+    await expect(lh.intents.list({ tenant: 'not a tenant' })).rejects.toMatchObject({ field: 'tenant' });
+    await expect(listIntents(db.pool, { tenant: 'x'.repeat(129) }, { schema: db.schema })).rejects.toBeInstanceOf(ValidationError);
   });
 });

@@ -184,7 +184,15 @@ describe('migration 0005 backfills outcome_unknown_seen', () => {
     }
     try {
       await insertDueHolds(db.pool, schema, 3, { prefix: 'b' });
-      await new ExpiryWorker({ pool: db.pool, schema }).runOnce();
+      // Expired as the code of that time did it: today's expiry statement names
+      // columns added since (the tenant, migration 0020).
+      await db.pool.query(
+        `WITH expired AS (
+           UPDATE ${s}.support_reservations SET status = 'expired', expired_at = now() WHERE status = 'held'
+           RETURNING id, customer_email, expired_at)
+         INSERT INTO ${s}.email_outbox (id, reservation_id, recipient, template, state, available_at, created_at)
+         SELECT 'reservation-expired:' || id, id, customer_email, 'reservation-expired', 'pending', expired_at, expired_at FROM expired`,
+      );
       const attempt = async (id: string, n: number, outcome: string, unknown: boolean) => {
         await db.pool.query(
           `INSERT INTO ${s}.email_attempts (intent_id, attempt, lease_token, started_at, finished_at, outcome, outcome_unknown)

@@ -170,3 +170,74 @@ describe('a plain INSERT of the contract columns', () => {
     expect((await holdRow('plain-2')).request_hash).toMatch(/^v2:/);
   });
 });
+
+describe('create_hold(..., tenant => ...)', () => {
+  it("without a tenant the hold is the empty tenant's: every earlier call form still works", async () => {
+    const at = inMinutes(20);
+    await db.pool.query(`SELECT ${s}.create_hold('t-three', 'ana@example.com', $1)`, [at]);
+    await db.pool.query(`SELECT ${s}.create_hold('t-four', 'ana@example.com', $1, '{"a":1}')`, [at]);
+    await db.pool.query(
+      `SELECT ${s}.create_hold(metadata => '{}'::jsonb, expires_at => $1, customer_email => 'ana@example.com', id => 't-named')`,
+      [at],
+    );
+    for (const id of ['t-three', 't-four', 't-named']) expect((await holdRow(id)).tenant, id).toBe('');
+  });
+
+  it('takes the tenant by name (without metadata too) or as the fifth argument, and NULL as the empty tenant', async () => {
+    const at = inMinutes(20);
+    const named = await db.pool.query(
+      `SELECT * FROM ${s}.create_hold(id => 't-acme', customer_email => 'ana@example.com', expires_at => $1, tenant => 'acme')`,
+      [at],
+    );
+    expect(named.rows[0]).toMatchObject({ id: 't-acme', tenant: 'acme', status: 'held', metadata: {} });
+    await db.pool.query(`SELECT ${s}.create_hold('t-fifth', 'ana@example.com', $1, '{"k":1}', 'globex')`, [at]);
+    expect(await holdRow('t-fifth')).toMatchObject({ tenant: 'globex', metadata: { k: 1 } });
+    await db.pool.query(`SELECT ${s}.create_hold('t-null', 'ana@example.com', $1, tenant => NULL)`, [at]);
+    expect((await holdRow('t-null')).tenant).toBe('');
+  });
+
+  it('the tenant is part of the request: the same one again returns the hold, another raises 23505', async () => {
+    const at = inMinutes(25);
+    const call = `SELECT * FROM ${s}.create_hold('t-idem', 'ana@example.com', $1, tenant => $2)`;
+    const first = await db.pool.query(call, [at, 'acme']);
+    const again = await db.pool.query(call, [at, 'acme']);
+    expect(again.rows[0].created_at).toEqual(first.rows[0].created_at);
+    for (const other of ['globex', '']) {
+      const conflict = await sqlError(call, [at, other]);
+      expect(conflict, other).toMatchObject({ code: '23505', column: 'id', constraint: 'support_reservations_pkey' });
+    }
+    // And across the paths: createHold with the same tenant is the same request.
+    const viaTs = await createHold(db.pool, { id: 't-idem', customerEmail: 'ana@example.com', expiresAt: at, tenant: 'acme' }, { schema: db.schema });
+    expect(viaTs).toMatchObject({ created: false, hold: { tenant: 'acme' } });
+    await expect(createHold(db.pool, { id: 't-idem', customerEmail: 'ana@example.com', expiresAt: at }, { schema: db.schema })).rejects.toBeInstanceOf(
+      IdempotencyConflictError,
+    );
+  });
+
+  it.each([['acme corp'], ['-acme'], ['a'.repeat(129)], ['acme/eu']])('refuses the tenant %j with SQLSTATE 22023 naming it', async (tenant) => {
+    const error = await sqlError(`SELECT ${s}.create_hold('t-bad', 'ana@example.com', $1, tenant => $2)`, [inMinutes(5), tenant]);
+    expect(error).toMatchObject({ code: '22023', column: 'tenant' });
+    expect(error.message.startsWith('tenant: must be empty or 1-128 characters')).toBe(true);
+    expect(await holdRow('t-bad')).toBeUndefined();
+  });
+
+  it('a committed hold of a tenant expires into an intent of the same tenant', async () => {
+    await db.pool.query(`SELECT ${s}.create_hold('t-expires', 'ana@example.com', now() + interval '2 seconds', tenant => 'initech')`);
+    const clock = new ManualClock(Date.now() + 60_000);
+    await new ExpiryWorker({ pool: db.pool, schema: db.schema, clock }).runOnce();
+    const { rows } = await db.pool.query(`SELECT id, tenant, state FROM ${s}.email_outbox WHERE reservation_id = 't-expires'`);
+    expect(rows).toEqual([{ id: 'reservation-expired:t-expires', tenant: 'initech', state: 'pending' }]);
+  });
+
+  it('a plain INSERT names a tenant or gets the empty one; the table refuses a tenant that breaks the rule', async () => {
+    await db.pool.query(`INSERT INTO ${s}.support_reservations (id, customer_email, expires_at, tenant) VALUES ('t-plain', 'ana@example.com', now() + interval '1 hour', 'acme')`);
+    expect((await holdRow('t-plain')).tenant).toBe('acme');
+    const bad = await sqlError(
+      `INSERT INTO ${s}.support_reservations (id, customer_email, expires_at, tenant) VALUES ('t-plain-bad', 'ana@example.com', now() + interval '1 hour', 'a b')`,
+      [],
+    );
+    expect(bad).toMatchObject({ code: '23514', constraint: 'support_reservations_tenant_format' });
+    const intent = await sqlError(`UPDATE ${s}.email_outbox SET tenant = ' ' WHERE reservation_id = 't-expires'`, []);
+    expect(intent).toMatchObject({ code: '23514', constraint: 'email_outbox_tenant_format' });
+  });
+});

@@ -157,6 +157,9 @@ describe('creating holds', () => {
     ['bad id characters', { id: 'a b/c', customerEmail: 'x@example.com', ttlSeconds: 60 }, 'id'],
     ['id too long', { id: 'a'.repeat(129), customerEmail: 'x@example.com', ttlSeconds: 60 }, 'id'],
     ['unknown field', { customerEmail: 'x@example.com', ttlSeconds: 60, colour: 'red' }, 'colour'],
+    ['bad tenant characters', { customerEmail: 'x@example.com', ttlSeconds: 60, tenant: 'acme corp' }, 'tenant'],
+    ['tenant too long', { customerEmail: 'x@example.com', ttlSeconds: 60, tenant: 'a'.repeat(129) }, 'tenant'],
+    ['tenant not a string', { customerEmail: 'x@example.com', ttlSeconds: 60, tenant: 7 }, 'tenant'],
   ];
   it.each(bad)('rejects %s with a ValidationError naming the field', async (_name, input, field) => {
     const error = await createHold(db.pool, input as never, opts()).catch((e: unknown) => e);
@@ -166,5 +169,35 @@ describe('creating holds', () => {
 
   it('rejects a malformed hold id on confirm with a ValidationError', async () => {
     await expect(confirmHold(db.pool, "x'; drop table", opts())).rejects.toMatchObject({ field: 'id' });
+  });
+});
+
+describe('tenants', () => {
+  it("createHold stores the tenant (default the empty tenant's) and the expiry lane carries it to the intent", async () => {
+    const acme = nextId();
+    const plain = nextId();
+    expect((await createHold(db.pool, { id: acme, customerEmail: 'a@example.com', ttlSeconds: 60, tenant: 'acme' }, opts())).hold.tenant).toBe('acme');
+    expect((await createHold(db.pool, { id: plain, customerEmail: 'a@example.com', ttlSeconds: 60 }, opts())).hold.tenant).toBe('');
+    expect((await getHold(db.pool, acme, opts()))?.tenant).toBe('acme');
+    clock.advance(61_000);
+    await expireDue();
+    const { rows } = await db.pool.query(
+      `SELECT reservation_id, tenant FROM ${ident(db.schema)}.email_outbox WHERE reservation_id = ANY ($1) ORDER BY tenant`,
+      [[acme, plain]],
+    );
+    expect(rows).toEqual([
+      { reservation_id: plain, tenant: '' },
+      { reservation_id: acme, tenant: 'acme' },
+    ]);
+  });
+
+  it('the same id with another tenant is another request', async () => {
+    const id = nextId();
+    await createHold(db.pool, { id, customerEmail: 'a@example.com', ttlSeconds: 60, tenant: 'acme' }, opts());
+    expect((await createHold(db.pool, { id, customerEmail: 'a@example.com', ttlSeconds: 60, tenant: 'acme' }, opts())).created).toBe(false);
+    await expect(createHold(db.pool, { id, customerEmail: 'a@example.com', ttlSeconds: 60, tenant: 'globex' }, opts())).rejects.toBeInstanceOf(
+      IdempotencyConflictError,
+    );
+    await expect(createHold(db.pool, { id, customerEmail: 'a@example.com', ttlSeconds: 60 }, opts())).rejects.toBeInstanceOf(IdempotencyConflictError);
   });
 });

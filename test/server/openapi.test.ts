@@ -53,10 +53,20 @@ describe('GET /v1/openapi.json', () => {
 
   it("describes query parameters and bodies from the routes' own schemas", async () => {
     const document = await fetchDocument();
-    expect(document.paths['/v1/holds']!.get!.parameters!.map((p) => p.name)).toEqual(['status', 'limit', 'cursor']);
+    expect(document.paths['/v1/holds']!.get!.parameters!.map((p) => p.name)).toEqual(['status', 'tenant', 'limit', 'cursor']);
+    expect(document.paths['/v1/intents']!.get!.parameters!.map((p) => p.name)).toEqual(['state', 'tenant', 'limit', 'cursor']);
     const createBody = JSON.stringify(document.paths['/v1/holds']!.post);
     expect(createBody).toContain('ttlSeconds');
     expect(createBody).toContain('2592000');
+    // The tenant's rule as a pattern, the one the route applies; and the hold and intent answers carry it.
+    const tenant = (document.paths['/v1/holds']!.post as unknown as { requestBody: { content: { 'application/json': { schema: { properties: Record<string, { pattern?: string }> } } } } })
+      .requestBody.content['application/json'].schema.properties['tenant']!;
+    expect(new RegExp(tenant.pattern!).test('')).toBe(true);
+    expect(new RegExp(tenant.pattern!).test('acme-eu.1')).toBe(true);
+    expect(new RegExp(tenant.pattern!).test('acme eu')).toBe(false);
+    const responses = (path: string, method: string) => JSON.stringify((document.paths[path]![method] as unknown as { responses: unknown }).responses);
+    expect(responses('/v1/holds', 'post')).toContain('tenant');
+    expect(responses('/v1/intents/{id}', 'get')).toContain('tenant');
     expect(JSON.stringify(document.paths['/v1/delivery/pause']!.post)).toContain('forSeconds');
   });
 

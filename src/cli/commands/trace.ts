@@ -15,6 +15,8 @@ export function formatTimeline(t: HoldTimeline): string[] {
   const lines = [`hold ${hold.id}: ${hold.status}`];
   lines.push(
     ...table([
+      // The empty tenant (every hold created without one) says nothing worth a line.
+      ...(hold.tenant ? [['tenant', hold.tenant] as [string, string]] : []),
       ['created', iso(hold.createdAt)],
       ['1. became eligible', `${iso(m.eligibleAt)}  (expiresAt)`],
       ['2. was expired', `${iso(m.expiredAt)}  ${delta(m.eligibleAt, m.expiredAt)}${m.expiredAt ? ' after eligible' : ''}`],

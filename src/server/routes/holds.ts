@@ -4,7 +4,7 @@ import { cancelHold, confirmHold, createHold } from '../../holds/holds.js';
 import { holdsList } from '../../tables/holds.js';
 import { HoldStatus } from '../../model/hold-states.js';
 import type { CreateHoldInput } from '../../model/hold-input.js';
-import { validateHoldId } from '../../model/hold-input.js';
+import { tenantSchema, validateHoldId } from '../../model/hold-input.js';
 import { expectNoBody, pageQuery, parse, type ApiContext } from '../context.js';
 import { holdTimeline } from '../../read/timeline.js';
 
@@ -15,6 +15,7 @@ const STATUSES = Object.values(HoldStatus) as [HoldStatus, ...HoldStatus[]];
 export const holdsListQuery = z
   .object({
     status: z.enum(STATUSES, `must be one of ${STATUSES.join(', ')}`).optional(),
+    tenant: tenantSchema().optional().describe("only this tenant's holds (`?tenant=` alone: the empty tenant's)"),
     ...pageQuery,
   })
   .strict();
@@ -24,7 +25,7 @@ export function holdRoutes(app: FastifyInstance, ctx: ApiContext): void {
 
   app.post('/holds', async (request, reply) => {
     const { hold, created } = await createHold(pool, request.body as CreateHoldInput, { schema });
-    if (created) logger.info({ event: 'hold.created', holdId: hold.id, expiresAt: hold.expiresAt }, 'hold created');
+    if (created) logger.info({ event: 'hold.created', holdId: hold.id, tenant: hold.tenant, expiresAt: hold.expiresAt }, 'hold created');
     reply.header('location', `/v1/holds/${encodeURIComponent(hold.id)}`);
     return reply.code(created ? 201 : 200).send(hold);
   });
@@ -34,6 +35,7 @@ export function holdRoutes(app: FastifyInstance, ctx: ApiContext): void {
     return holdsList(pool, schema, {
       limit: query.limit,
       ...(query.status ? { status: query.status } : {}),
+      ...(query.tenant !== undefined ? { tenant: query.tenant } : {}),
       ...(query.cursor ? { cursor: query.cursor } : {}),
     });
   });

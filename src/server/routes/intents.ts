@@ -6,6 +6,7 @@ import { attemptsList } from '../../tables/attempts.js';
 import { intentsGet, intentsList } from '../../tables/outbox.js';
 import { IntentState } from '../../model/intent-states.js';
 import { storableText } from '../../text.js';
+import { tenantSchema } from '../../model/hold-input.js';
 import { expectNoBody, intentIdSchema, pageQuery, parse, type ApiContext } from '../context.js';
 
 type IdParams = { Params: { id: string } };
@@ -13,6 +14,7 @@ type IdParams = { Params: { id: string } };
 export const intentsListQuery = z
   .object({
     state: z.enum(Object.values(IntentState) as [IntentState, ...IntentState[]], 'must be one of pending, sent, rejected, dead').optional(),
+    tenant: tenantSchema().optional().describe("only this tenant's intents (`?tenant=` alone: the empty tenant's)"),
     ...pageQuery,
   })
   .strict();
@@ -28,6 +30,7 @@ export function intentRoutes(app: FastifyInstance, ctx: ApiContext): void {
     return intentsList(pool, schema, {
       limit: query.limit,
       ...(query.state ? { state: query.state } : {}),
+      ...(query.tenant !== undefined ? { tenant: query.tenant } : {}),
       ...(query.cursor ? { cursor: query.cursor } : {}),
     });
   });

@@ -15,6 +15,7 @@ import { INTENT_ID_PATTERN, IntentState, type Intent } from '../../model/intent-
 interface IntentRow {
   id: string;
   reservation_id: string;
+  tenant: string;
   template: string;
   state: IntentState;
   attempts: number;
@@ -36,7 +37,7 @@ interface IntentRow {
 }
 
 // The recipient is deliberately not selected: nothing on the read side needs it.
-const INTENT_COLUMNS = `id, reservation_id, template, state, attempts, failed_attempts, available_at, created_at,
+const INTENT_COLUMNS = `id, reservation_id, tenant, template, state, attempts, failed_attempts, available_at, created_at,
   sent_at, finished_at, receipt, last_error, lease_token, lease_expires_at, lease_expirations, replays, possible_duplicate,
   account, pinned_account, sent_account`;
 
@@ -44,6 +45,7 @@ export function intentFromRow(row: IntentRow): Intent {
   return {
     id: row.id,
     holdId: row.reservation_id,
+    tenant: row.tenant,
     template: row.template,
     state: row.state,
     attempts: row.attempts,
@@ -84,20 +86,25 @@ export interface IntentPage {
   nextCursor: string | null;
 }
 
-/** Intents newest first, optionally of one state, keyset-paged (stable under inserts). */
+/**
+ * Intents newest first, optionally of one state and of one tenant ('' is
+ * the empty tenant's), keyset-paged (stable under inserts). A tenant filter
+ * walks the same listing indexes and skips the other tenants' rows.
+ */
 export async function intentsList(
   db: Queryable,
   schema: string,
-  options: { state?: IntentState; limit: number; cursor?: string },
+  options: { state?: IntentState; tenant?: string; limit: number; cursor?: string },
 ): Promise<IntentPage> {
   const after = options.cursor ? decodeCursor(options.cursor, (key) => INTENT_ID_PATTERN.test(key)) : null;
   const { rows } = await db.query<IntentRow & { cursor_us: string }>(
     `SELECT ${INTENT_COLUMNS}, ${cursorTimeSql('created_at')} AS cursor_us
        FROM ${ident(schema)}.email_outbox
-      WHERE ($1::text IS NULL OR state = $1) AND ${afterCursorSql('created_at', 'id', '$2', '$3')}
+      WHERE ($1::text IS NULL OR state = $1) AND ($5::text IS NULL OR tenant = $5)
+        AND ${afterCursorSql('created_at', 'id', '$2', '$3')}
       ORDER BY created_at DESC, id DESC
       LIMIT $4`,
-    [options.state ?? null, after?.timeUs ?? null, after?.key ?? null, options.limit + 1],
+    [options.state ?? null, after?.timeUs ?? null, after?.key ?? null, options.limit + 1, options.tenant ?? null],
   );
   const { page, nextCursor } = pageOf(rows, options.limit, (row) => row.id);
   return { intents: page.map(intentFromRow), nextCursor };
