@@ -80,6 +80,87 @@ export interface LeasedIntent {
   sendAlone: boolean;
 }
 
+/** An intent this lease may take: due, under no live lease, in no open batch, and routed to this account ($10-$13). */
+const leasable = (o: string): string => `${o}.state = 'pending' AND ${o}.available_at <= clock.now
+          AND (${o}.lease_expires_at IS NULL OR ${o}.lease_expires_at <= clock.now)
+          -- A member of an open batch is leased only with its batch.
+          AND ${o}.batch_id IS NULL
+          AND ($11::text[] IS NULL OR (
+            -- Routed to this account ...
+            (CASE WHEN ${o}.account = ANY ($12::text[]) THEN ${o}.account ELSE $13 END) = ANY ($11::text[])
+            -- ... and not held by another account that may have it already:
+            -- an unknown outcome there, or a lease there that never reported.
+            AND (${o}.pinned_account IS NULL OR ${o}.pinned_account = $10 OR NOT (${o}.pinned_account = ANY ($12::text[])))
+            AND (${o}.lease_token IS NULL OR ${o}.account IS NULL OR ${o}.account = $10 OR NOT (${o}.account = ANY ($12::text[])))))`;
+
+/**
+ * The fair lease's choice of `limit` ($1) intents, shared among the tenants
+ * with pending intents (migration 0022), in the lease statement itself so
+ * it holds across every worker process:
+ *
+ * 1. `tenant_walk`: up to `limit` tenants that have pending intents, in
+ *    tenant order from a random point ($15) and around, found by a skip
+ *    scan of email_outbox_tenant_due (one index descent a tenant, however
+ *    many intents each has).
+ * 2. `fair`: from each tenant its oldest leasable intents, at most
+ *    ceil(limit / tenants walked) each, interleaved by rank (every tenant's
+ *    first, then every tenant's second, ...) and cut at `limit`: a tenant
+ *    with one due email is in the next round beside one with ten thousand.
+ * 3. `fill`: what the tenants' shares left of `limit`, oldest first over
+ *    every tenant (email_outbox_available), so a round is full whenever
+ *    enough is due: one tenant alone still gets the whole rate.
+ *
+ * With at most `limit` tenants pending, every round visits all of them;
+ * with more, each round visits `limit` of them from its random start.
+ */
+const fairNextSql = (s: string): string => `tenant_walk (tenant, steps, wrapped) AS (
+       -- The first tenant at or after the start, else the first below it.
+       SELECT coalesce(up.t, down.t), 1, up.t IS NULL
+         FROM (SELECT min(o.tenant) AS t FROM ${s}.email_outbox o WHERE o.state = 'pending' AND o.tenant >= $15::text) up,
+              (SELECT min(o.tenant) AS t FROM ${s}.email_outbox o WHERE o.state = 'pending' AND o.tenant < $15::text) down
+       UNION ALL
+       -- The next one up; past the last, around to the first below the start; there, up to the start.
+       SELECT coalesce(n.t, CASE WHEN NOT w.wrapped THEN
+                (SELECT min(o.tenant) FROM ${s}.email_outbox o WHERE o.state = 'pending' AND o.tenant < $15::text) END),
+              w.steps + 1, w.wrapped OR n.t IS NULL
+         FROM tenant_walk w,
+              LATERAL (SELECT min(o.tenant) AS t FROM ${s}.email_outbox o
+                        WHERE o.state = 'pending' AND o.tenant > w.tenant AND (NOT w.wrapped OR o.tenant < $15::text)) n
+        WHERE w.tenant IS NOT NULL AND w.steps < $1
+     ), tenants AS (
+       SELECT DISTINCT tenant FROM tenant_walk WHERE tenant IS NOT NULL
+     ), share AS (
+       SELECT ceil($1::float8 / greatest(1, (SELECT count(*) FROM tenants)))::int AS per_tenant
+     ), fair_picks AS (
+       SELECT x.id, x.old_token, x.available_at, row_number() OVER (PARTITION BY x.tenant ORDER BY x.available_at) AS turn
+         FROM tenants t CROSS JOIN LATERAL (
+           SELECT o.id, o.lease_token AS old_token, o.available_at, o.tenant
+             FROM ${s}.email_outbox o, clock
+            WHERE o.tenant = t.tenant AND ${leasable('o')}
+            ORDER BY o.available_at
+            LIMIT (SELECT per_tenant FROM share)
+              FOR UPDATE OF o SKIP LOCKED) x
+     ), fair AS (
+       SELECT id, old_token FROM fair_picks ORDER BY turn, available_at LIMIT $1
+     ), fill AS (
+       SELECT o.id, o.lease_token AS old_token
+         FROM ${s}.email_outbox o, clock
+        WHERE ${leasable('o')}
+          -- Rows this statement locked already are not skipped by SKIP LOCKED: left out here.
+          AND NOT (o.id = ANY (ARRAY(SELECT id FROM fair_picks)))
+        ORDER BY o.available_at
+        LIMIT (SELECT $1 - count(*) FROM fair)
+          FOR UPDATE OF o SKIP LOCKED
+     ), next AS (
+       SELECT id, old_token FROM fair UNION ALL SELECT id, old_token FROM fill
+     )`;
+
+/** A random starting point for the walk over tenants. */
+function randomTenantStart(): string {
+  const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
+  return alphabet[Math.floor(Math.random() * alphabet.length)]!;
+}
+
 /**
  * Lease up to `limit` due pending intents for `leaseMs` under `token`, and
  * open one email_attempts row per intent (and give back the limiter permits
@@ -128,6 +209,8 @@ export async function intentsLease(
      * batch is leased, or none.
      */
     batches?: { emails: number };
+    /** Where the round's walk over tenants starts (default: a random point; tests fix it). */
+    tenantStart?: string;
   },
 ): Promise<LeasedIntent[]> {
   const s = ident(schema);
@@ -144,29 +227,12 @@ export async function intentsLease(
           AND (o.lease_expires_at IS NULL OR o.lease_expires_at <= clock.now)
           FOR UPDATE OF o
      )`
-    : `next AS (
-       SELECT o.id, o.lease_token AS old_token
-         FROM ${s}.email_outbox o, clock
-        WHERE o.state = 'pending' AND o.available_at <= clock.now
-          AND (o.lease_expires_at IS NULL OR o.lease_expires_at <= clock.now)
-          -- A member of an open batch is leased only with its batch.
-          AND o.batch_id IS NULL
-          AND ($11::text[] IS NULL OR (
-            -- Routed to this account ...
-            (CASE WHEN o.account = ANY ($12::text[]) THEN o.account ELSE $13 END) = ANY ($11::text[])
-            -- ... and not held by another account that may have it already:
-            -- an unknown outcome there, or a lease there that never reported.
-            AND (o.pinned_account IS NULL OR o.pinned_account = $10 OR NOT (o.pinned_account = ANY ($12::text[])))
-            AND (o.lease_token IS NULL OR o.account IS NULL OR o.account = $10 OR NOT (o.account = ANY ($12::text[])))))
-        ORDER BY o.available_at
-        LIMIT $1
-          FOR UPDATE OF o SKIP LOCKED
-     )`;
+    : fairNextSql(s);
   const { rows } = await db.query<Record<string, unknown>>(
-    `WITH clock AS (
+    `WITH RECURSIVE clock AS (
        -- (Each mode reads only some of the routing and batch parameters; all are typed here.)
        SELECT coalesce($4::timestamptz, now()) AS now, $11::text[] AS route_from, $12::text[] AS route_known,
-              $13::text AS route_first, $14::int AS batch_emails
+              $13::text AS route_first, $14::int AS batch_emails, $15::text AS tenant_start
      ), owner AS (
        -- The owner is named only while its presence lock is held now: a
        -- worker that has not yet noticed its session is gone (a partition)
@@ -228,6 +294,9 @@ export async function intentsLease(
       lease.route?.known ?? null,
       lease.route?.first ?? null,
       lease.batches?.emails ?? null,
+      // Where the walk over tenants starts (fairNextSql): a random point, so
+      // no worker favours the tenants early in the alphabet.
+      lease.tenantStart ?? randomTenantStart(),
     ],
   );
   return rows.map((row) => ({
