@@ -21,11 +21,12 @@ import { prune } from './prune.js';
 import { statusCost } from './status.js';
 import { countTriggers } from './count-triggers.js';
 import { batchDrain } from './batch-drain.js';
+import { leaseCost } from './lease-cost.js';
 import { packageRoot } from '../src/runtime/package-root.js';
 
 process.env.LOG_LEVEL ??= 'silent';
 
-const benchmarks: Benchmark[] = [expiryThroughput, expiryLateness, deliveryThroughput, deliveryLimiter, deliveryLatency, prune, compare, statusCost, countTriggers, importTime, batchDrain];
+const benchmarks: Benchmark[] = [expiryThroughput, expiryLateness, deliveryThroughput, deliveryLimiter, deliveryLatency, prune, compare, statusCost, countTriggers, importTime, batchDrain, leaseCost];
 
 // The repository root, from dist/bench/run.js or (under tsx) bench/run.ts.
 const root = packageRoot();

@@ -98,20 +98,24 @@ const leasable = (o: string): string => `${o}.state = 'pending' AND ${o}.availab
  * with pending intents (migration 0022), in the lease statement itself so
  * it holds across every worker process:
  *
- * 1. `tenant_walk`: up to `limit` tenants that have pending intents, in
- *    tenant order from a random point ($15) and around, found by a skip
- *    scan of email_outbox_tenant_due (one index descent a tenant, however
- *    many intents each has).
+ * 1. `tenant_walk`: up to max(`limit`, MIN_TENANT_WALK) tenants that have
+ *    pending intents, in tenant order from a random point ($15) and
+ *    around, found by a skip scan of email_outbox_tenant_due (one index
+ *    descent a tenant, however many intents each has).
  * 2. `fair`: from each tenant its oldest leasable intents, at most
  *    ceil(limit / tenants walked) each, interleaved by rank (every tenant's
- *    first, then every tenant's second, ...) and cut at `limit`: a tenant
- *    with one due email is in the next round beside one with ten thousand.
+ *    first, then every tenant's second, ...; equal ranks in an order drawn
+ *    anew each round) and cut at `limit`: a tenant with one due email is in
+ *    the next round beside one with ten thousand, and with fewer permits in
+ *    a round than tenants (a low rate) each tenant is first equally often.
  * 3. `fill`: what the tenants' shares left of `limit`, oldest first over
  *    every tenant (email_outbox_available), so a round is full whenever
  *    enough is due: one tenant alone still gets the whole rate.
  *
- * With at most `limit` tenants pending, every round visits all of them;
- * with more, each round visits `limit` of them from its random start.
+ * With at most max(`limit`, MIN_TENANT_WALK) tenants pending, every round
+ * visits all of them; with more, each round visits that many from its
+ * random start (a start drawn over the characters tenants begin with, so
+ * tenants whose names crowd together are reached less evenly).
  */
 const fairNextSql = (s: string): string => `tenant_walk (tenant, steps, wrapped) AS (
        -- The first tenant at or after the start, else the first below it.
@@ -126,13 +130,13 @@ const fairNextSql = (s: string): string => `tenant_walk (tenant, steps, wrapped)
          FROM tenant_walk w,
               LATERAL (SELECT min(o.tenant) AS t FROM ${s}.email_outbox o
                         WHERE o.state = 'pending' AND o.tenant > w.tenant AND (NOT w.wrapped OR o.tenant < $15::text)) n
-        WHERE w.tenant IS NOT NULL AND w.steps < $1
+        WHERE w.tenant IS NOT NULL AND w.steps < greatest($1, ${MIN_TENANT_WALK})
      ), tenants AS (
        SELECT DISTINCT tenant FROM tenant_walk WHERE tenant IS NOT NULL
      ), share AS (
        SELECT ceil($1::float8 / greatest(1, (SELECT count(*) FROM tenants)))::int AS per_tenant
      ), fair_picks AS (
-       SELECT x.id, x.old_token, x.available_at, row_number() OVER (PARTITION BY x.tenant ORDER BY x.available_at) AS turn
+       SELECT x.id, x.old_token, x.available_at, x.tenant, row_number() OVER (PARTITION BY x.tenant ORDER BY x.available_at) AS turn
          FROM tenants t CROSS JOIN LATERAL (
            SELECT o.id, o.lease_token AS old_token, o.available_at, o.tenant
              FROM ${s}.email_outbox o, clock
@@ -141,7 +145,9 @@ const fairNextSql = (s: string): string => `tenant_walk (tenant, steps, wrapped)
             LIMIT (SELECT per_tenant FROM share)
               FOR UPDATE OF o SKIP LOCKED) x
      ), fair AS (
-       SELECT id, old_token FROM fair_picks ORDER BY turn, available_at LIMIT $1
+       -- Among equal turns the order is drawn anew each round (the start
+       -- seeds it): with fewer permits than tenants, each is first as often.
+       SELECT id, old_token FROM fair_picks ORDER BY turn, md5(tenant || $15::text), available_at LIMIT $1
      ), fill AS (
        SELECT o.id, o.lease_token AS old_token
          FROM ${s}.email_outbox o, clock
@@ -154,6 +160,9 @@ const fairNextSql = (s: string): string => `tenant_walk (tenant, steps, wrapped)
      ), next AS (
        SELECT id, old_token FROM fair UNION ALL SELECT id, old_token FROM fill
      )`;
+
+/** Tenants a round's walk visits at least, whatever its size. */
+const MIN_TENANT_WALK = 64;
 
 /** A random starting point for the walk over tenants. */
 function randomTenantStart(): string {

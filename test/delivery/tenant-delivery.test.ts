@@ -1,0 +1,67 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ident } from '../../src/db/pool.js';
+import { DeliveryWorker } from '../../src/delivery/worker.js';
+import { rateLimiterSet } from '../../src/tables/rate-limiter.js';
+import { testDatabase, type TestDatabase } from '../helpers/database.js';
+import { ScriptedGateway } from '../helpers/scripted-gateway.js';
+
+/**
+ * The Tenants issue's scenario on the delivery lane: one account at 20
+ * emails/s, tenant A with 2,000 emails due at once and tenant B with 20 due
+ * a second later. B does not wait behind A's backlog (which alone would
+ * take 100 s), and A has the whole rate whenever B has nothing due.
+ */
+let db: TestDatabase;
+beforeAll(async () => {
+  db = await testDatabase('tenant_delivery');
+});
+afterAll(() => db.close());
+
+async function intents(tenant: string, count: number, dueInS: number): Promise<void> {
+  const s = ident(db.schema);
+  await db.pool.query(
+    `WITH h AS (
+       INSERT INTO ${s}.support_reservations (id, customer_email, expires_at, status, expired_at, request_hash, tenant)
+       SELECT $1 || '-' || i, 'c@example.com', clock_timestamp() + make_interval(secs => $2), 'expired',
+              clock_timestamp() + make_interval(secs => $2), 'x', $1
+         FROM generate_series(1, $3) i RETURNING id, expires_at)
+     INSERT INTO ${s}.email_outbox (id, reservation_id, recipient, template, state, available_at, created_at, tenant)
+     SELECT 'reservation-expired:' || h.id, h.id, 'c@example.com', 'reservation-expired', 'pending', h.expires_at, h.expires_at, $1 FROM h`,
+    [tenant, dueInS, count],
+  );
+}
+
+describe('two tenants on one account', () => {
+  it("B's emails go out within 3 s of their holds' expiry beside A's 2,000, and A keeps the whole rate when B has none due", async () => {
+    const s = ident(db.schema);
+    await rateLimiterSet(db.pool, db.schema, { perSecond: 20, burst: 20 });
+    await intents('a', 2000, 0);
+    await intents('b', 20, 1);
+    const w = new DeliveryWorker({ pool: db.pool, schema: db.schema, gateway: new ScriptedGateway(), pollIntervalMs: 100 });
+    w.start();
+    try {
+      await expect
+        .poll(async () => (await db.pool.query(`SELECT count(*)::int AS n FROM ${s}.email_outbox WHERE tenant = 'b' AND state = 'sent'`)).rows[0].n, {
+          timeout: 15_000,
+          interval: 100,
+        })
+        .toBe(20);
+      await new Promise((r) => setTimeout(r, 2000)); // A alone again
+    } finally {
+      await w.stop();
+    }
+    const { rows: late } = await db.pool.query<{ worst: number }>(
+      `SELECT max(extract(epoch FROM o.sent_at - r.expires_at))::float8 AS worst
+         FROM ${s}.email_outbox o JOIN ${s}.support_reservations r ON r.id = o.reservation_id WHERE o.tenant = 'b'`,
+    );
+    expect(late[0]!.worst).toBeLessThanOrEqual(3);
+    // After B's last send, A alone has the account's whole rate (20/s): its sends in the next 1.5 s.
+    const { rows: after } = await db.pool.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM ${s}.email_attempts a JOIN ${s}.email_outbox o ON o.id = a.intent_id
+        WHERE o.tenant = 'a' AND a.outcome = 'accepted'
+          AND a.started_at > (SELECT max(sent_at) FROM ${s}.email_outbox WHERE tenant = 'b')
+          AND a.started_at <= (SELECT max(sent_at) FROM ${s}.email_outbox WHERE tenant = 'b') + interval '1.5 seconds'`,
+    );
+    expect(after[0]!.n).toBeGreaterThanOrEqual(20);
+  }, 30_000);
+});
