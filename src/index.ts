@@ -40,6 +40,10 @@ export {
   getSuppression,
   removeSuppression,
   listSuppressions,
+  getTenantPolicy,
+  listTenantPolicies,
+  putTenantPolicy,
+  deleteTenantPolicy,
   ingestEvents,
   previewRetention,
   wakeOnNotify,
@@ -55,6 +59,8 @@ export type { DeliveryControl } from './tables/delivery-control.js';
 export type { RateLimitState } from './tables/rate-limiter.js';
 export type { MessageSummary } from './tables/messages.js';
 export type { SuppressionPage } from './tables/suppressions.js';
+export type { TenantPolicyPage } from './tables/tenants.js';
+export type { TenantPolicy, TenantPolicyInput } from './model/tenant-policy.js';
 export { type RateLimitPolicy } from './model/delivery-policy.js';
 export { createPool, withClient, withTransaction, type Queryable } from './db/pool.js';
 export { startEmbeddedPostgres, type EmbeddedPostgres } from './db/embedded.js';

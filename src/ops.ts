@@ -19,6 +19,9 @@ import {
   type RateLimitState,
 } from './tables/rate-limiter.js';
 import { DEFAULT_ACCOUNT, type AccountProvider, type Accounts, type QuotaUnit } from './model/accounts.js';
+import { validateTenant } from './model/hold-input.js';
+import { validateTenantPolicy, type TenantPolicy } from './model/tenant-policy.js';
+import { tenantPoliciesGet, tenantPoliciesList, tenantPolicyDelete, tenantPolicyPut, type TenantPolicyPage } from './tables/tenants.js';
 
 /**
  * What an operator does to a running fleet: pause, resume, replay, change
@@ -221,6 +224,48 @@ export class Operations {
     const intent = await replayIntent(this.pool, intentId, { schema: this.schema, now: this.clock.now() });
     this.logger.info({ event: 'intent.replayed', intentId: intent.id, holdId: intent.holdId, replays: intent.replays }, 'intent replayed');
     return intent;
+  }
+
+  /** A tenant's policy, or undefined when it has none. A tenant that breaks the tenant rule is a ValidationError naming `tenant`. */
+  async tenantPolicy(tenant: string): Promise<TenantPolicy | undefined> {
+    return tenantPoliciesGet(this.pool, this.schema, validateTenant(tenant));
+  }
+
+  /** Every tenant policy, by tenant, keyset-paged. */
+  async tenantPolicies(page: { limit: number; cursor?: string }): Promise<TenantPolicyPage> {
+    return tenantPoliciesList(this.pool, this.schema, page);
+  }
+
+  /**
+   * Set a tenant's policy as a whole (model/tenant-policy.ts). `accounts`:
+   * the account names a policy may route to, by default the configured
+   * ones; null where they are not known (a library caller that passed
+   * none), and then any well-formed name is stored.
+   */
+  async setTenantPolicy(
+    tenant: string,
+    input: unknown,
+    accounts: readonly string[] | null = this.accounts.accounts.map((a) => a.name),
+  ): Promise<{ policy: TenantPolicy; created: boolean }> {
+    const name = validateTenant(tenant);
+    const fields = validateTenantPolicy(input, accounts ?? undefined);
+    const result = await tenantPolicyPut(this.pool, this.schema, name, fields, this.clock.now());
+    // The addresses stay out of the log, as every address does.
+    const { from, replyTo, ...logged } = fields;
+    this.logger.info(
+      { event: 'tenant.policy_set', tenant: name, created: result.created, ...logged, from: from !== null, replyTo: replyTo !== null, by: PAUSED_BY_OPERATOR },
+      'tenant policy set',
+    );
+    return result;
+  }
+
+  /** Remove a tenant's policy (it then shares its account with no cap); NotFoundError when it had none. */
+  async deleteTenantPolicy(tenant: string): Promise<TenantPolicy> {
+    const name = validateTenant(tenant);
+    const removed = await tenantPolicyDelete(this.pool, this.schema, name);
+    if (!removed) throw new NotFoundError('tenant policy', name);
+    this.logger.info({ event: 'tenant.policy_deleted', tenant: name, by: PAUSED_BY_OPERATOR }, 'tenant policy deleted');
+    return removed;
   }
 
   /**

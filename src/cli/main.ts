@@ -10,6 +10,7 @@ import { registerDemo } from './commands/demo.js';
 import { registerCapacity } from './commands/capacity.js';
 import { registerRetention } from './commands/retention.js';
 import { registerSuppressions } from './commands/suppressions.js';
+import { registerTenants } from './commands/tenants.js';
 import { registerTemplates } from './commands/templates.js';
 import { registerCompareTimers } from './commands/compare-timers.js';
 import { registerDrill } from './commands/drill.js';
@@ -37,6 +38,7 @@ export function buildProgram(context: ContextFactory): Command {
   registerCapacity(program, context);
   registerRetention(program, context);
   registerSuppressions(program, context);
+  registerTenants(program, context);
   registerTemplates(program, context);
   registerCompareTimers(program, context);
   registerDrill(program, context);

@@ -3,13 +3,15 @@ import { DEFAULTS } from '../config.js';
 import { intentsChannel, Listener } from '../db/listener.js';
 import { migrate as migrateSchema, type MigrateResult } from '../db/migrate.js';
 import type { Queryable } from '../db/pool.js';
+import { ValidationError } from '../errors.js';
 import { ingestEvents as ingest, type IngestResult } from '../events/ingest.js';
 import { addressHash, validateAddress } from '../model/address.js';
-import { DEFAULT_PAGE_LIMIT } from '../model/cursor.js';
+import { DEFAULT_PAGE_LIMIT, MAX_PAGE_LIMIT } from '../model/cursor.js';
 import type { ProviderEvent } from '../model/event-kinds.js';
 import { validateTenant } from '../model/hold-input.js';
 import type { Attempt, Intent, IntentState } from '../model/intent-states.js';
 import type { Suppression, SuppressionReason } from '../model/suppression-reasons.js';
+import type { TenantPolicy, TenantPolicyInput } from '../model/tenant-policy.js';
 import { defaultLibraryLogger, type Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import { Operations } from '../ops.js';
@@ -22,6 +24,7 @@ import { messagesSummary, type MessageSummary } from '../tables/messages.js';
 import { intentsGet, intentsList, type IntentPage } from '../tables/outbox.js';
 import type { RateLimitState } from '../tables/rate-limiter.js';
 import { suppressionsAdd, suppressionsGet, suppressionsList, suppressionsRemove, type SuppressionPage } from '../tables/suppressions.js';
+import type { TenantPolicyPage } from '../tables/tenants.js';
 
 /**
  * The library's free functions, one convention for all of them:
@@ -146,6 +149,43 @@ export function listSuppressions(
   options: LibraryOptions = {},
 ): Promise<SuppressionPage> {
   return suppressionsList(db, schemaOf(options), { ...filter, limit: filter.limit ?? DEFAULT_PAGE_LIMIT });
+}
+
+// Tenant policies: a tenant's cap, weight, account and sender (stored and validated; not yet enforced by the delivery lane).
+
+/** A tenant's policy, or undefined when it has none (`''`: the empty tenant's; a tenant that breaks the id rule throws ValidationError). */
+export function getTenantPolicy(db: Queryable, tenant: string, options: LibraryOptions = {}): Promise<TenantPolicy | undefined> {
+  return operations(db, options).tenantPolicy(tenant);
+}
+
+/** Every tenant policy, by tenant (the empty tenant first), keyset-paged (`cursor` from the previous page's `nextCursor`). */
+export async function listTenantPolicies(db: Queryable, page: { limit?: number; cursor?: string } = {}, options: LibraryOptions = {}): Promise<TenantPolicyPage> {
+  const limit = page.limit ?? DEFAULT_PAGE_LIMIT;
+  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PAGE_LIMIT) throw new ValidationError('limit', `must be a whole number from 1 to ${MAX_PAGE_LIMIT}`);
+  return operations(db, options).tenantPolicies({ ...page, limit });
+}
+
+/**
+ * Set a tenant's policy as a whole: `{ perSecond, burst, weight, account,
+ * from, replyTo }`, every field optional (`{}`: no cap, weight 1); `burst`
+ * needs `perSecond` and defaults to it rounded up. Returns the stored policy
+ * and whether the tenant had none. The library does not know your accounts
+ * file: pass `accounts` (the configured account names) to have `account`
+ * checked against them, as the API and CLI do; without it any well-formed
+ * name is stored. Bad input throws ValidationError naming the field.
+ */
+export function putTenantPolicy(
+  db: Queryable,
+  tenant: string,
+  policy: TenantPolicyInput,
+  options: LibraryOptions & { accounts?: readonly string[] } = {},
+): Promise<{ policy: TenantPolicy; created: boolean }> {
+  return operations(db, options).setTenantPolicy(tenant, policy, options.accounts ?? null);
+}
+
+/** Remove a tenant's policy (it then shares its account with no cap); returns it, or throws NotFoundError when it had none. */
+export function deleteTenantPolicy(db: Queryable, tenant: string, options: LibraryOptions = {}): Promise<TenantPolicy> {
+  return operations(db, options).deleteTenantPolicy(tenant);
 }
 
 /** Store provider events (delivered, bounced, complained) you received yourself; bounces and complaints suppress. */

@@ -8,6 +8,7 @@ import type { CreateHoldInput } from '../model/hold-input.js';
 import type { Hold } from '../model/hold-states.js';
 import type { Attempt, Intent, IntentState } from '../model/intent-states.js';
 import type { Suppression, SuppressionReason } from '../model/suppression-reasons.js';
+import type { TenantPolicy, TenantPolicyInput } from '../model/tenant-policy.js';
 import { defaultLibraryLogger, type Logger } from '../observability/logger.js';
 import type { Clock } from '../runtime/clock.js';
 import type { DeliveryControl } from '../tables/delivery-control.js';
@@ -15,6 +16,7 @@ import type { MessageSummary } from '../tables/messages.js';
 import type { IntentPage } from '../tables/outbox.js';
 import type { RateLimitState } from '../tables/rate-limiter.js';
 import type { SuppressionPage } from '../tables/suppressions.js';
+import type { TenantPolicyPage } from '../tables/tenants.js';
 import * as fn from './functions.js';
 
 export interface LeaseholdOptions {
@@ -57,6 +59,14 @@ export interface Leasehold {
     get(email: string): Promise<Suppression | undefined>;
     remove(email: string): Promise<Suppression | undefined>;
     list(filter?: { reason?: SuppressionReason; limit?: number; cursor?: string }): Promise<SuppressionPage>;
+  };
+  /** Tenant policies (cap, weight, account, sender): stored and validated, not yet enforced by the delivery lane. */
+  tenants: {
+    get(tenant: string): Promise<TenantPolicy | undefined>;
+    list(page?: { limit?: number; cursor?: string }): Promise<TenantPolicyPage>;
+    /** `accounts`: the configured account names, to check `account` against (the library does not read your accounts file). */
+    put(tenant: string, policy: TenantPolicyInput, options?: { accounts?: readonly string[] }): Promise<{ policy: TenantPolicy; created: boolean }>;
+    delete(tenant: string): Promise<TenantPolicy>;
   };
   /** An expiry lane on this pool and schema (not started: call `start()`, and `stop()` on shutdown). */
   expiryWorker(options?: Omit<ExpiryWorkerOptions, 'pool' | 'schema'>): ExpiryWorker;
@@ -108,6 +118,12 @@ export function createLeasehold(options: LeaseholdOptions): Leasehold {
       get: (email) => fn.getSuppression(pool, email, opts),
       remove: (email) => fn.removeSuppression(pool, email, opts),
       list: (filter) => fn.listSuppressions(pool, filter, opts),
+    },
+    tenants: {
+      get: (tenant) => fn.getTenantPolicy(pool, tenant, opts),
+      list: (page) => fn.listTenantPolicies(pool, page, opts),
+      put: (tenant, policy, put) => fn.putTenantPolicy(pool, tenant, policy, { ...opts, ...put }),
+      delete: (tenant) => fn.deleteTenantPolicy(pool, tenant, opts),
     },
     expiryWorker: (worker = {}) => new ExpiryWorker({ ...lane, ...worker, pool }),
     deliveryWorker: (worker) => new DeliveryWorker({ ...lane, ...worker, pool }),

@@ -44,3 +44,17 @@ export function suppressionKey(value: string, field = 'address'): string {
   if (ADDRESS_HASH_PATTERN.test(trimmed)) return trimmed;
   return addressHash(validateAddress(value, field));
 }
+
+/**
+ * A sender or reply-to header value: `Name <address>` or a bare address, at
+ * most 320 characters, on one line (a CR or LF would inject a header). The
+ * one rule for template meta (`from`, `replyTo`) and tenant policies, and
+ * mirrored by the CHECKs of migration 0021.
+ */
+export const SENDER_PATTERN = /^(?:[^<>\r\n]{0,200}<[^\s@<>]+@[^\s@<>]+>|[^\s@<>]+@[^\s@<>]+)$/;
+export const MAX_SENDER_LENGTH = 320;
+export const SENDER_RULE = 'must be an address or "Name <address>"';
+
+export function isSender(value: string): boolean {
+  return value.length <= MAX_SENDER_LENGTH && SENDER_PATTERN.test(value);
+}

@@ -55,3 +55,23 @@ export function pageOf<R extends { cursor_us: string }>(rows: R[], limit: number
   const last = page.at(-1);
   return { page, nextCursor: rows.length > limit && last ? encodeCursor({ timeUs: last.cursor_us, key: keyOf(last) }) : null };
 }
+
+/**
+ * Keyset cursors for a listing ordered by its key alone, ascending (tenant
+ * policies, by tenant): the last row's key, base64url-encoded JSON, checked
+ * by the listing's key rule when it comes back, as decodeCursor does.
+ */
+export function encodeKeyCursor(key: string): string {
+  return Buffer.from(JSON.stringify([key])).toString('base64url');
+}
+
+export function decodeKeyCursor(cursor: string, isKey: (key: string) => boolean): string {
+  let value: unknown;
+  try {
+    value = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
+  } catch {
+    value = undefined;
+  }
+  if (Array.isArray(value) && value.length === 1 && typeof value[0] === 'string' && isKey(value[0])) return value[0];
+  throw new ValidationError('cursor', 'is not a cursor returned by this API');
+}

@@ -114,6 +114,11 @@ export const RETENTION_TABLES: RetentionTables = {
       addressColumns: ['address'],
       addressHashColumn: 'address_hash',
     },
+    // Not here, on purpose: tenant_policies (migration 0021). A tenant's
+    // policy is configuration an operator wrote, not history, so it has no
+    // age to prune by and lives until it is deleted; and its addresses
+    // (from_address, reply_to) are the tenant business's own senders, not a
+    // customer's, so `erase --email` has nothing to take from it.
   ],
 };
 

@@ -24,6 +24,7 @@ import { dashboardRoutes } from './routes/dashboard.js';
 import { statusRoutes } from './routes/status.js';
 import { sendRateRoutes } from './routes/send-rate.js';
 import { suppressionRoutes } from './routes/suppressions.js';
+import { tenantRoutes } from './routes/tenants.js';
 import { webhookRoutes } from './routes/webhooks.js';
 
 export interface ApiOptions {
@@ -129,6 +130,7 @@ export function buildApp(options: ApiOptions): FastifyInstance {
       sendRateRoutes(v1, ctx);
       retentionRoutes(v1, ctx);
       suppressionRoutes(v1, ctx);
+      tenantRoutes(v1, ctx);
       openApiRoutes(v1);
     },
     { prefix: '/v1' },

@@ -11,6 +11,9 @@ import { pauseBody, policyBody } from './routes/delivery.js';
 import { erasureBody, pruneBody } from './routes/retention.js';
 import { sendRateQuery } from './routes/send-rate.js';
 import { suppressionAddBody, suppressionsListQuery } from './routes/suppressions.js';
+import { tenantPoliciesListQuery } from './routes/tenants.js';
+import { tenantSchema } from '../model/hold-input.js';
+import { tenantPolicySchema } from '../model/tenant-policy.js';
 
 /**
  * The HTTP contract as an OpenAPI 3.1 document, served at
@@ -107,6 +110,18 @@ const AccountShape = z.looseObject({
   lastMinute: z.record(z.string(), z.number().int()).describe('attempts finished through it in the last minute, by outcome'),
 });
 
+const TenantPolicyShape = z.looseObject({
+  tenant: z.string().describe("'' is the empty tenant"),
+  perSecond: z.number().nullable().describe('the cap on its sends per second; null: no cap'),
+  burst: z.number().int().nullable().describe('most sends at once under the cap; null: no cap'),
+  weight: z.number().int().describe("its share of an account's permits against other tenants"),
+  account: z.string().nullable().describe('the account its email goes through; null: failover as usual'),
+  from: z.string().nullable().describe("its sender; null: the templates'"),
+  replyTo: z.string().nullable().describe("its reply-to; null: the templates'"),
+  createdAt: timestamp,
+  updatedAt: timestamp,
+});
+
 // The /v1 create-hold body over HTTP: expiresAt is a string (the library also takes a Date).
 const createHoldBody = createHoldSchema().extend({
   expiresAt: timestamp.optional().describe('ISO 8601 with a zone, in the future and within 30 days; exactly one of expiresAt and ttlSeconds'),
@@ -126,6 +141,10 @@ const holdId = pathParameter('id', 'the hold id');
 const accountParameter = (name: string, description: string) => ({ ...pathParameter(name, description), schema: jsonSchema(accountNameSchema) });
 const accountName = accountParameter('name', 'the account name (from LEASEHOLD_ACCOUNTS_FILE; `default` without one)');
 const intentId = pathParameter('id', 'the intent id (reservation-expired:<holdId>)');
+const tenantName = {
+  ...pathParameter('tenant', "the tenant; the empty tenant is /v1/tenants/ (nothing after the slash)"),
+  schema: jsonSchema(tenantSchema()),
+};
 const bad = { '400': errorRef('invalid input; error.field names the field') };
 const notFound = { '404': errorRef('no such resource') };
 const noAccount = { '404': errorRef('no such account') };
@@ -345,6 +364,35 @@ function v1Operations(): Record<string, Record<string, Operation>> {
         tags: ['suppressions'],
         parameters: [pathParameter('address', 'the address, or sha256 hex of it trimmed and lower-cased')],
         responses: { '200': json(z.object({ removed: AnyObject }), 'lifted'), ...bad, ...notFound },
+      },
+    },
+    '/v1/tenants': {
+      get: {
+        summary: 'every tenant policy, by tenant (the empty tenant first), keyset-paged (pass nextCursor back as cursor)',
+        tags: ['tenants'],
+        parameters: queryParameters(tenantPoliciesListQuery),
+        responses: { '200': json(z.object({ policies: z.array(TenantPolicyShape), nextCursor: z.string().nullable() }), 'a page of policies'), ...bad },
+      },
+    },
+    '/v1/tenants/{tenant}': {
+      get: {
+        summary: "a tenant's policy (stored and validated; the delivery lane does not enforce it yet)",
+        tags: ['tenants'],
+        parameters: [tenantName],
+        responses: { '200': json(TenantPolicyShape, 'the policy'), ...bad, '404': errorRef('the tenant has no policy') },
+      },
+      put: {
+        summary: "set a tenant's policy as a whole (fields left out are not set; {} is no cap, weight 1); burst needs perSecond and defaults to it rounded up",
+        tags: ['tenants'],
+        parameters: [tenantName],
+        requestBody: body(tenantPolicySchema(), false),
+        responses: { '201': json(TenantPolicyShape, 'created'), '200': json(TenantPolicyShape, 'replaced'), ...bad },
+      },
+      delete: {
+        summary: "remove a tenant's policy (it then shares its account with no cap)",
+        tags: ['tenants'],
+        parameters: [tenantName],
+        responses: { '204': { description: 'removed' }, ...bad, '404': errorRef('the tenant has no policy') },
       },
     },
     '/v1/webhooks/resend': { post: webhook('Resend', 'a Svix signature with RESEND_WEBHOOK_SECRET') },

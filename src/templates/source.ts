@@ -1,6 +1,7 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import type { z } from 'zod';
+import { MAX_SENDER_LENGTH, SENDER_PATTERN, SENDER_RULE } from '../model/address.js';
 import { onFirstUse } from '../zod.js';
 
 /**
@@ -47,12 +48,10 @@ const RESERVED_HEADERS = new Set([
   'x-leasehold-intent-id',
 ]);
 
-// `Name <address>` or a bare address; no line breaks (header injection).
-const ADDRESS = /^(?:[^<>\r\n]{0,200}<[^\s@<>]+@[^\s@<>]+>|[^\s@<>]+@[^\s@<>]+)$/;
 
 /** Per-locale meta: who the message is from and extra headers. */
 export const localeMetaSchema = onFirstUse((z) => {
-  const address = (what: string) => z.string(`must be a string`).max(320).regex(ADDRESS, `must be an address or "Name <address>" (${what})`);
+  const address = (what: string) => z.string(`must be a string`).max(MAX_SENDER_LENGTH).regex(SENDER_PATTERN, `${SENDER_RULE} (${what})`);
   const headers = z
     .record(
       z.string().regex(/^[A-Za-z0-9][A-Za-z0-9-]{0,75}$/, 'header names are letters, digits and "-"').refine((name) => !RESERVED_HEADERS.has(name.toLowerCase()), {

@@ -4,7 +4,11 @@ import {
   createHold,
   createLeasehold,
   createLogger,
+  deleteTenantPolicy,
   getHold,
+  getTenantPolicy,
+  listTenantPolicies,
+  putTenantPolicy,
   getIntent,
   listIntents,
   NotFoundError,
@@ -227,5 +231,53 @@ describe('tenants', () => {
     expect(empty.intents.map((intent) => intent.holdId).filter((id) => id.startsWith('tn-'))).toEqual(['tn-4', 'tn-2']);
     await expect(lh.intents.list({ tenant: 'not a tenant' })).rejects.toMatchObject({ field: 'tenant' });
     await expect(listIntents(db.pool, { tenant: 'x'.repeat(129) }, { schema: db.schema })).rejects.toBeInstanceOf(ValidationError);
+  });
+});
+
+describe('tenant policies', () => {
+  it('lh.tenants.put / get / list / delete and the free functions do the same; a get of none is undefined, a delete of none NotFound', async () => {
+    const { logger, lines } = capturedLogger('info');
+    const lh = createLeasehold({ pool: db.pool, schema: db.schema, logger });
+    expect(await lh.tenants.get('initech')).toBeUndefined();
+    const first = await lh.tenants.put('initech', { perSecond: 4, weight: 2, from: 'Initech <no-reply@initech.example>' });
+    expect(first.created).toBe(true);
+    expect(first.policy).toMatchObject({ tenant: 'initech', perSecond: 4, burst: 4, weight: 2, account: null, from: 'Initech <no-reply@initech.example>', replyTo: null });
+    const second = await putTenantPolicy(db.pool, 'initech', {}, { schema: db.schema, logger: silentLogger });
+    expect(second.created).toBe(false);
+    expect(second.policy).toMatchObject({ perSecond: null, burst: null, weight: 1, from: null });
+    expect(await getTenantPolicy(db.pool, 'initech', { schema: db.schema })).toEqual(second.policy);
+    expect(lines.find((line) => line['event'] === 'tenant.policy_set')).toMatchObject({ tenant: 'initech', created: true, from: true });
+    expect(JSON.stringify(lines)).not.toContain('no-reply@initech.example');
+
+    await lh.tenants.put('', { weight: 5 });
+    const page = await lh.tenants.list({ limit: 1 });
+    expect(page.policies.map((p) => p.tenant)).toEqual(['']);
+    const rest = await listTenantPolicies(db.pool, { cursor: page.nextCursor! }, { schema: db.schema });
+    expect(rest.policies.map((p) => p.tenant)).toEqual(['initech']);
+    expect(rest.nextCursor).toBeNull();
+
+    expect(await lh.tenants.delete('initech')).toEqual(second.policy);
+    await expect(deleteTenantPolicy(db.pool, 'initech', { schema: db.schema })).rejects.toBeInstanceOf(NotFoundError);
+    await lh.tenants.delete('');
+  });
+
+  it('bad input throws ValidationError naming the field; `account` is checked only against the accounts a caller passes', async () => {
+    const lh = createLeasehold({ pool: db.pool, schema: db.schema, logger: silentLogger });
+    await expect(lh.tenants.put('not a tenant', {})).rejects.toMatchObject({ field: 'tenant' });
+    await expect(lh.tenants.get('-x')).rejects.toMatchObject({ field: 'tenant' });
+    await expect(lh.tenants.put('hooli', { burst: 2 })).rejects.toMatchObject({ field: 'burst' });
+    await expect(lh.tenants.put('hooli', { weight: 0 })).rejects.toMatchObject({ field: 'weight' });
+    await expect(lh.tenants.put('hooli', { replyTo: 'nope' })).rejects.toMatchObject({ field: 'replyTo' });
+    await expect(lh.tenants.put('hooli', { perSecond: 1, color: 'red' } as never)).rejects.toMatchObject({ field: 'color', message: 'color: is not a known field' });
+    await expect(lh.tenants.list({ limit: 0 })).rejects.toMatchObject({ field: 'limit' });
+    await expect(lh.tenants.put('hooli', { account: 'elsewhere' }, { accounts: ['primary', 'backup'] })).rejects.toMatchObject({
+      field: 'account',
+      message: 'account: must be a configured account (primary, backup)',
+    });
+    expect(await lh.tenants.get('hooli')).toBeUndefined();
+    // The library does not read an accounts file: without `accounts`, any well-formed name is stored.
+    expect((await lh.tenants.put('hooli', { account: 'elsewhere' })).policy.account).toBe('elsewhere');
+    expect((await lh.tenants.put('hooli', { account: 'primary' }, { accounts: ['primary'] })).policy.account).toBe('primary');
+    await lh.tenants.delete('hooli');
   });
 });

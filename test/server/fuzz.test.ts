@@ -156,6 +156,10 @@ const ROUTES: Array<[method: string, path: (id: string) => string]> = [
   ['GET', () => '/v1/retention'],
   ['POST', () => '/v1/retention/prune'],
   ['POST', () => '/v1/erasures'],
+  ['GET', () => '/v1/tenants'],
+  ['GET', (id) => `/v1/tenants/${id}`],
+  ['PUT', (id) => `/v1/tenants/${id}`],
+  ['DELETE', (id) => `/v1/tenants/${id}`],
   ['GET', () => '/metrics'],
 ];
 

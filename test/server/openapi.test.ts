@@ -68,6 +68,20 @@ describe('GET /v1/openapi.json', () => {
     expect(responses('/v1/holds', 'post')).toContain('tenant');
     expect(responses('/v1/intents/{id}', 'get')).toContain('tenant');
     expect(JSON.stringify(document.paths['/v1/delivery/pause']!.post)).toContain('forSeconds');
+    // Tenant policies: the body from tenantPolicySchema (unknown fields refused), the path's tenant by the tenant rule.
+    expect(document.paths['/v1/tenants']!.get!.parameters!.map((p) => p.name)).toEqual(['limit', 'cursor']);
+    const policyPut = document.paths['/v1/tenants/{tenant}']!.put as unknown as {
+      parameters: Array<{ name: string; schema: { pattern?: string } }>;
+      requestBody: { content: { 'application/json': { schema: { properties: Record<string, unknown>; additionalProperties?: boolean } } } };
+      responses: Record<string, unknown>;
+    };
+    const policySchema = policyPut.requestBody.content['application/json'].schema;
+    expect(Object.keys(policySchema.properties)).toEqual(['perSecond', 'burst', 'weight', 'account', 'from', 'replyTo']);
+    expect(policySchema.additionalProperties).toBe(false);
+    expect(Object.keys(policyPut.responses)).toEqual(expect.arrayContaining(['200', '201', '400']));
+    const pathTenant = new RegExp(policyPut.parameters[0]!.schema.pattern!);
+    expect([pathTenant.test(''), pathTenant.test('acme'), pathTenant.test('acme corp')]).toEqual([true, true, false]);
+    expect(Object.keys((document.paths['/v1/tenants/{tenant}']!.delete as unknown as { responses: object }).responses)).toEqual(expect.arrayContaining(['204', '404']));
   });
 
   it('is behind the bearer token like the rest of /v1', async () => {

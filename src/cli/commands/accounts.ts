@@ -37,7 +37,7 @@ const describePause = (a: AccountView): string =>
     : 'no';
 
 /** Aligned columns under a header; the last column is not padded. */
-function columns(rows: string[][]): string[] {
+export function columns(rows: string[][]): string[] {
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((row) => row[i]!.length)));
   return rows.map((row) => row.map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i]!))).join('  ').trimEnd());
 }

@@ -1,0 +1,122 @@
+import type { Queryable } from '../db/pool.js';
+import { ident } from '../db/pool.js';
+import { decodeKeyCursor, encodeKeyCursor } from '../model/cursor.js';
+import { TENANT_PATTERN } from '../model/hold-input.js';
+import type { TenantPolicy, TenantPolicyFields } from '../model/tenant-policy.js';
+
+/**
+ * Every statement on `tenant_policies` (migration 0021): a tenant's cap,
+ * weight, account and sender, one row per tenant that has a policy. The
+ * bucket columns (`tokens`, `refilled_at`) belong to the delivery lane's
+ * take; the statements here set them only when a cap is set or changed.
+ *
+ * Retention reaches no row here: a policy is configuration an operator
+ * wrote, not history, and its addresses are the tenant business's senders,
+ * not its customers' (see the migration).
+ */
+
+interface TenantPolicyRow {
+  tenant: string;
+  per_second: number | null;
+  burst: number | null;
+  weight: number;
+  account: string | null;
+  from_address: string | null;
+  reply_to: string | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+const COLUMNS = 'tenant, per_second, burst, weight, account, from_address, reply_to, created_at, updated_at';
+
+function fromRow(row: TenantPolicyRow): TenantPolicy {
+  return {
+    tenant: row.tenant,
+    perSecond: row.per_second,
+    burst: row.burst,
+    weight: row.weight,
+    account: row.account,
+    from: row.from_address,
+    replyTo: row.reply_to,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+  };
+}
+
+export async function tenantPoliciesGet(db: Queryable, schema: string, tenant: string): Promise<TenantPolicy | undefined> {
+  const { rows } = await db.query<TenantPolicyRow>(`SELECT ${COLUMNS} FROM ${ident(schema)}.tenant_policies WHERE tenant = $1`, [tenant]);
+  return rows[0] && fromRow(rows[0]);
+}
+
+export interface TenantPolicyPage {
+  policies: TenantPolicy[];
+  /** Opaque cursor for the next page, or null at the end. */
+  nextCursor: string | null;
+}
+
+/** By tenant (the empty tenant first), keyset-paged on the primary key. */
+export async function tenantPoliciesList(db: Queryable, schema: string, options: { limit: number; cursor?: string }): Promise<TenantPolicyPage> {
+  const after = options.cursor ? decodeKeyCursor(options.cursor, (key) => TENANT_PATTERN.test(key)) : null;
+  const { rows } = await db.query<TenantPolicyRow>(
+    `SELECT ${COLUMNS} FROM ${ident(schema)}.tenant_policies
+      WHERE ($1::text IS NULL OR tenant > $1)
+      ORDER BY tenant
+      LIMIT $2`,
+    [after, options.limit + 1],
+  );
+  const page = rows.slice(0, options.limit);
+  const last = page.at(-1);
+  return { policies: page.map(fromRow), nextCursor: rows.length > options.limit && last ? encodeKeyCursor(last.tenant) : null };
+}
+
+/**
+ * Set a tenant's policy as a whole (fields validated by
+ * validateTenantPolicy); `created` says whether the tenant had none. `now`:
+ * null for the database clock.
+ *
+ * The bucket starts full (tokens = burst, refilled at `now`) when a cap is
+ * set on a tenant that had none, and is cleared when the cap is removed.
+ * When a cap changes, the bucket goes on under the new one: its tokens at
+ * most the new burst, its refill time kept, so from the change on the
+ * tenant sends within the new `burst + perSecond * t`, as it would from a
+ * fresh bucket, and a change never hands out a burst on top of what the old
+ * cap had left (no refill formula here: the lane's take refills it). An
+ * unchanged cap leaves it as it was.
+ */
+export async function tenantPolicyPut(
+  db: Queryable,
+  schema: string,
+  tenant: string,
+  policy: TenantPolicyFields,
+  now: Date | null = null,
+): Promise<{ policy: TenantPolicy; created: boolean }> {
+  const { rows } = await db.query<TenantPolicyRow & { created: boolean }>(
+    `INSERT INTO ${ident(schema)}.tenant_policies AS t
+            (tenant, per_second, burst, weight, account, from_address, reply_to, tokens, refilled_at, created_at, updated_at)
+     VALUES ($1, $2::float8, $3::int, $4, $5, $6, $7, $3::int::float8,
+             CASE WHEN $2::float8 IS NOT NULL THEN coalesce($8::timestamptz, now()) END,
+             coalesce($8::timestamptz, now()), coalesce($8::timestamptz, now()))
+     ON CONFLICT (tenant) DO UPDATE SET
+       per_second = EXCLUDED.per_second,
+       burst = EXCLUDED.burst,
+       weight = EXCLUDED.weight,
+       account = EXCLUDED.account,
+       from_address = EXCLUDED.from_address,
+       reply_to = EXCLUDED.reply_to,
+       tokens = CASE WHEN EXCLUDED.per_second IS NULL THEN NULL
+                     ELSE least(EXCLUDED.burst::float8, coalesce(t.tokens, EXCLUDED.burst::float8)) END,
+       refilled_at = CASE WHEN EXCLUDED.per_second IS NULL THEN NULL
+                          ELSE coalesce(t.refilled_at, EXCLUDED.refilled_at) END,
+       updated_at = EXCLUDED.updated_at
+     RETURNING ${COLUMNS}, (xmax = 0) AS created`,
+    [tenant, policy.perSecond, policy.burst, policy.weight, policy.account, policy.from, policy.replyTo, now],
+  );
+  const row = rows[0]!;
+  return { policy: fromRow(row), created: row.created };
+}
+
+/** Remove a tenant's policy; the removed row, or undefined when it had none. */
+export async function tenantPolicyDelete(db: Queryable, schema: string, tenant: string): Promise<TenantPolicy | undefined> {
+  const { rows } = await db.query<TenantPolicyRow>(`DELETE FROM ${ident(schema)}.tenant_policies WHERE tenant = $1 RETURNING ${COLUMNS}`, [tenant]);
+  return rows[0] && fromRow(rows[0]);
+}
