@@ -120,3 +120,10 @@ export async function tenantPolicyDelete(db: Queryable, schema: string, tenant: 
   const { rows } = await db.query<TenantPolicyRow>(`DELETE FROM ${ident(schema)}.tenant_policies WHERE tenant = $1 RETURNING ${COLUMNS}`, [tenant]);
   return rows[0] && fromRow(rows[0]);
 }
+
+/**
+ * SQL expression for the fair lease (tables/outbox/lane.ts): the weight of
+ * tenant `tenant` (an SQL text expression), 1 for a tenant without a policy.
+ */
+export const tenantWeightSql = (s: string, tenant: string): string =>
+  `coalesce((SELECT p.weight FROM ${s}.tenant_policies p WHERE p.tenant = ${tenant}), 1)`;

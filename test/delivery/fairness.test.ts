@@ -85,6 +85,15 @@ describe('fair lease', () => {
     expect(await tenantsOf(round.map((i) => i.id))).toEqual({ a: 10, b: 10, c: 10, d: 10 });
   });
 
+  it("a tenant's weight is its share: weight 3 takes three intents for every one of weight 1", async () => {
+    await db.pool.query(`INSERT INTO ${s}.tenant_policies (tenant, weight) VALUES ('heavy', 3) ON CONFLICT (tenant) DO UPDATE SET weight = 3`);
+    await intents('heavy', 100);
+    await intents('light', 100);
+    const round = await lease(40);
+    expect(await tenantsOf(round.map((i) => i.id))).toEqual({ heavy: 30, light: 10 });
+    await db.pool.query(`DELETE FROM ${s}.tenant_policies WHERE tenant = 'heavy'`);
+  });
+
   it('the walk starts anywhere and wraps around: every tenant is reached whatever the start', async () => {
     for (const t of ['', 'm', 'z']) await intents(t, 5);
     for (const start of ['A', 'n', 'zz', '0']) {

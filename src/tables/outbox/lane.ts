@@ -7,6 +7,7 @@ import { presenceLiveOwnersSql } from '../../db/presence.js';
 import { MESSAGE_LEASE_COLUMNS, messageFromLeaseRow, messagesJoinForLease, type StoredMessage } from '../messages.js';
 import { rateLimiterRefundInLease } from '../rate-limiter.js';
 import { batchesCloseSql, batchesDueSql, batchPositionSql } from '../batches.js';
+import { tenantWeightSql } from '../tenants.js';
 import { DEFAULT_ACCOUNT } from '../../model/accounts.js';
 import { SUPPRESSION_LEASE_COLUMNS, suppressionFromLeaseRow, suppressionKeyInSql, suppressionsJoinForLease } from '../suppressions.js';
 
@@ -103,7 +104,8 @@ const leasable = (o: string): string => `${o}.state = 'pending' AND ${o}.availab
  *    around, found by a skip scan of email_outbox_tenant_due (one index
  *    descent a tenant, however many intents each has).
  * 2. `fair`: from each tenant its oldest leasable intents, at most
- *    ceil(limit / tenants walked) each, interleaved by rank (every tenant's
+ *    its weight (tenant_policies, 1 without one) times ceil(limit / the
+ *    weights walked), interleaved by turn (a turn is `weight` intents) (every tenant's
  *    first, then every tenant's second, ...; equal ranks in an order drawn
  *    anew each round) and cut at `limit`: a tenant with one due email is in
  *    the next round beside one with ten thousand, and with fewer permits in
@@ -132,17 +134,19 @@ const fairNextSql = (s: string): string => `tenant_walk (tenant, steps, wrapped)
                         WHERE o.state = 'pending' AND o.tenant > w.tenant AND (NOT w.wrapped OR o.tenant < $15::text)) n
         WHERE w.tenant IS NOT NULL AND w.steps < greatest($1, ${MIN_TENANT_WALK})
      ), tenants AS (
-       SELECT DISTINCT tenant FROM tenant_walk WHERE tenant IS NOT NULL
+       SELECT w.tenant, ${tenantWeightSql(s, 'w.tenant')} AS weight FROM (SELECT DISTINCT tenant FROM tenant_walk WHERE tenant IS NOT NULL) w
      ), share AS (
-       SELECT ceil($1::float8 / greatest(1, (SELECT count(*) FROM tenants)))::int AS per_tenant
+       SELECT ceil($1::float8 / greatest(1, (SELECT sum(weight) FROM tenants)))::int AS per_weight
      ), fair_picks AS (
-       SELECT x.id, x.old_token, x.available_at, x.tenant, row_number() OVER (PARTITION BY x.tenant ORDER BY x.available_at) AS turn
+       -- A tenant of weight w takes w intents a turn.
+       SELECT x.id, x.old_token, x.available_at, x.tenant,
+              ceil(row_number() OVER (PARTITION BY x.tenant ORDER BY x.available_at) / x.weight::float8) AS turn
          FROM tenants t CROSS JOIN LATERAL (
-           SELECT o.id, o.lease_token AS old_token, o.available_at, o.tenant
+           SELECT o.id, o.lease_token AS old_token, o.available_at, o.tenant, t.weight
              FROM ${s}.email_outbox o, clock
             WHERE o.tenant = t.tenant AND ${leasable('o')}
             ORDER BY o.available_at
-            LIMIT (SELECT per_tenant FROM share)
+            LIMIT (SELECT per_weight FROM share) * t.weight
               FOR UPDATE OF o SKIP LOCKED) x
      ), fair AS (
        -- Among equal turns the order is drawn anew each round (the start
