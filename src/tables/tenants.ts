@@ -127,3 +127,31 @@ export async function tenantPolicyDelete(db: Queryable, schema: string, tenant: 
  */
 export const tenantWeightSql = (s: string, tenant: string): string =>
   `coalesce((SELECT p.weight FROM ${s}.tenant_policies p WHERE p.tenant = ${tenant}), 1)`;
+
+/**
+ * CTE fragments for the fair lease's tenant caps (tables/outbox/lane.ts).
+ * `tenant_caps`: the capped tenants among `tenants` (a CTE with a tenant
+ * column), locked (a lease of that tenant in another process waits here,
+ * so their takes add up), with the permits refilled at `now`: the account
+ * limiter's token bucket, per tenant.
+ */
+export const tenantCapsSql = (s: string, tenants: string, now: string): string =>
+  `tenant_caps AS (
+       SELECT p.tenant, floor(least(p.burst::float8,
+                p.tokens + p.per_second * greatest(0, extract(epoch FROM ${now} - p.refilled_at))))::int AS permits,
+              least(p.burst::float8, p.tokens + p.per_second * greatest(0, extract(epoch FROM ${now} - p.refilled_at))) AS avail,
+              greatest(p.refilled_at, ${now}) AS at
+         FROM ${s}.tenant_policies p
+        WHERE p.tenant IN (SELECT tenant FROM ${tenants}) AND p.per_second IS NOT NULL
+          FOR UPDATE OF p
+     )`;
+
+/** Statement fragment: spend `taken` (a CTE of tenant, n) of each capped tenant's permits from `tenant_caps`. */
+export const tenantCapsSpendSql = (s: string, taken: string): string =>
+  `UPDATE ${s}.tenant_policies p SET tokens = greatest(0, c.avail - coalesce(t.n, 0)), refilled_at = c.at
+     FROM tenant_caps c LEFT JOIN ${taken} t ON t.tenant = c.tenant
+    WHERE p.tenant = c.tenant`;
+
+/** SQL condition: tenant `tenant` has no cap (the fair lease's fill takes only from those). */
+export const tenantUncappedSql = (s: string, tenant: string): string =>
+  `NOT EXISTS (SELECT 1 FROM ${s}.tenant_policies p WHERE p.tenant = ${tenant} AND p.per_second IS NOT NULL)`;

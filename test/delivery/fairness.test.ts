@@ -94,6 +94,22 @@ describe('fair lease', () => {
     await db.pool.query(`DELETE FROM ${s}.tenant_policies WHERE tenant = 'heavy'`);
   });
 
+  it("a capped tenant takes no more than its bucket; the others are not held back by it", async () => {
+    await db.pool.query(
+      `INSERT INTO ${s}.tenant_policies (tenant, per_second, burst, tokens, refilled_at) VALUES ('capped', 0.001, 2, 2, now())
+       ON CONFLICT (tenant) DO UPDATE SET per_second = 0.001, burst = 2, tokens = 2, refilled_at = now()`,
+    );
+    await intents('capped', 10, -60);
+    await intents('free', 10);
+    expect(await tenantsOf((await lease(20)).map((i) => i.id))).toEqual({ capped: 2, free: 10 });
+    // Its bucket is spent: the next rounds take none of its intents, oldest though they are.
+    await intents('free', 5);
+    expect(await tenantsOf((await lease(20)).map((i) => i.id))).toEqual({ free: 5 });
+    const { rows } = await db.pool.query(`SELECT tokens FROM ${s}.tenant_policies WHERE tenant = 'capped'`);
+    expect(rows[0].tokens).toBeLessThan(1);
+    await db.pool.query(`DELETE FROM ${s}.tenant_policies WHERE tenant = 'capped'`);
+  });
+
   it('the walk starts anywhere and wraps around: every tenant is reached whatever the start', async () => {
     for (const t of ['', 'm', 'z']) await intents(t, 5);
     for (const start of ['A', 'n', 'zz', '0']) {

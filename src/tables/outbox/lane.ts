@@ -7,7 +7,7 @@ import { presenceLiveOwnersSql } from '../../db/presence.js';
 import { MESSAGE_LEASE_COLUMNS, messageFromLeaseRow, messagesJoinForLease, type StoredMessage } from '../messages.js';
 import { rateLimiterRefundInLease } from '../rate-limiter.js';
 import { batchesCloseSql, batchesDueSql, batchPositionSql } from '../batches.js';
-import { tenantWeightSql } from '../tenants.js';
+import { tenantCapsSpendSql, tenantCapsSql, tenantUncappedSql, tenantWeightSql } from '../tenants.js';
 import { DEFAULT_ACCOUNT } from '../../model/accounts.js';
 import { SUPPRESSION_LEASE_COLUMNS, suppressionFromLeaseRow, suppressionKeyInSql, suppressionsJoinForLease } from '../suppressions.js';
 
@@ -135,7 +135,7 @@ const fairNextSql = (s: string): string => `tenant_walk (tenant, steps, wrapped)
         WHERE w.tenant IS NOT NULL AND w.steps < greatest($1, ${MIN_TENANT_WALK})
      ), tenants AS (
        SELECT w.tenant, ${tenantWeightSql(s, 'w.tenant')} AS weight FROM (SELECT DISTINCT tenant FROM tenant_walk WHERE tenant IS NOT NULL) w
-     ), share AS (
+     ), ${tenantCapsSql(s, 'tenants', '(SELECT clock.now FROM clock)')}, share AS (
        SELECT ceil($1::float8 / greatest(1, (SELECT sum(weight) FROM tenants)))::int AS per_weight
      ), fair_picks AS (
        -- A tenant of weight w takes w intents a turn.
@@ -146,7 +146,9 @@ const fairNextSql = (s: string): string => `tenant_walk (tenant, steps, wrapped)
              FROM ${s}.email_outbox o, clock
             WHERE o.tenant = t.tenant AND ${leasable('o')}
             ORDER BY o.available_at
-            LIMIT (SELECT per_weight FROM share) * t.weight
+            -- A capped tenant takes no more than its own bucket allows.
+            LIMIT least((SELECT per_weight FROM share) * t.weight,
+                        coalesce((SELECT c.permits FROM tenant_caps c WHERE c.tenant = t.tenant), 2147483647))
               FOR UPDATE OF o SKIP LOCKED) x
      ), fair AS (
        -- Among equal turns the order is drawn anew each round (the start
@@ -158,11 +160,17 @@ const fairNextSql = (s: string): string => `tenant_walk (tenant, steps, wrapped)
         WHERE ${leasable('o')}
           -- Rows this statement locked already are not skipped by SKIP LOCKED: left out here.
           AND NOT (o.id = ANY (ARRAY(SELECT id FROM fair_picks)))
+          -- A capped tenant's intents come only through its share, within its bucket.
+          AND ${tenantUncappedSql(s, 'o.tenant')}
         ORDER BY o.available_at
         LIMIT (SELECT $1 - count(*) FROM fair)
           FOR UPDATE OF o SKIP LOCKED
      ), next AS (
        SELECT id, old_token FROM fair UNION ALL SELECT id, old_token FROM fill
+     ), tenant_taken AS (
+       SELECT fp.tenant, count(*)::int AS n FROM fair_picks fp WHERE fp.id IN (SELECT id FROM fair) GROUP BY fp.tenant
+     ), tenant_spent AS (
+       ${tenantCapsSpendSql(s, 'tenant_taken')}
      )`;
 
 /** Tenants a round's walk visits at least, whatever its size. */
