@@ -15,6 +15,12 @@ import { type RenderedMessage } from '../model/message.js';
  * the hold facts to render from); when anything was rendered, one statement
  * per round stores the new ones (and one more reads any stored first elsewhere).
  */
+/** A tenant's sender overrides (tables/tenants.ts tenantSendersGet). */
+export interface TenantSender {
+  from: string | null;
+  replyTo: string | null;
+}
+
 export type PreparedMessage = { ok: true; message: StoredMessage } | { ok: false; error: TemplateRenderError };
 
 export async function prepareMessages(
@@ -22,7 +28,11 @@ export async function prepareMessages(
   schema: string,
   templates: Templates,
   intents: LeasedIntent[],
-  options: { from: string },
+  options: {
+    from: string;
+    /** Per tenant, a sender and reply-to that override the template's (tenant_policies). */
+    senders?: ReadonlyMap<string, TenantSender>;
+  },
 ): Promise<Map<string, PreparedMessage>> {
   const prepared = new Map<string, PreparedMessage>();
   const rendered: Array<RenderedMessage & { intentId: string }> = [];
@@ -40,7 +50,14 @@ export async function prepareMessages(
         expiredAt: intent.holdExpiredAt,
         from: options.from,
       });
-      rendered.push({ ...message, intentId: intent.id });
+      // A tenant's own sender outranks the template's: stored so, every attempt sends it.
+      const sender = options.senders?.get(intent.tenant);
+      rendered.push({
+        ...message,
+        ...(sender?.from ? { from: sender.from } : {}),
+        ...(sender?.replyTo ? { replyTo: sender.replyTo } : {}),
+        intentId: intent.id,
+      });
     } catch (error) {
       if (!(error instanceof TemplateRenderError)) throw error;
       prepared.set(intent.id, { ok: false, error });

@@ -6,6 +6,7 @@ import type { AttemptResult } from '../tables/outbox.js';
 import type { QuotaUnit } from '../model/accounts.js';
 import { rateLimiterRefund, rateLimiterTake } from '../tables/rate-limiter.js';
 import { suppressionsAdd } from '../tables/suppressions.js';
+import { tenantSendersGet } from '../tables/tenants.js';
 import type { LeasedOnAccount, RequestPermits } from './legs.js';
 import { prepareMessages, templateFailure, type PreparedMessage } from './messages.js';
 import { membersOf, planRequests, type SendRequest } from './requests.js';
@@ -67,11 +68,14 @@ export class RoundPlan {
     }
     const planned: Planned[] = [];
     const messages = new Map<string, PreparedMessage>();
+    // Tenants' own senders, for the messages rendered now (one read, and only when something renders).
+    const unrendered = leased.filter((l) => l.intent.message === null);
+    const senders = unrendered.length > 0 ? await tenantSendersGet(pool, schema, [...new Set(unrendered.map((l) => l.intent.tenant))]) : new Map();
     for (const account of accounts) {
       const mine = leased.filter((l) => l.account === account.name && !suppressed.has(l.intent.id)).map((l) => l.intent);
       if (mine.length === 0) continue;
       // Each account's sender fills in templates that name none.
-      for (const [id, m] of await prepareMessages(pool, schema, templates, mine, { from: account.from })) messages.set(id, m);
+      for (const [id, m] of await prepareMessages(pool, schema, templates, mine, { from: account.from, senders })) messages.set(id, m);
       const sendable = mine.filter((intent) => {
         const prepared = messages.get(intent.id)!;
         if (!prepared.ok) results.push({ ...templateFailure(intent, this.token, prepared.error), account: account.name });

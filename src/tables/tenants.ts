@@ -155,3 +155,18 @@ export const tenantCapsSpendSql = (s: string, taken: string): string =>
 /** SQL condition: tenant `tenant` has no cap (the fair lease's fill takes only from those). */
 export const tenantUncappedSql = (s: string, tenant: string): string =>
   `NOT EXISTS (SELECT 1 FROM ${s}.tenant_policies p WHERE p.tenant = ${tenant} AND p.per_second IS NOT NULL)`;
+
+/** The senders (`from`, `replyTo`) of those of `tenants` whose policy names one. */
+export async function tenantSendersGet(
+  db: Queryable,
+  schema: string,
+  tenants: readonly string[],
+): Promise<Map<string, { from: string | null; replyTo: string | null }>> {
+  if (tenants.length === 0) return new Map();
+  const { rows } = await db.query<{ tenant: string; from_address: string | null; reply_to: string | null }>(
+    `SELECT tenant, from_address, reply_to FROM ${ident(schema)}.tenant_policies
+      WHERE tenant = ANY ($1::text[]) AND (from_address IS NOT NULL OR reply_to IS NOT NULL)`,
+    [tenants],
+  );
+  return new Map(rows.map((r) => [r.tenant, { from: r.from_address, replyTo: r.reply_to }]));
+}

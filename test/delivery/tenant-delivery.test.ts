@@ -64,4 +64,22 @@ describe('two tenants on one account', () => {
     );
     expect(after[0]!.n).toBeGreaterThanOrEqual(20);
   }, 30_000);
+
+  it("a tenant's policy from and replyTo replace the template's sender on its emails only", async () => {
+    const s = ident(db.schema);
+    await rateLimiterSet(db.pool, db.schema, { perSecond: 1000, burst: 1000 });
+    await db.pool.query(`UPDATE ${s}.email_outbox SET state = 'dead', finished_at = now(), lease_token = NULL, lease_expires_at = NULL WHERE state = 'pending'`);
+    await db.pool.query(
+      `INSERT INTO ${s}.tenant_policies (tenant, from_address, reply_to) VALUES ('acme', 'Acme Support <help@acme.example>', 'desk@acme.example')`,
+    );
+    await intents('acme', 2, 0);
+    await intents('globex', 2, 0);
+    const gateway = new ScriptedGateway();
+    const run = await new DeliveryWorker({ pool: db.pool, schema: db.schema, gateway, from: 'Shop <shop@example.com>' }).runOnce();
+    expect(run.outcomes).toEqual({ accepted: 4 });
+    const byTenant = new Map(gateway.calls.map((c) => [c.message.intentId.includes('acme') ? 'acme' : 'globex', c.message]));
+    expect(byTenant.get('acme')).toMatchObject({ from: 'Acme Support <help@acme.example>', replyTo: 'desk@acme.example' });
+    expect(byTenant.get('globex')!.from).toBe('Shop <shop@example.com>');
+    expect(byTenant.get('globex')!.replyTo).toBeUndefined();
+  });
 });

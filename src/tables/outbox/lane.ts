@@ -79,6 +79,8 @@ export interface LeasedIntent {
   batchPosition: number | null;
   /** A batch carrying it was refused without naming the email at fault: it goes alone. */
   sendAlone: boolean;
+  /** Whose hold it is ('' : the empty tenant). */
+  tenant: string;
 }
 
 /** An intent this lease may take: due, under no live lease, in no open batch, and routed to this account ($10-$13). */
@@ -279,7 +281,7 @@ export async function intentsLease(
         WHERE o.id = next.id AND o.id = ANY (ARRAY(SELECT next.id FROM next))
         RETURNING o.id, o.reservation_id, o.recipient, o.template, o.attempts, o.failed_attempts, o.replays,
                   o.lease_expires_at, next.old_token IS NOT NULL AS lease_was_expired,
-                  o.outcome_unknown_seen AS previous_outcome_unknown, o.pinned_account, o.moved_unsettled, o.batch_id, o.send_alone,
+                  o.outcome_unknown_seen AS previous_outcome_unknown, o.pinned_account, o.moved_unsettled, o.batch_id, o.send_alone, o.tenant,
                   ${suppressionKeyInSql('o.recipient')} AS su_key
      ), closed AS (
        ${attemptsCloseExpired(s, 'ARRAY(SELECT next.id FROM next)', '(SELECT clock.now FROM clock)')}
@@ -341,6 +343,7 @@ export async function intentsLease(
     batchId: (row['batch_id'] as string | null) ?? null,
     batchPosition: (row['batch_position'] as number | null) ?? null,
     sendAlone: row['send_alone'] as boolean,
+    tenant: row['tenant'] as string,
   }));
 }
 
