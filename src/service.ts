@@ -143,7 +143,9 @@ export function deliveryWorkerFor(
         })),
       }
     : { gateway: gateways };
+  const failover = Array.isArray(gateways) ? accountsFromConfig(config).failover.filter((n) => gateways.some((g) => g.account.name === n)) : undefined;
   return new DeliveryWorker({
+    ...(failover && failover.length > 0 ? { failover } : {}),
     pool: base.pool,
     schema: base.schema,
     ...routes,

@@ -90,6 +90,8 @@ const STALE_BATCHES_EVERY_MS = 10_000;
 export class AccountLegs {
   private readonly byName: ReadonlyMap<string, LegAccount>;
   private readonly failover: string[];
+  /** Accounts outside failover: they send only for tenants routed to them. */
+  private readonly routedOnly: string[];
   private readonly quiet = new Map<string, number>();
   private readonly staleCheckedAt = new Map<string, number>();
 
@@ -97,8 +99,10 @@ export class AccountLegs {
     private readonly options: {
       pool: pg.Pool;
       schema: string;
-      /** In failover order. */
+      /** Every account: those of `failover` and those only routed tenants use. */
       accounts: readonly LegAccount[];
+      /** The accounts intents try, in order. */
+      failover: readonly string[];
       failoverAfterMs: number;
       leaseMs: number;
       clock: Clock;
@@ -107,7 +111,8 @@ export class AccountLegs {
     },
   ) {
     this.byName = new Map(options.accounts.map((a) => [a.name, a]));
-    this.failover = options.accounts.map((a) => a.name);
+    this.failover = [...options.failover];
+    this.routedOnly = options.accounts.map((a) => a.name).filter((n) => !this.failover.includes(n));
   }
 
   async lease(slots: number, token: string, owner: number | undefined): Promise<LegsLease> {
@@ -226,7 +231,8 @@ export class AccountLegs {
 
   /** The round's legs, in failover order. */
   private async plan(): Promise<Array<{ account: string; route?: { from: string[]; known: string[]; first: string } }>> {
-    if (this.failover.length === 1) return [{ account: this.failover[0]! }];
+    const known = [...this.failover, ...this.routedOnly];
+    if (known.length === 1) return [{ account: this.failover[0]! }];
     const { pool, schema, clock, failoverAfterMs } = this.options;
     const states = await rateLimiterGetMany(pool, schema, this.failover, clock.now());
     const conditions = new Map(
@@ -237,9 +243,14 @@ export class AccountLegs {
         return [name, { paused: state.pause.paused || spent, coolingForMs: state.coolingForMs }];
       }),
     );
-    return legsFor(this.failover, conditions, failoverAfterMs).map((leg) => ({
-      account: leg.account,
-      route: { from: leg.from, known: this.failover, first: this.failover[0]! },
-    }));
+    // An account outside failover takes only its routed tenants' email (from: none).
+    const routed = this.routedOnly.map((account) => ({ account, route: { from: [] as string[], known, first: this.failover[0]! } }));
+    return [
+      ...legsFor(this.failover, conditions, failoverAfterMs).map((leg) => ({
+        account: leg.account,
+        route: { from: leg.from, known, first: this.failover[0]! },
+      })),
+      ...routed,
+    ];
   }
 }

@@ -48,8 +48,14 @@ export interface DeliveryWorkerOptions {
   schema?: string;
   /** The one provider, as an account named `default` (the single-provider setup); or give `accounts`. */
   gateway?: EmailGateway;
-  /** The provider accounts, in failover order (the order an intent tries them in). */
+  /** The provider accounts, in failover order (the order an intent tries them in); see `failover`. */
   accounts?: DeliveryAccount[];
+  /**
+   * The accounts intents try, in order (default: every account, in the
+   * order given). An account not named here sends only the email of tenants
+   * routed to it (tenant_policies.account).
+   */
+  failover?: string[];
   /** An account cooling down (429) longer than this sends its intents on to the next (default DEFAULTS.failoverAfterS). */
   failoverAfterMs?: number;
   /** Sender for templates that name none. Default DEFAULTS.emailFrom, an example address: a warning is logged until you set one. */
@@ -167,7 +173,10 @@ export class DeliveryWorker extends LoopWorker<DeliveryEvents> {
     this.accounts = accounts.map((a) => ({ ...a, from: a.from ?? from, batch: batchSizeOf(a), unit: a.unit ?? 'requests' }));
     this.byName = new Map(this.accounts.map((a) => [a.name, a]));
     if (this.byName.size !== this.accounts.length) throw new ValidationError('accounts', 'account names must be unique');
-    this.failover = this.accounts.map((a) => a.name);
+    this.failover = options.failover ?? this.accounts.map((a) => a.name);
+    const unknown = this.failover.find((n) => !this.byName.has(n));
+    if (unknown !== undefined) throw new ValidationError('failover', `names ${JSON.stringify(unknown)}, which is not one of the accounts`);
+    if (this.failover.length === 0) throw new ValidationError('failover', 'name at least one account');
     this.templates = options.templates ?? shippedTemplates();
     const concurrency = Math.max(1, options.concurrency ?? DEFAULTS.deliveryConcurrency);
     this.slots = new Slots(concurrency);
@@ -191,6 +200,7 @@ export class DeliveryWorker extends LoopWorker<DeliveryEvents> {
         ...(a.gateway.batchKeyLifetimeMs !== undefined ? { keyLifetimeMs: a.gateway.batchKeyLifetimeMs } : {}),
       })),
       roundEmails: this.batchSize,
+      failover: this.failover,
       failoverAfterMs: options.failoverAfterMs ?? DEFAULTS.failoverAfterS * 1000,
       leaseMs: this.leaseMs,
       clock: this.clock,

@@ -271,7 +271,10 @@ export interface AccountGateway {
  */
 export async function createGateways(config: Config, accounts: Accounts = accountsFromConfig(config)): Promise<AccountGateway[]> {
   const out: AccountGateway[] = [];
-  for (const name of accounts.failover) {
+  // Failover's accounts first, in its order; then the others, which only
+  // tenants routed to them (tenant_policies.account) send through.
+  const names = [...accounts.failover, ...accounts.accounts.map((a) => a.name).filter((n) => !accounts.failover.includes(n))];
+  for (const name of names) {
     const index = accounts.accounts.findIndex((a) => a.name === name);
     const account = accounts.accounts[index]!;
     const settings =

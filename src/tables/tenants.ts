@@ -170,3 +170,7 @@ export async function tenantSendersGet(
   );
   return new Map(rows.map((r) => [r.tenant, { from: r.from_address, replyTo: r.reply_to }]));
 }
+
+/** SQL expression: the account tenant `tenant` is routed to, when it is one of `known` (a text[] expression); else NULL. */
+export const tenantAccountSql = (s: string, tenant: string, known: string): string =>
+  `(SELECT p.account FROM ${s}.tenant_policies p WHERE p.tenant = ${tenant} AND p.account = ANY (${known}))`;

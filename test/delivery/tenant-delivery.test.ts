@@ -17,17 +17,19 @@ beforeAll(async () => {
 });
 afterAll(() => db.close());
 
+let seq = 0;
 async function intents(tenant: string, count: number, dueInS: number): Promise<void> {
   const s = ident(db.schema);
+  const prefix = `${tenant}-${++seq}`;
   await db.pool.query(
     `WITH h AS (
        INSERT INTO ${s}.support_reservations (id, customer_email, expires_at, status, expired_at, request_hash, tenant)
-       SELECT $1 || '-' || i, 'c@example.com', clock_timestamp() + make_interval(secs => $2), 'expired',
+       SELECT $4 || '-' || i, 'c@example.com', clock_timestamp() + make_interval(secs => $2), 'expired',
               clock_timestamp() + make_interval(secs => $2), 'x', $1
          FROM generate_series(1, $3) i RETURNING id, expires_at)
      INSERT INTO ${s}.email_outbox (id, reservation_id, recipient, template, state, available_at, created_at, tenant)
      SELECT 'reservation-expired:' || h.id, h.id, 'c@example.com', 'reservation-expired', 'pending', h.expires_at, h.expires_at, $1 FROM h`,
-    [tenant, dueInS, count],
+    [tenant, dueInS, count, prefix],
   );
 }
 
@@ -81,5 +83,56 @@ describe('two tenants on one account', () => {
     expect(byTenant.get('acme')).toMatchObject({ from: 'Acme Support <help@acme.example>', replyTo: 'desk@acme.example' });
     expect(byTenant.get('globex')!.from).toBe('Shop <shop@example.com>');
     expect(byTenant.get('globex')!.replyTo).toBeUndefined();
+  });
+
+  it('a tenant routed to an account sends only through it, in failover or not, and does not fail over when it pauses', async () => {
+    const s = ident(db.schema);
+    await db.pool.query(`UPDATE ${s}.email_outbox SET state = 'dead', finished_at = now(), lease_token = NULL, lease_expires_at = NULL WHERE state = 'pending'`);
+    await db.pool.query(`INSERT INTO ${s}.tenant_policies (tenant, account) VALUES ('own', 'byo'), ('second', 'backup')`);
+    await intents('own', 3, 0);
+    await intents('second', 3, 0);
+    await intents('plain', 3, 0);
+    const gateways = { primary: new ScriptedGateway(), backup: new ScriptedGateway(), byo: new ScriptedGateway() };
+    const worker = () =>
+      new DeliveryWorker({
+        pool: db.pool,
+        schema: db.schema,
+        accounts: Object.entries(gateways).map(([name, gateway]) => ({ name, gateway })),
+        failover: ['primary', 'backup'],
+        initialRate: { perSecond: 1000, burst: 1000 },
+      });
+    const w = worker();
+    for (let i = 0; i < 5; i++) await w.runOnce();
+    const tenantsOf = (g: ScriptedGateway) => [...new Set(g.calls.map((c) => c.message.intentId.split(':')[1]!.split('-')[0]))].sort();
+    expect(tenantsOf(gateways.primary)).toEqual(['plain']);
+    expect(tenantsOf(gateways.backup)).toEqual(['second']);
+    expect(tenantsOf(gateways.byo)).toEqual(['own']);
+    const { rows } = await db.pool.query<{ tenant: string; sent_account: string }>(
+      `SELECT DISTINCT tenant, sent_account FROM ${s}.email_outbox WHERE tenant IN ('own', 'second', 'plain') ORDER BY 1`,
+    );
+    expect(rows).toEqual([
+      { tenant: 'own', sent_account: 'byo' },
+      { tenant: 'plain', sent_account: 'primary' },
+      { tenant: 'second', sent_account: 'backup' },
+    ]);
+
+    // Its own account pauses (a bad key): the tenant's email waits for it, it does not go through the others.
+    const paused = new ScriptedGateway({ kind: 'paused', reason: 'invalid key' });
+    await intents('own', 2, 0);
+    const w2 = new DeliveryWorker({
+      pool: db.pool,
+      schema: db.schema,
+      accounts: [
+        { name: 'primary', gateway: gateways.primary },
+        { name: 'backup', gateway: gateways.backup },
+        { name: 'byo', gateway: paused },
+      ],
+      failover: ['primary', 'backup'],
+    });
+    const before = gateways.primary.calls.length + gateways.backup.calls.length;
+    for (let i = 0; i < 4; i++) await w2.runOnce();
+    expect(gateways.primary.calls.length + gateways.backup.calls.length).toBe(before);
+    const { rows: waiting } = await db.pool.query(`SELECT count(*)::int AS n FROM ${s}.email_outbox WHERE tenant = 'own' AND state = 'pending'`);
+    expect(waiting[0].n).toBe(2);
   });
 });

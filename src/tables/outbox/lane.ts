@@ -7,7 +7,7 @@ import { presenceLiveOwnersSql } from '../../db/presence.js';
 import { MESSAGE_LEASE_COLUMNS, messageFromLeaseRow, messagesJoinForLease, type StoredMessage } from '../messages.js';
 import { rateLimiterRefundInLease } from '../rate-limiter.js';
 import { batchesCloseSql, batchesDueSql, batchPositionSql } from '../batches.js';
-import { tenantCapsSpendSql, tenantCapsSql, tenantUncappedSql, tenantWeightSql } from '../tenants.js';
+import { tenantAccountSql, tenantCapsSpendSql, tenantCapsSql, tenantUncappedSql, tenantWeightSql } from '../tenants.js';
 import { DEFAULT_ACCOUNT } from '../../model/accounts.js';
 import { SUPPRESSION_LEASE_COLUMNS, suppressionFromLeaseRow, suppressionKeyInSql, suppressionsJoinForLease } from '../suppressions.js';
 
@@ -84,17 +84,19 @@ export interface LeasedIntent {
 }
 
 /** An intent this lease may take: due, under no live lease, in no open batch, and routed to this account ($10-$13). */
-const leasable = (o: string): string => `${o}.state = 'pending' AND ${o}.available_at <= clock.now
+const leasable = (s: string, o: string): string => `${o}.state = 'pending' AND ${o}.available_at <= clock.now
           AND (${o}.lease_expires_at IS NULL OR ${o}.lease_expires_at <= clock.now)
           -- A member of an open batch is leased only with its batch.
           AND ${o}.batch_id IS NULL
-          AND ($11::text[] IS NULL OR (
+          AND ($11::text[] IS NULL OR CASE
+            -- A tenant routed to a configured account sends only through it.
+            WHEN ${tenantAccountSql(s, `${o}.tenant`, '$12::text[]')} IS NOT NULL THEN ${tenantAccountSql(s, `${o}.tenant`, '$12::text[]')} = $10
             -- Routed to this account ...
-            (CASE WHEN ${o}.account = ANY ($12::text[]) THEN ${o}.account ELSE $13 END) = ANY ($11::text[])
+            ELSE (CASE WHEN ${o}.account = ANY ($12::text[]) THEN ${o}.account ELSE $13 END) = ANY ($11::text[])
             -- ... and not held by another account that may have it already:
             -- an unknown outcome there, or a lease there that never reported.
             AND (${o}.pinned_account IS NULL OR ${o}.pinned_account = $10 OR NOT (${o}.pinned_account = ANY ($12::text[])))
-            AND (${o}.lease_token IS NULL OR ${o}.account IS NULL OR ${o}.account = $10 OR NOT (${o}.account = ANY ($12::text[])))))`;
+            AND (${o}.lease_token IS NULL OR ${o}.account IS NULL OR ${o}.account = $10 OR NOT (${o}.account = ANY ($12::text[]))) END)`;
 
 /**
  * The fair lease's choice of `limit` ($1) intents, shared among the tenants
@@ -146,7 +148,7 @@ const fairNextSql = (s: string): string => `tenant_walk (tenant, steps, wrapped)
          FROM tenants t CROSS JOIN LATERAL (
            SELECT o.id, o.lease_token AS old_token, o.available_at, o.tenant, t.weight
              FROM ${s}.email_outbox o, clock
-            WHERE o.tenant = t.tenant AND ${leasable('o')}
+            WHERE o.tenant = t.tenant AND ${leasable(s, 'o')}
             ORDER BY o.available_at
             -- A capped tenant takes no more than its own bucket allows.
             LIMIT least((SELECT per_weight FROM share) * t.weight,
@@ -159,7 +161,7 @@ const fairNextSql = (s: string): string => `tenant_walk (tenant, steps, wrapped)
      ), fill AS (
        SELECT o.id, o.lease_token AS old_token
          FROM ${s}.email_outbox o, clock
-        WHERE ${leasable('o')}
+        WHERE ${leasable(s, 'o')}
           -- Rows this statement locked already are not skipped by SKIP LOCKED: left out here.
           AND NOT (o.id = ANY (ARRAY(SELECT id FROM fair_picks)))
           -- A capped tenant's intents come only through its share, within its bucket.
