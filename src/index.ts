@@ -75,7 +75,7 @@ export { RETENTION_TABLES, type RetentionTables, type StoryChildTable, type Stan
 export { DEFAULT_RETENTION, type RetentionPolicy } from './model/retention-policy.js';
 export { Pruner, type PrunerOptions, type PruneRound, type PruneRun } from './retention/prune.js';
 export { PruneWorker } from './retention/prune-worker.js';
-export { eraseAddress, type EraseOptions } from './retention/erase.js';
+export { eraseAddress, eraseTenant, type EraseOptions, type TenantEraseOptions, type TenantErasure } from './retention/erase.js';
 export type { AddressErasure } from './retention/address-erasure.js';
 export type { RetentionPreview } from './retention/preview.js';
 export type { EmailGateway, EmailMessage, SendContext, SendResult } from './providers/gateway.js';

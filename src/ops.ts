@@ -1,4 +1,5 @@
 import { IntentStateError, NotFoundError, ValidationError } from './errors.js';
+import { validatePauseReason } from './model/delivery-policy.js';
 import { PAUSED_BY_OPERATOR, validatePolicy, type RateLimitPolicy } from './model/delivery-policy.js';
 import type { Intent } from './model/intent-states.js';
 import { silentLogger, type Logger } from './observability/logger.js';
@@ -21,7 +22,18 @@ import {
 import { DEFAULT_ACCOUNT, type AccountProvider, type Accounts, type QuotaUnit } from './model/accounts.js';
 import { validateTenant } from './model/hold-input.js';
 import { validateTenantPolicy, type TenantPolicy } from './model/tenant-policy.js';
-import { tenantPoliciesGet, tenantPoliciesList, tenantPolicyDelete, tenantPolicyPut, type TenantPolicyPage } from './tables/tenants.js';
+import {
+  tenantPause,
+  tenantPoliciesGet,
+  tenantPoliciesList,
+  tenantPolicyDelete,
+  tenantPolicyPut,
+  tenantResume,
+  tenantsBacklog,
+  type TenantBacklog,
+  type TenantPause,
+  type TenantPolicyPage,
+} from './tables/tenants.js';
 
 /**
  * What an operator does to a running fleet: pause, resume, replay, change
@@ -267,6 +279,33 @@ export class Operations {
     this.logger.info({ event: 'tenant.policy_deleted', tenant: name, by: PAUSED_BY_OPERATOR }, 'tenant policy deleted');
     return removed;
   }
+  /**
+   * Pause one tenant: no round leases its intents (they stay pending) until
+   * it is resumed; every other tenant goes on. `reason` as for the fleet's pause.
+   */
+  async pauseTenant(tenant: string, reason: string = DEFAULT_PAUSE_REASON): Promise<TenantPause> {
+    const name = validateTenant(tenant);
+    const why = validatePauseReason(reason);
+    const pause = await tenantPause(this.pool, this.schema, name, why);
+    this.logger.warn({ event: 'tenant.paused', tenant: name, reason: pause.reason, by: PAUSED_BY_OPERATOR }, 'tenant paused');
+    return pause;
+  }
+
+  /** Resume one tenant; NotFoundError when it was not paused. */
+  async resumeTenant(tenant: string): Promise<TenantPause> {
+    const name = validateTenant(tenant);
+    const resumed = await tenantResume(this.pool, this.schema, name);
+    if (!resumed) throw new NotFoundError('tenant pause', name);
+    this.logger.info({ event: 'tenant.resumed', tenant: name, by: PAUSED_BY_OPERATOR }, 'tenant resumed');
+    return resumed;
+  }
+
+  /** The `limit` tenants with the largest backlogs (1-1000). */
+  async tenantsBacklog(limit = 20): Promise<TenantBacklog[]> {
+    if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw new ValidationError('limit', 'must be a whole number from 1 to 1000');
+    return tenantsBacklog(this.pool, this.schema, limit);
+  }
+
 
   /**
    * An account's limiter policy and state (default: the first account in

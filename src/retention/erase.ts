@@ -5,6 +5,11 @@ import { silentLogger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import { RETENTION_TABLES, validateErasureAddress, validateTables, type RetentionTables } from './policy.js';
 import { addressErase, type AddressErasure } from './address-erasure.js';
+import { tenantEraseBatch, tenantHeldHolds } from './tenant-erasure.js';
+import { validateTenant } from '../model/hold-input.js';
+import { DEFAULT_RETENTION, MAX_PRUNE_BATCH } from '../model/retention-policy.js';
+import { ValidationError } from '../errors.js';
+import type { TableCounts } from './sql.js';
 
 export interface EraseOptions {
   schema?: string;
@@ -42,4 +47,83 @@ export async function eraseAddress(pool: pg.Pool, email: unknown, options: Erase
     'address erased on request',
   );
   return result;
+}
+
+export interface TenantErasure {
+  /** Rows changed (or, for tables erased by deletion, deleted) per table, summed over the batches. */
+  counts: TableCounts;
+  /** Stories erased (holds whose personal data went). */
+  stories: number;
+  /** Transactions it took. */
+  batches: number;
+  /** Pending intents of the tenant, rejected so nothing more is sent. */
+  rejectedPending: number;
+  /** Of those, how many were leased: a send may have been in flight and may still arrive. */
+  inFlight: number;
+  /** The tenant's held holds, left untouched (live reservations), and the first 100 of their ids. */
+  heldHolds: number;
+  heldHoldIds: string[];
+}
+
+export interface TenantEraseOptions extends EraseOptions {
+  /** Stories per transaction (default LEASEHOLD_PRUNE_BATCH's default, 1,000). */
+  batchSize?: number;
+}
+
+/**
+ * A customer (tenant) leaving: erase the personal data of every story of
+ * `tenant`, whatever its age, in batches of `batchSize` stories, one short
+ * transaction each, so a large tenant holds no long transaction. Each story
+ * is erased as the prune pass erases one; a pending intent is rejected as
+ * by `eraseAddress`; held holds are reported, not changed. The tenant's
+ * policy row (tenant_policies) is configuration and stays. Idempotent: a
+ * second run reports zeros. A failure (lock_timeout) leaves the batches
+ * already committed erased; run it again to finish. Logs one
+ * `retention.tenant_erasure` event with the counts.
+ */
+export async function eraseTenant(pool: pg.Pool, tenant: unknown, options: TenantEraseOptions = {}): Promise<TenantErasure> {
+  const name = validateTenant(tenant);
+  const limit = options.batchSize ?? DEFAULT_RETENTION.batchSize;
+  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PRUNE_BATCH) {
+    throw new ValidationError('batchSize', `must be a whole number from 1 to ${MAX_PRUNE_BATCH}`);
+  }
+  const tables = options.tables ?? RETENTION_TABLES;
+  validateTables(tables);
+  const schema = options.schema ?? 'leasehold';
+  const report: TenantErasure = { counts: {}, stories: 0, batches: 0, rejectedPending: 0, inFlight: 0, heldHolds: 0, heldHoldIds: [] };
+  let cursor: Date | null = null;
+  for (;;) {
+    const batch = await withTransaction(pool, async (client) => {
+      await client.query(`SELECT set_config('lock_timeout', $1, true)`, [`${options.lockTimeoutMs ?? 5000}ms`]);
+      return tenantEraseBatch(client, schema, name, { now: options.now ?? null, limit, cursor, tables });
+    });
+    report.batches += 1;
+    report.stories += batch.stories;
+    report.rejectedPending += batch.rejectedPending;
+    report.inFlight += batch.inFlight;
+    for (const [table, count] of Object.entries(batch.counts)) {
+      report.counts[table] = (report.counts[table] ?? 0) + count;
+      if (count > 0) options.metrics?.retentionErased.inc({ table }, count);
+    }
+    // LIMIT sits above the row locks, so a short batch means none are left.
+    if (batch.stories < limit) break;
+    cursor = batch.cursor;
+  }
+  const held = await tenantHeldHolds(pool, schema, name);
+  report.heldHolds = held.count;
+  report.heldHoldIds = held.ids;
+  (options.logger ?? silentLogger).info(
+    {
+      event: 'retention.tenant_erasure',
+      tenant: name,
+      counts: report.counts,
+      stories: report.stories,
+      batches: report.batches,
+      rejectedPending: report.rejectedPending,
+      inFlight: report.inFlight,
+      heldHolds: report.heldHolds,
+    },
+    "tenant's personal data erased on request",
+  );
+  return report;
 }

@@ -11,7 +11,7 @@ import { pauseBody, policyBody } from './routes/delivery.js';
 import { erasureBody, pruneBody } from './routes/retention.js';
 import { sendRateQuery } from './routes/send-rate.js';
 import { suppressionAddBody, suppressionsListQuery } from './routes/suppressions.js';
-import { tenantPoliciesListQuery } from './routes/tenants.js';
+import { tenantPauseBody, tenantPoliciesListQuery } from './routes/tenants.js';
 import { tenantSchema } from '../model/hold-input.js';
 import { tenantPolicySchema } from '../model/tenant-policy.js';
 
@@ -121,6 +121,17 @@ const TenantPolicyShape = z.looseObject({
   createdAt: timestamp,
   updatedAt: timestamp,
 });
+
+const TenantBacklogShape = z.object({
+  tenant: z.string(),
+  backlog: z.number().int().describe('pending intents'),
+  oldestAgeSeconds: z.number().describe('age of its oldest pending intent'),
+  sentLastMinute: z.number().int(),
+  paused: z.boolean(),
+  pauseReason: z.string().nullable(),
+});
+
+const TenantPauseShape = z.object({ tenant: z.string(), paused: z.boolean(), reason: z.string().nullable(), pausedAt: nullableTimestamp });
 
 // The /v1 create-hold body over HTTP: expiresAt is a string (the library also takes a Date).
 const createHoldBody = createHoldSchema().extend({
@@ -338,7 +349,7 @@ function v1Operations(): Record<string, Record<string, Operation>> {
     },
     '/v1/erasures': {
       post: {
-        summary: "erase one address's personal data everywhere retention reaches",
+        summary: "erase one address's personal data everywhere retention reaches (`{email}`), or every story of one tenant (`{tenant}`)",
         tags: ['retention'],
         requestBody: body(erasureBody),
         responses: { '200': json(AnyObject, 'what was erased, per table'), ...bad, '409': errorRef('locked: rows are busy, try again') },
@@ -368,15 +379,22 @@ function v1Operations(): Record<string, Record<string, Operation>> {
     },
     '/v1/tenants': {
       get: {
-        summary: 'every tenant policy, by tenant (the empty tenant first), keyset-paged (pass nextCursor back as cursor)',
+        summary:
+          'every tenant policy, by tenant (the empty tenant first), keyset-paged (pass nextCursor back as cursor); and the `top` tenants with email waiting, largest backlog first',
         tags: ['tenants'],
         parameters: queryParameters(tenantPoliciesListQuery),
-        responses: { '200': json(z.object({ policies: z.array(TenantPolicyShape), nextCursor: z.string().nullable() }), 'a page of policies'), ...bad },
+        responses: {
+          '200': json(
+            z.object({ policies: z.array(TenantPolicyShape), nextCursor: z.string().nullable(), backlog: z.array(TenantBacklogShape) }),
+            'a page of policies, and the largest backlogs',
+          ),
+          ...bad,
+        },
       },
     },
     '/v1/tenants/{tenant}': {
       get: {
-        summary: "a tenant's policy (stored and validated; the delivery lane does not enforce it yet)",
+        summary: "a tenant's policy: its weight, cap, account and sender, as the delivery lane applies them",
         tags: ['tenants'],
         parameters: [tenantName],
         responses: { '200': json(TenantPolicyShape, 'the policy'), ...bad, '404': errorRef('the tenant has no policy') },
@@ -393,6 +411,23 @@ function v1Operations(): Record<string, Record<string, Operation>> {
         tags: ['tenants'],
         parameters: [tenantName],
         responses: { '204': { description: 'removed' }, ...bad, '404': errorRef('the tenant has no policy') },
+      },
+    },
+    '/v1/tenants/{tenant}/pause': {
+      post: {
+        summary: "pause one tenant: its intents stay pending and no round leases them until it is resumed; the others go on",
+        tags: ['tenants'],
+        parameters: [tenantName],
+        requestBody: body(tenantPauseBody, false),
+        responses: { '200': json(TenantPauseShape, 'paused (a pause in force keeps its first reason)'), ...bad },
+      },
+    },
+    '/v1/tenants/{tenant}/resume': {
+      post: {
+        summary: 'resume one tenant',
+        tags: ['tenants'],
+        parameters: [tenantName],
+        responses: { '200': json(TenantPauseShape, 'resumed'), ...bad, '404': errorRef('the tenant was not paused') },
       },
     },
     '/v1/webhooks/resend': { post: webhook('Resend', 'a Svix signature with RESEND_WEBHOOK_SECRET') },

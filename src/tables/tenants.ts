@@ -174,3 +174,91 @@ export async function tenantSendersGet(
 /** SQL expression: the account tenant `tenant` is routed to, when it is one of `known` (a text[] expression); else NULL. */
 export const tenantAccountSql = (s: string, tenant: string, known: string): string =>
   `(SELECT p.account FROM ${s}.tenant_policies p WHERE p.tenant = ${tenant} AND p.account = ANY (${known}))`;
+
+/** SQL condition: tenant `tenant` is not paused (the lease takes nothing of a paused tenant). */
+export const tenantNotPausedSql = (s: string, tenant: string): string =>
+  `NOT EXISTS (SELECT 1 FROM ${s}.tenant_policies p WHERE p.tenant = ${tenant} AND p.paused)`;
+
+export interface TenantPause {
+  tenant: string;
+  paused: boolean;
+  reason: string | null;
+  pausedAt: Date | null;
+}
+
+/** Pause one tenant (a row with only the pause when it had no policy); the first pause's reason and time stay while it lasts. */
+export async function tenantPause(db: Queryable, schema: string, tenant: string, reason: string): Promise<TenantPause> {
+  const { rows } = await db.query<{ tenant: string; paused: boolean; paused_reason: string | null; paused_at: Date | null }>(
+    `INSERT INTO ${ident(schema)}.tenant_policies (tenant, paused, paused_reason, paused_at) VALUES ($1, true, $2, now())
+     ON CONFLICT (tenant) DO UPDATE SET
+       paused_reason = CASE WHEN tenant_policies.paused THEN tenant_policies.paused_reason ELSE excluded.paused_reason END,
+       paused_at = CASE WHEN tenant_policies.paused THEN tenant_policies.paused_at ELSE excluded.paused_at END,
+       paused = true
+     RETURNING tenant, paused, paused_reason, paused_at`,
+    [tenant, reason],
+  );
+  const r = rows[0]!;
+  return { tenant: r.tenant, paused: r.paused, reason: r.paused_reason, pausedAt: r.paused_at };
+}
+
+/** Resume one tenant; undefined when it was not paused. */
+export async function tenantResume(db: Queryable, schema: string, tenant: string): Promise<TenantPause | undefined> {
+  const { rows } = await db.query<{ tenant: string }>(
+    `UPDATE ${ident(schema)}.tenant_policies SET paused = false, paused_reason = NULL, paused_at = NULL
+      WHERE tenant = $1 AND paused RETURNING tenant`,
+    [tenant],
+  );
+  return rows[0] ? { tenant: rows[0].tenant, paused: false, reason: null, pausedAt: null } : undefined;
+}
+
+/** A tenant with email waiting, as operators see it. */
+export interface TenantBacklog {
+  tenant: string;
+  /** Pending intents. */
+  backlog: number;
+  /** Age of its oldest pending intent (s). */
+  oldestAgeSeconds: number;
+  /** Its emails accepted in the last minute. */
+  sentLastMinute: number;
+  paused: boolean;
+  pauseReason: string | null;
+}
+
+/**
+ * The `limit` tenants with the largest backlogs, largest first: one pass
+ * over the pending intents (email_outbox_tenant_due), then each one's
+ * last-minute sends from the recent attempts. For `status` and the
+ * listing, not for every metrics scrape at a million pending.
+ */
+export async function tenantsBacklog(db: Queryable, schema: string, limit: number): Promise<TenantBacklog[]> {
+  const s = ident(schema);
+  const { rows } = await db.query<{
+    tenant: string;
+    backlog: number;
+    oldest_age_s: number;
+    sent: number;
+    paused: boolean | null;
+    paused_reason: string | null;
+  }>(
+    `WITH top AS (
+       SELECT o.tenant, count(*)::int AS backlog, extract(epoch FROM now() - min(o.created_at))::float8 AS oldest_age_s
+         FROM ${s}.email_outbox o WHERE o.state = 'pending'
+        GROUP BY o.tenant ORDER BY count(*) DESC, o.tenant LIMIT $1
+     )
+     SELECT top.*, p.paused, p.paused_reason,
+            -- The recent attempts only (email_attempts_finished), whatever the history.
+            (SELECT count(*)::int FROM ${s}.email_attempts a JOIN ${s}.email_outbox o ON o.id = a.intent_id
+              WHERE a.finished_at > now() - interval '1 minute' AND a.outcome = 'accepted' AND o.tenant = top.tenant) AS sent
+       FROM top LEFT JOIN ${s}.tenant_policies p ON p.tenant = top.tenant
+      ORDER BY top.backlog DESC, top.tenant`,
+    [limit],
+  );
+  return rows.map((r) => ({
+    tenant: r.tenant,
+    backlog: r.backlog,
+    oldestAgeSeconds: Math.max(0, r.oldest_age_s),
+    sentLastMinute: r.sent,
+    paused: r.paused ?? false,
+    pauseReason: r.paused_reason,
+  }));
+}

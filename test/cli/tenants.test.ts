@@ -47,7 +47,7 @@ describe('leasehold tenants', () => {
     expect(res.stdout).toBe('no tenant policies (every tenant shares its account with no cap)\n');
   });
 
-  it('set creates a policy and prints it, with a note that the lane does not enforce it yet; no log line in the output', async () => {
+  it('set creates a policy and prints it; no log line in the output', async () => {
     const res = await cli('tenants', 'set', 'acme', '--per-second', '2.5', '--weight', '3', '--account', 'backup', '--from', 'Acme <no-reply@acme.example>', '--reply-to', 'help@acme.example');
     expect(res.code, res.stderr).toBe(0);
     expect(lines(res.stdout)).toEqual([
@@ -59,7 +59,6 @@ describe('leasehold tenants', () => {
       '  reply-to  help@acme.example',
       expect.stringMatching(/^ {2}created {3}\d{4}-\d\d-\d\dT/),
       expect.stringMatching(/^ {2}updated {3}\d{4}-\d\d-\d\dT/),
-      'note: tenant policies are stored, not yet enforced by the delivery lane',
     ]);
     expect(res.stdout).not.toContain('{');
     expect(await tenantPoliciesGet(db.pool, db.schema, 'acme')).toMatchObject({ perSecond: 2.5, burst: 3, weight: 3, account: 'backup' });

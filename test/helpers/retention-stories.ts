@@ -19,6 +19,8 @@ export interface StorySpec {
   attempts?: Array<{ outcome: string | null; error?: string | null }>;
   lastError?: string | null;
   leased?: boolean;
+  /** The hold's tenant, carried to its intent (default: the empty tenant). */
+  tenant?: string;
 }
 
 const DAY = 86_400;
@@ -30,15 +32,15 @@ export async function writeStory(pool: pg.Pool, schema: string, spec: StorySpec)
   // A held hold falls due in 20 minutes (created endedDaysAgo); a terminal one ended at its deadline.
   await pool.query(
     `INSERT INTO ${s}.support_reservations
-       (id, customer_email, status, expires_at, created_at, confirmed_at, cancelled_at, expired_at, metadata, request_hash)
+       (id, customer_email, status, expires_at, created_at, confirmed_at, cancelled_at, expired_at, metadata, request_hash, tenant)
      VALUES ($1, $2, $3,
              CASE WHEN $3 = 'held' THEN now() + interval '20 minutes' ELSE now() - make_interval(secs => $4) END,
              now() - make_interval(secs => $4 + 1200),
              CASE WHEN $3 = 'confirmed' THEN now() - make_interval(secs => $4) END,
              CASE WHEN $3 = 'cancelled' THEN now() - make_interval(secs => $4) END,
              CASE WHEN $3 = 'expired' THEN now() - make_interval(secs => $4) END,
-             $5::jsonb, md5($2))`,
-    [spec.id, email, spec.status, ended, JSON.stringify(spec.metadata ?? {})],
+             $5::jsonb, md5($2), $6)`,
+    [spec.id, email, spec.status, ended, JSON.stringify(spec.metadata ?? {}), spec.tenant ?? ''],
   );
   if (spec.status !== 'expired') return;
   const state = spec.intent ?? 'sent';
@@ -47,13 +49,13 @@ export async function writeStory(pool: pg.Pool, schema: string, spec: StorySpec)
   const attempts = spec.attempts ?? [{ outcome: state === 'sent' ? 'accepted' : state === 'pending' ? null : state === 'rejected' ? 'rejected' : 'failed' }];
   await pool.query(
     `INSERT INTO ${s}.email_outbox (id, reservation_id, recipient, template, state, attempts, available_at, created_at,
-                                   sent_at, finished_at, receipt, last_error, lease_token, lease_expires_at)
+                                   sent_at, finished_at, receipt, last_error, lease_token, lease_expires_at, tenant)
      VALUES ($1, $2, $3, 'reservation-expired', $4, $6, now(), now() - make_interval(secs => $5 + 1),
              CASE WHEN $4 = 'sent' THEN now() - make_interval(secs => $5) END,
              CASE WHEN $4 <> 'pending' THEN now() - make_interval(secs => $5) END,
              CASE WHEN $4 = 'sent' THEN 'receipt-' || $2 END, $7,
-             CASE WHEN $8 THEN gen_random_uuid() END, CASE WHEN $8 THEN now() + interval '30 seconds' END)`,
-    [intentId, spec.id, email, state, finished, attempts.length, spec.lastError ?? null, spec.leased ?? false],
+             CASE WHEN $8 THEN gen_random_uuid() END, CASE WHEN $8 THEN now() + interval '30 seconds' END, $9)`,
+    [intentId, spec.id, email, state, finished, attempts.length, spec.lastError ?? null, spec.leased ?? false, spec.tenant ?? ''],
   );
   for (const [i, a] of attempts.entries()) {
     await pool.query(

@@ -69,7 +69,7 @@ describe('GET /v1/openapi.json', () => {
     expect(responses('/v1/intents/{id}', 'get')).toContain('tenant');
     expect(JSON.stringify(document.paths['/v1/delivery/pause']!.post)).toContain('forSeconds');
     // Tenant policies: the body from tenantPolicySchema (unknown fields refused), the path's tenant by the tenant rule.
-    expect(document.paths['/v1/tenants']!.get!.parameters!.map((p) => p.name)).toEqual(['limit', 'cursor']);
+    expect(document.paths['/v1/tenants']!.get!.parameters!.map((p) => p.name)).toEqual(['limit', 'cursor', 'top']);
     const policyPut = document.paths['/v1/tenants/{tenant}']!.put as unknown as {
       parameters: Array<{ name: string; schema: { pattern?: string } }>;
       requestBody: { content: { 'application/json': { schema: { properties: Record<string, unknown>; additionalProperties?: boolean } } } };

@@ -177,3 +177,40 @@ describe('GET /v1/tenants', () => {
     }
   });
 });
+
+describe('pausing one tenant and the largest backlogs', () => {
+  it('POST /v1/tenants/:tenant/pause stops its leases only; resume lets them go; GET /v1/tenants lists the backlogs', async () => {
+    const { pool, schema } = h.db;
+    const s = `"${schema}"`;
+    for (const [tenant, n] of [['big', 5], ['small', 2]] as const) {
+      await pool.query(
+        `WITH r AS (INSERT INTO ${s}.support_reservations (id, customer_email, expires_at, status, expired_at, request_hash, tenant)
+                    SELECT $1 || '-' || i, 'c@example.com', now(), 'expired', now(), 'x', $1 FROM generate_series(1, $2) i RETURNING id, expires_at)
+         INSERT INTO ${s}.email_outbox (id, reservation_id, recipient, template, state, available_at, created_at, tenant)
+         SELECT 'reservation-expired:' || r.id, r.id, 'c@example.com', 'reservation-expired', 'pending', r.expires_at, r.expires_at, $1 FROM r`,
+        [tenant, n],
+      );
+    }
+    const paused = await h.call('POST', '/v1/tenants/big/pause', { reason: 'customer asked us to hold' });
+    expect(paused.statusCode, paused.body).toBe(200);
+    expect(paused.json()).toMatchObject({ tenant: 'big', paused: true, reason: 'customer asked us to hold' });
+
+    const { intentsLease } = await import('../../src/tables/outbox.js');
+    const lease = () => intentsLease(pool, schema, { limit: 50, leaseMs: 30_000, token: crypto.randomUUID(), provider: 'x', now: null });
+    expect((await lease()).map((i) => i.tenant)).toEqual(['small', 'small']);
+
+    const listed = await h.call('GET', '/v1/tenants?top=5');
+    expect(listed.statusCode, listed.body).toBe(200);
+    const backlog = (listed.json() as { backlog: Array<Record<string, unknown>> }).backlog;
+    expect(backlog[0]).toMatchObject({ tenant: 'big', backlog: 5, paused: true, pauseReason: 'customer asked us to hold' });
+    expect(backlog[1]).toMatchObject({ tenant: 'small', backlog: 2, paused: false });
+
+    expect((await h.call('POST', '/v1/tenants/big/resume')).statusCode).toBe(200);
+    expect((await lease()).map((i) => i.tenant)).toEqual(Array(5).fill('big'));
+    const again = await h.call('POST', '/v1/tenants/big/resume');
+    expect(again.statusCode).toBe(404);
+    const bad = await h.call('GET', '/v1/tenants?top=0');
+    expect(bad.statusCode).toBe(400);
+    expect(bad.body).toContain('top');
+  });
+});

@@ -1,6 +1,7 @@
 import { InvalidArgumentError, type Command } from 'commander';
 import type { ValidationError } from '../../errors.js';
-import { eraseAddress } from '../../retention/erase.js';
+import { eraseAddress, eraseTenant, type TenantErasure } from '../../retention/erase.js';
+import { validateTenant } from '../../model/hold-input.js';
 import { storyTables, validateErasureAddress } from '../../retention/policy.js';
 import { checkEraseWithinRetention, describePolicy, MAX_PRUNE_BATCH, parseErasePiiAfterDays, parseRetentionDays, type RetentionPolicy } from '../../model/retention-policy.js';
 import { Pruner } from '../../retention/prune.js';
@@ -26,6 +27,7 @@ const retentionDaysArg = (value: string): DaysFlag => usage(() => parseRetention
 const eraseDaysArg = (value: string): DaysFlag => usage(() => parseErasePiiAfterDays(value)) ?? 'off';
 const days = (flag: DaysFlag) => (flag === 'off' ? null : flag);
 const emailArg = (value: string) => usage(() => validateErasureAddress(value));
+const tenantArg = (value: string) => usage(() => validateTenant(value));
 function batchArg(value: string): number {
   const n = Number(value);
   if (value.trim() === '' || !Number.isInteger(n) || n < 1 || n > MAX_PRUNE_BATCH) {
@@ -93,14 +95,32 @@ export function registerRetention(program: Command, context: ContextFactory): vo
 
   program
     .command('erase')
-    .description("a person's deletion request: erase an address everywhere it is stored and report what changed")
-    .requiredOption('--email <address>', 'the address to erase (trimmed, compared case-insensitively)', emailArg)
+    .description("a deletion request: erase an address everywhere it is stored (--email), or every story of a tenant (--tenant), and report what changed")
+    .option('--email <address>', 'the address to erase (trimmed, compared case-insensitively)', emailArg)
+    .option('--tenant <tenant>', "a tenant leaving: erase the personal data of every one of its stories, whatever their age ('' for the empty tenant; its policy stays)", tenantArg)
     .option('--json', 'print the report as JSON')
-    .action(async (flags: { email: string; json?: boolean }) => {
+    .action(async (flags: { email?: string; tenant?: string; json?: boolean }) => {
       const ctx = context();
+      if (flags.email !== undefined && flags.tenant !== undefined) {
+        throw new CliExit(EXIT_USAGE, 'leasehold: erase: --tenant cannot be used with --email; give one of them');
+      }
+      if (flags.email === undefined && flags.tenant === undefined) {
+        throw new CliExit(EXIT_USAGE, 'leasehold: erase: give --email <address> or --tenant <tenant>');
+      }
       const db = await ctx.database({ poolSize: 2, migrations: 'require' });
+      if (flags.tenant !== undefined) {
+        try {
+          const report = await eraseTenant(db.pool, flags.tenant, { schema: db.schema, logger: ctx.logger, batchSize: ctx.config.retention.batchSize });
+          if (flags.json) return ctx.out(JSON.stringify(report, null, 2));
+          for (const line of tenantLines(flags.tenant, report)) ctx.out(line);
+        } finally {
+          await db.close();
+        }
+        return;
+      }
+      const email = flags.email!;
       try {
-        const report = await eraseAddress(db.pool, flags.email, { schema: db.schema, logger: ctx.logger });
+        const report = await eraseAddress(db.pool, email, { schema: db.schema, logger: ctx.logger });
         if (flags.json) return ctx.out(JSON.stringify(report, null, 2));
         const changed = Object.values(report.counts).reduce((a, b) => a + b, 0);
         ctx.out(changed === 0 ? 'nothing stored for this address was left to erase' : 'erased:');
@@ -119,4 +139,26 @@ export function registerRetention(program: Command, context: ContextFactory): vo
         await db.close();
       }
     });
+}
+
+/** The tenant erasure report in words: counts only, never an address. */
+function tenantLines(tenant: string, report: TenantErasure): string[] {
+  const name = tenant === '' ? "the empty tenant ''" : `tenant ${tenant}`;
+  const lines = [
+    report.stories === 0
+      ? `nothing stored for ${name} was left to erase`
+      : `erased ${report.stories} stories of ${name} in ${report.batches} batch(es):`,
+  ];
+  if (report.stories > 0) lines.push(...tableLines([['rows changed', report.counts]]));
+  if (report.rejectedPending > 0) lines.push(`${report.rejectedPending} pending email(s) rejected ("erased on request"): they will not be sent`);
+  if (report.inFlight > 0) lines.push(`${report.inFlight} of them were being sent at that moment and may still arrive`);
+  if (report.heldHolds > 0) {
+    const more = report.heldHolds > report.heldHoldIds.length ? ` and ${report.heldHolds - report.heldHoldIds.length} more` : '';
+    lines.push(
+      `${report.heldHolds} held hold(s) kept, they are live reservations: ${report.heldHoldIds.join(', ')}${more}` +
+        ' (cancel them or let them end, then run erase again)',
+    );
+  }
+  lines.push("the tenant's policy (tenant_policies), if it has one, is configuration and stays: `leasehold tenants delete` removes it");
+  return lines;
 }

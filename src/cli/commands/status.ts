@@ -1,5 +1,7 @@
 import type { Command } from 'commander';
 import { readStatus, type StatusReport } from '../../read/status.js';
+import { tenantsBacklog } from '../../tables/tenants.js';
+import { formatBacklog } from './tenants.js';
 import type { ContextFactory } from '../context.js';
 import { accountsFromConfig } from '../../providers/registry.js';
 import { counts, iso, seconds, table } from '../../format.js';
@@ -52,8 +54,14 @@ export function registerStatus(program: Command, context: ContextFactory): void 
       const db = await ctx.database({ poolSize: 4, migrations: 'require' });
       try {
         const report = await readStatus(db.pool, db.schema, ctx.config, accountsFromConfig(ctx.config).failover);
-        if (options.json) ctx.out(JSON.stringify(report, null, 2));
-        else for (const line of formatStatus(report)) ctx.out(line);
+        // The tenants with the largest backlogs (GET /v1/tenants and `leasehold tenants` list more).
+        const tenants = await tenantsBacklog(db.pool, db.schema, 5);
+        if (options.json) ctx.out(JSON.stringify({ ...report, tenants }, null, 2));
+        else {
+          for (const line of formatStatus(report)) ctx.out(line);
+          // Only when there is more than the one empty tenant to tell apart.
+          if (tenants.some((t) => t.tenant !== '')) for (const line of formatBacklog(tenants)) ctx.out(line);
+        }
       } finally {
         await db.close();
       }

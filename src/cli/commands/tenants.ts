@@ -1,3 +1,4 @@
+import type { TenantBacklog } from '../../tables/tenants.js';
 import { InvalidArgumentError, type Command } from 'commander';
 import { NotFoundError, ValidationError } from '../../errors.js';
 import { iso, table } from '../../format.js';
@@ -70,7 +71,6 @@ export function formatTenantPolicy(p: TenantPolicy): string[] {
   ];
 }
 
-const NOT_ENFORCED = 'note: tenant policies are stored, not yet enforced by the delivery lane';
 
 async function withOperations(ctx: CommandContext, work: (ops: Operations) => Promise<void>): Promise<void> {
   // As the other operator commands: a mistyped schema fails instead of being migrated into an empty one.
@@ -94,18 +94,21 @@ interface SetOptions {
 export function registerTenants(program: Command, context: ContextFactory): void {
   const tenants = program
     .command('tenants')
-    .description('tenant policies: a cap, weight, account and sender per tenant (stored and validated; not yet enforced by the delivery lane)')
+    .description('tenants: each one\'s policy (a cap, weight, account and sender) and the largest backlogs')
     .option('--limit <n>', `how many (1-${MAX_PAGE_LIMIT})`, limitArg, DEFAULT_PAGE_LIMIT)
     .option('--cursor <cursor>', 'continue after a previous page')
+    .option('--top <n>', 'how many of the largest backlogs (1-1000)', limitArg, 10)
     .option('--json', 'print as JSON (what GET /v1/tenants answers)')
-    .action(async (options: { limit: number; cursor?: string; json?: boolean }) => {
+    .action(async (options: { limit: number; cursor?: string; top: number; json?: boolean }) => {
       const ctx = context();
       await withOperations(ctx, async (ops) => {
         const page = await ops.tenantPolicies({ limit: options.limit, ...(options.cursor ? { cursor: options.cursor } : {}) });
+        const backlog = await ops.tenantsBacklog(options.top);
         if (options.json) {
-          ctx.out(JSON.stringify(page, null, 2));
+          ctx.out(JSON.stringify({ ...page, backlog }, null, 2));
           return;
         }
+        for (const line of formatBacklog(backlog)) ctx.out(line);
         if (page.policies.length === 0) ctx.out('no tenant policies (every tenant shares its account with no cap)');
         else for (const line of formatTenantPolicies(page.policies)) ctx.out(line);
         if (page.nextCursor) ctx.out(`more: leasehold tenants --cursor ${page.nextCursor}`);
@@ -159,7 +162,36 @@ export function registerTenants(program: Command, context: ContextFactory): void
         }
         ctx.out(`tenant ${shown(tenant)}: policy ${result.created ? 'created' : 'replaced'}`);
         for (const line of formatTenantPolicy(result.policy).slice(1)) ctx.out(line);
-        ctx.out(NOT_ENFORCED);
+      });
+    });
+
+  tenants
+    .command('pause')
+    .description('pause one tenant: its email waits (pending), every other tenant goes on')
+    .argument('<tenant>', "the tenant ('' for the empty tenant)", tenantArg)
+    .option('--reason <text>', 'why (shown by leasehold tenants)')
+    .action(async (tenant: string, options: { reason?: string }) => {
+      const ctx = context();
+      await withOperations(ctx, async (ops) => {
+        const pause = await ops.pauseTenant(tenant, ...(options.reason !== undefined ? [options.reason] : []));
+        ctx.out(`tenant ${shown(tenant)}: paused (${pause.reason})`);
+      });
+    });
+
+  tenants
+    .command('resume')
+    .description('resume one tenant')
+    .argument('<tenant>', "the tenant ('' for the empty tenant)", tenantArg)
+    .action(async (tenant: string) => {
+      const ctx = context();
+      await withOperations(ctx, async (ops) => {
+        try {
+          await ops.resumeTenant(tenant);
+        } catch (error) {
+          if (error instanceof NotFoundError) throw new CliExit(EXIT_FAILURE, `leasehold: tenant ${shown(tenant)} is not paused`);
+          throw error;
+        }
+        ctx.out(`tenant ${shown(tenant)}: resumed`);
       });
     });
 
@@ -179,4 +211,17 @@ export function registerTenants(program: Command, context: ContextFactory): void
         ctx.out(`tenant ${shown(tenant)}: policy deleted (it shares its account with no cap)`);
       });
     });
+}
+
+/** The largest backlogs, as a table (nothing when no tenant has email waiting). */
+export function formatBacklog(backlog: TenantBacklog[]): string[] {
+  if (backlog.length === 0) return [];
+  const rows = backlog.map((b) => [
+    shown(b.tenant),
+    String(b.backlog),
+    `${Math.round(b.oldestAgeSeconds)}s`,
+    String(b.sentLastMinute),
+    b.paused ? `paused: ${b.pauseReason ?? ''}` : '',
+  ]);
+  return ['largest backlogs:', ...columns([['tenant', 'backlog', 'oldest', 'sent/min', ''], ...rows]).map((l) => `  ${l}`), ''];
 }

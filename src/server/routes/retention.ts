@@ -1,14 +1,21 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
-import { eraseAddress } from '../../retention/erase.js';
+import { eraseAddress, eraseTenant } from '../../retention/erase.js';
 import { DEFAULT_RETENTION } from '../../model/retention-policy.js';
 import { Pruner } from '../../retention/prune.js';
 import { retentionOldest, retentionPreview } from '../../retention/preview.js';
+import { ValidationError } from '../../errors.js';
 import { ApiError } from '../errors.js';
 import { parse, type ApiContext } from '../context.js';
 
 export const pruneBody = z.object({ dryRun: z.boolean('must be true or false').optional() }).strict().optional().nullable();
-export const erasureBody = z.object({ email: z.unknown() }).strict();
+export const erasureBody = z
+  .object({
+    email: z.unknown().describe("a person's address: erase it everywhere"),
+    tenant: z.unknown().describe("a tenant leaving: erase every one of its stories (its policy stays)"),
+  })
+  .partial()
+  .strict();
 
 /** A prune started through the API returns after this long even with work left (the prune worker carries on). */
 export const API_PRUNE_BUDGET_MS = 10_000;
@@ -42,7 +49,9 @@ export function retentionRoutes(app: FastifyInstance, ctx: ApiContext): void {
   });
 
   app.post('/erasures', async (request) => {
-    const { email } = parse(erasureBody, request.body ?? {});
-    return unlessLocked(() => eraseAddress(pool, email, { schema, logger, metrics }));
+    const body = parse(erasureBody, request.body ?? {});
+    if ('tenant' in body && 'email' in body) throw new ValidationError('tenant', 'give either email or tenant, not both');
+    if ('tenant' in body) return unlessLocked(() => eraseTenant(pool, body.tenant, { schema, logger, metrics, batchSize: policy.batchSize }));
+    return unlessLocked(() => eraseAddress(pool, body.email, { schema, logger, metrics }));
   });
 }

@@ -6,7 +6,14 @@ import { pageQuery, parse, type ApiContext } from '../context.js';
 
 type TenantParams = { Params: { tenant: string } };
 
-export const tenantPoliciesListQuery = z.object({ ...pageQuery }).strict();
+export const tenantPoliciesListQuery = z
+  .object({
+    ...pageQuery,
+    top: z.coerce.number({ error: 'must be a whole number from 1 to 1000' }).int('must be a whole number from 1 to 1000').min(1, 'must be a whole number from 1 to 1000').max(1000, 'must be a whole number from 1 to 1000').default(20),
+  })
+  .strict();
+
+export const tenantPauseBody = z.object({ reason: z.string({ error: 'must be a string' }).optional() }).strict();
 
 /**
  * `/v1/tenants` (bearer-authenticated like all of /v1): each tenant's
@@ -21,7 +28,19 @@ export function tenantRoutes(app: FastifyInstance, { ops }: ApiContext): void {
 
   app.get('/tenants', async (request) => {
     const query = parse(tenantPoliciesListQuery, request.query);
-    return ops.tenantPolicies({ limit: query.limit, ...(query.cursor ? { cursor: query.cursor } : {}) });
+    const page = await ops.tenantPolicies({ limit: query.limit, ...(query.cursor ? { cursor: query.cursor } : {}) });
+    // The tenants with email waiting, largest backlog first (`top`, default 20).
+    return { ...page, backlog: await ops.tenantsBacklog(query.top) };
+  });
+
+  app.post<TenantParams>('/tenants/:tenant/pause', async (request) => {
+    const tenant = tenantOf(request.params);
+    const body = parse(tenantPauseBody, request.body ?? {});
+    return ops.pauseTenant(tenant, ...(body.reason !== undefined ? [body.reason] : []));
+  });
+
+  app.post<TenantParams>('/tenants/:tenant/resume', async (request) => {
+    return ops.resumeTenant(tenantOf(request.params));
   });
 
   app.get<TenantParams>('/tenants/:tenant', async (request) => {

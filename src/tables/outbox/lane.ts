@@ -7,7 +7,7 @@ import { presenceLiveOwnersSql } from '../../db/presence.js';
 import { MESSAGE_LEASE_COLUMNS, messageFromLeaseRow, messagesJoinForLease, type StoredMessage } from '../messages.js';
 import { rateLimiterRefundInLease } from '../rate-limiter.js';
 import { batchesCloseSql, batchesDueSql, batchPositionSql } from '../batches.js';
-import { tenantAccountSql, tenantCapsSpendSql, tenantCapsSql, tenantUncappedSql, tenantWeightSql } from '../tenants.js';
+import { tenantAccountSql, tenantNotPausedSql, tenantCapsSpendSql, tenantCapsSql, tenantUncappedSql, tenantWeightSql } from '../tenants.js';
 import { DEFAULT_ACCOUNT } from '../../model/accounts.js';
 import { SUPPRESSION_LEASE_COLUMNS, suppressionFromLeaseRow, suppressionKeyInSql, suppressionsJoinForLease } from '../suppressions.js';
 
@@ -88,6 +88,8 @@ const leasable = (s: string, o: string): string => `${o}.state = 'pending' AND $
           AND (${o}.lease_expires_at IS NULL OR ${o}.lease_expires_at <= clock.now)
           -- A member of an open batch is leased only with its batch.
           AND ${o}.batch_id IS NULL
+          -- A paused tenant's intents wait for its resume.
+          AND ${tenantNotPausedSql(s, `${o}.tenant`)}
           AND ($11::text[] IS NULL OR CASE
             -- A tenant routed to a configured account sends only through it.
             WHEN ${tenantAccountSql(s, `${o}.tenant`, '$12::text[]')} IS NOT NULL THEN ${tenantAccountSql(s, `${o}.tenant`, '$12::text[]')} = $10
