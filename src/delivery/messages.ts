@@ -49,6 +49,7 @@ export async function prepareMessages(
         expiresAt: intent.holdExpiresAt,
         expiredAt: intent.holdExpiredAt,
         from: options.from,
+        tenant: intent.tenant,
       });
       // A tenant's own sender outranks the template's: stored so, every attempt sends it.
       const sender = options.senders?.get(intent.tenant);

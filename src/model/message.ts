@@ -5,6 +5,8 @@ export interface RenderedMessage {
   templateLocale: string;
   /** Hash of every file that shaped this message. */
   templateVersion: string;
+  /** Set when a tenant's own template (`tenants/<tenant>/`) was used; not stored (the intent has the tenant, the version tells the files apart). */
+  templateTenant?: string;
   /** Locale and zone the times were formatted in. */
   locale: string;
   timeZone: string;

@@ -18,6 +18,11 @@ import { onFirstUse } from '../zod.js';
  *   <kind>/<locale>/html.liquid           required
  *   <kind>/<locale>/meta.json             optional: from, replyTo, headers for this locale
  *   partials/<name>.liquid                optional: {% render '<name>' %} from any template
+ *   tenants/<tenant>/<kind>/...           optional: the same kind layout, for one tenant's holds
+ *
+ * A tenant's templates live under `tenants/`, not beside the kinds, so a
+ * directory's depth alone says what it is (a kind and a tenant may share a
+ * name); `tenants` and `partials` are therefore not kind names.
  */
 
 /** Relative path (with `/`) -> file content. */
@@ -27,6 +32,7 @@ export const PART_FILES = { subject: 'subject.liquid', text: 'text.liquid', html
 export type Part = keyof typeof PART_FILES;
 export const PARTIALS_DIR = 'partials';
 export const META_FILE = 'meta.json';
+export const TENANTS_DIR = 'tenants';
 
 const MAX_FILE_BYTES = 256 * 1024;
 const MAX_FILES = 1000;
@@ -112,12 +118,18 @@ export function readTemplateDirectory(dir: string): { files: TemplateFiles; prob
   } catch {
     return { files, problems: [{ file: dir, message: 'does not exist or cannot be read' }] };
   }
-  const wanted = (rel: string[]) =>
-    (rel.length === 2 && rel[1] === META_FILE) ||
-    (rel.length === 2 && rel[0] === PARTIALS_DIR && rel[1]!.endsWith('.liquid')) ||
-    (rel.length === 3 && (rel[2] === META_FILE || rel[2]!.endsWith('.liquid')));
+  // Under tenants/<tenant>/ the kind layout repeats, two levels deeper.
+  const wanted = (rel: string[]) => {
+    const kindPath = rel[0] === TENANTS_DIR ? rel.slice(2) : rel;
+    if (rel[0] === TENANTS_DIR && rel.length < 4) return false;
+    return (
+      (kindPath.length === 2 && kindPath[1] === META_FILE) ||
+      (rel.length === 2 && rel[0] === PARTIALS_DIR && rel[1]!.endsWith('.liquid')) ||
+      (kindPath.length === 3 && (kindPath[2] === META_FILE || kindPath[2]!.endsWith('.liquid')))
+    );
+  };
   const walk = (rel: string[]) => {
-    if (rel.length > 3) return;
+    if (rel.length > (rel[0] === TENANTS_DIR ? 5 : 3)) return;
     let entries;
     try {
       entries = readdirSync(path.join(root, ...rel), { withFileTypes: true });

@@ -6,6 +6,7 @@ import { packageRoot } from '../runtime/package-root.js';
 import { createEngines, type Engines } from './engine.js';
 import { languageOf, localTime } from './locale.js';
 import { validLocale, validTimeZone } from '../model/locale.js';
+import { HOLD_ID_PATTERN } from '../model/hold-input.js';
 import type { RenderedMessage } from '../model/message.js';
 import {
   kindMetaSchema,
@@ -15,6 +16,7 @@ import {
   PARTIALS_DIR,
   parseMeta,
   readTemplateDirectory,
+  TENANTS_DIR,
   type KindMeta,
   type Part,
   type TemplateFiles,
@@ -47,6 +49,8 @@ export interface RenderInput {
   expiredAt: Date | null;
   /** Sender used when the template's meta names none (EMAIL_FROM). */
   from: string;
+  /** The hold's tenant: its own templates (`tenants/<tenant>/`) are used where it has them. Default '' (shared only). */
+  tenant?: string;
 }
 
 
@@ -67,6 +71,8 @@ export class TemplateRenderError extends LeaseholdError {
 }
 
 interface Variant {
+  /** '' for the shared templates. */
+  tenant: string;
   kind: string;
   /** Directory name, e.g. `en`, `pt-BR`. */
   locale: string;
@@ -79,14 +85,20 @@ interface Variant {
 }
 
 interface Kind {
+  /** '' for the shared templates. */
+  tenant: string;
   name: string;
+  /** Whether its meta.json gives a sample (a tenant's kind without one borrows the shared kind's). */
+  hasSample: boolean;
   sampleMetadata: Record<string, unknown>;
   sampleExpiresAt: Date | undefined;
   /** By lower-cased locale. */
   variants: Map<string, Variant>;
 }
 
-const fileOf = (kind: string, locale: string, part: Part) => `${kind}/${locale}/${PART_FILES[part]}`;
+/** Where a tenant's files live: `tenants/<tenant>/`, or nothing for the shared templates. */
+const prefixOf = (tenant: string) => (tenant ? `${TENANTS_DIR}/${tenant}/` : '');
+const fileOf = (tenant: string, kind: string, locale: string, part: Part) => `${prefixOf(tenant)}${kind}/${locale}/${PART_FILES[part]}`;
 
 const detailOf = (error: unknown) => ((error as Error)?.message ?? String(error)).split('\n')[0]!.slice(0, 300);
 
@@ -101,7 +113,8 @@ export class Templates {
   readonly defaultTimeZone: string;
   /** Problems found while loading (unreadable files, bad meta, syntax errors, unknown filters). */
   readonly problems: TemplateProblem[] = [];
-  private readonly kinds = new Map<string, Kind>();
+  /** Kinds by name, per tenant; '' holds the shared templates. */
+  private readonly sets = new Map<string, Map<string, Kind>>([['', new Map()]]);
   private readonly engines: Engines;
 
   constructor(options: TemplatesOptions = {}) {
@@ -134,49 +147,67 @@ export class Templates {
       }
     }
     const partialsHash = JSON.stringify(Object.entries(partials).sort(([a], [b]) => a.localeCompare(b)));
-    for (const [name, locales] of kindsOf(files)) this.loadKind(files, name, locales, partialsHash);
+    for (const [tenant, kinds] of kindsOf(files)) {
+      if (tenant !== '' && !HOLD_ID_PATTERN.test(tenant)) {
+        this.problems.push({ file: `${TENANTS_DIR}/${tenant}`, message: 'is not a tenant: a tenant directory is named as the tenant (letters, digits, ".", "_", ":", "-")' });
+        continue;
+      }
+      if (!this.sets.has(tenant)) this.sets.set(tenant, new Map());
+      for (const [name, locales] of kinds) this.loadKind(files, tenant, name, locales, partialsHash);
+    }
   }
 
-  private loadKind(files: TemplateFiles, name: string, locales: string[], partialsHash: string): void {
-    if (!/^[a-z0-9][a-z0-9-]{0,63}$/.test(name)) {
-      this.problems.push({ file: name, message: 'a message kind is lower-case letters, digits and "-"' });
+  private get kinds(): Map<string, Kind> {
+    return this.sets.get('')!;
+  }
+
+  private loadKind(files: TemplateFiles, tenant: string, name: string, locales: string[], partialsHash: string): void {
+    const dir = `${prefixOf(tenant)}${name}`;
+    if (name === TENANTS_DIR || name === PARTIALS_DIR || !/^[a-z0-9][a-z0-9-]{0,63}$/.test(name)) {
+      const message = name === PARTIALS_DIR ? 'partials are shared: put them in partials/ at the top' : 'a message kind is lower-case letters, digits and "-"';
+      this.problems.push({ file: dir, message });
       return;
     }
-    const metaText = files[`${name}/${META_FILE}`];
-    const parsedMeta = parseMeta(kindMetaSchema(), `${name}/${META_FILE}`, metaText);
+    const metaText = files[`${dir}/${META_FILE}`];
+    const parsedMeta = parseMeta(kindMetaSchema(), `${dir}/${META_FILE}`, metaText);
     if (parsedMeta.problem) this.problems.push(parsedMeta.problem);
     const meta: KindMeta = parsedMeta.meta ?? {};
     const kind: Kind = {
+      tenant,
       name,
+      hasSample: meta.sample !== undefined,
       sampleMetadata: meta.sample?.metadata ?? {},
       sampleExpiresAt: meta.sample?.expiresAt ? new Date(meta.sample.expiresAt) : undefined,
       variants: new Map(),
     };
-    this.kinds.set(name, kind);
+    this.sets.get(tenant)!.set(name, kind);
     for (const locale of locales) {
       if (validLocale(locale) === undefined) {
-        this.problems.push({ file: `${name}/${locale}`, message: 'is not a locale Intl supports (e.g. en, de, pt-BR)' });
+        this.problems.push({ file: `${dir}/${locale}`, message: 'is not a locale Intl supports (e.g. en, de, pt-BR)' });
         continue;
       }
-      const variant = this.loadVariant(files, name, locale, { meta, metaText, metaProblem: parsedMeta.problem?.message, partialsHash });
+      const variant = this.loadVariant(files, tenant, name, locale, { meta, metaText, metaProblem: parsedMeta.problem?.message, partialsHash });
       kind.variants.set(locale.toLowerCase(), variant);
     }
-    if (kind.variants.size === 0) this.problems.push({ file: name, message: 'has no locale directory (e.g. en/ with subject.liquid, text.liquid, html.liquid)' });
+    if (kind.variants.size === 0) this.problems.push({ file: dir, message: 'has no locale directory (e.g. en/ with subject.liquid, text.liquid, html.liquid)' });
   }
 
   /** One kind in one locale: its meta merged over the kind's, its three parts parsed, its version hashed. */
   private loadVariant(
     files: TemplateFiles,
+    tenant: string,
     kind: string,
     locale: string,
     from: { meta: KindMeta; metaText: string | undefined; metaProblem: string | undefined; partialsHash: string },
   ): Variant {
-    const metaText = files[`${kind}/${locale}/${META_FILE}`];
-    const localeMeta = parseMeta(localeMetaSchema(), `${kind}/${locale}/${META_FILE}`, metaText);
+    const metaFile = `${prefixOf(tenant)}${kind}/${locale}/${META_FILE}`;
+    const metaText = files[metaFile];
+    const localeMeta = parseMeta(localeMetaSchema(), metaFile, metaText);
     if (localeMeta.problem) this.problems.push(localeMeta.problem);
     const parts = Object.keys(PART_FILES) as Part[];
-    const sources = Object.fromEntries(parts.map((part) => [part, files[fileOf(kind, locale, part)]])) as Record<Part, string | undefined>;
+    const sources = Object.fromEntries(parts.map((part) => [part, files[fileOf(tenant, kind, locale, part)]])) as Record<Part, string | undefined>;
     const variant: Variant = {
+      tenant,
       kind,
       locale,
       parts: undefined,
@@ -185,13 +216,14 @@ export class Templates {
       replyTo: localeMeta.meta?.replyTo ?? from.meta.replyTo,
       headers: { ...from.meta.headers, ...localeMeta.meta?.headers },
       version: createHash('sha256')
-        .update(JSON.stringify([from.metaText ?? null, metaText ?? null, sources.subject, sources.text, sources.html, from.partialsHash]))
+        // The tenant is hashed too (shared versions stay as they were), so a tenant's copy of the shared files is its own version.
+        .update(JSON.stringify([from.metaText ?? null, metaText ?? null, sources.subject, sources.text, sources.html, from.partialsHash, ...(tenant ? [tenant] : [])]))
         .digest('hex')
         .slice(0, 16),
     };
     const parsed: Partial<Record<Part, Template[]>> = {};
     for (const part of parts) {
-      const file = fileOf(kind, locale, part);
+      const file = fileOf(tenant, kind, locale, part);
       const source = sources[part];
       if (source === undefined) {
         this.problems.push({ file, message: 'is missing (each locale needs subject.liquid, text.liquid and html.liquid)' });
@@ -209,9 +241,14 @@ export class Templates {
     return variant;
   }
 
-  /** Kinds and their locales, with each locale's version hash. */
-  list(): Array<{ kind: string; locales: Array<{ locale: string; version: string }> }> {
-    return [...this.kinds.values()].map((k) => ({
+  /** Tenants with templates of their own (`tenants/<tenant>/`), sorted. */
+  tenants(): string[] {
+    return [...this.sets.keys()].filter((t) => t !== '').sort();
+  }
+
+  /** Kinds and their locales, with each locale's version hash: the shared ones, or one tenant's own. */
+  list(tenant = ''): Array<{ kind: string; locales: Array<{ locale: string; version: string }> }> {
+    return [...(this.sets.get(tenant)?.values() ?? [])].map((k) => ({
       kind: k.name,
       locales: [...k.variants.values()].map((v) => ({ locale: v.locale, version: v.version })),
     }));
@@ -221,32 +258,43 @@ export class Templates {
    * Every problem: those found while loading, missing kinds, a kind without
    * a template for the default locale, and each template rendered with its
    * sample input (the kind's meta.json `sample.metadata`), so a missing
-   * variable or a bad include is found before any message is.
+   * variable or a bad include is found before any message is. Each
+   * tenant's templates are checked the same way, except that a tenant needs
+   * no kind or default locale of its own (the shared ones stand in), and
+   * its problems are located under `tenants/<tenant>/`.
    */
   check(): TemplateProblem[] {
     const problems = [...this.problems];
     for (const kind of MESSAGE_KINDS) {
       if (!this.kinds.has(kind)) problems.push({ file: kind, message: `is missing: every template set needs ${kind}/<locale>/` });
     }
-    for (const kind of this.kinds.values()) {
-      if (kind.variants.size > 0 && !this.variantFor(kind, this.defaultLocale)) {
-        problems.push({ file: kind.name, message: `has no template for the default locale ${this.defaultLocale} (LEASEHOLD_DEFAULT_LOCALE)` });
-      }
-      for (const variant of kind.variants.values()) {
-        if (!variant.parts) continue;
-        try {
-          this.renderVariant(variant, this.sampleInput(kind.name), variant.locale, this.defaultTimeZone);
-        } catch (error) {
-          problems.push({ file: (error as TemplateRenderError).file ?? `${kind.name}/${variant.locale}`, message: renderDetail(error) });
+    for (const [tenant, kinds] of this.sets) {
+      for (const kind of kinds.values()) {
+        const dir = `${prefixOf(tenant)}${kind.name}`;
+        if (tenant === '' && kind.variants.size > 0 && !this.variantFor(kind, this.defaultLocale)) {
+          problems.push({ file: dir, message: `has no template for the default locale ${this.defaultLocale} (LEASEHOLD_DEFAULT_LOCALE)` });
+        }
+        // A misspelt kind under a tenant would otherwise be silently never used.
+        if (tenant !== '' && !this.kinds.has(kind.name) && !(MESSAGE_KINDS as readonly string[]).includes(kind.name)) {
+          problems.push({ file: dir, message: `is not a message kind the shared templates have (${[...this.kinds.keys()].join(', ') || 'none'})` });
+        }
+        for (const variant of kind.variants.values()) {
+          if (!variant.parts) continue;
+          try {
+            this.renderVariant(variant, this.sampleInput(kind.name, { tenant }), variant.locale, this.defaultTimeZone);
+          } catch (error) {
+            problems.push({ file: (error as TemplateRenderError).file ?? `${dir}/${variant.locale}`, message: renderDetail(error) });
+          }
         }
       }
     }
     return problems;
   }
 
-  /** The input `check` and `preview --sample` render with. */
+  /** The input `check` and `preview --sample` render with (a tenant's kind without a sample uses the shared kind's). */
   sampleInput(kind: string, overrides: Partial<RenderInput> = {}): RenderInput {
-    const k = this.kinds.get(kind);
+    const own = overrides.tenant ? this.sets.get(overrides.tenant)?.get(kind) : undefined;
+    const k = own?.hasSample ? own : (this.kinds.get(kind) ?? own);
     const expiresAt = k?.sampleExpiresAt ?? new Date(Math.floor(Date.now() / 60_000) * 60_000 - 60_000);
     return {
       intentId: `${kind}:sample-hold`,
@@ -262,30 +310,35 @@ export class Templates {
   /**
    * Render one message. The hold's `metadata.locale` picks the template
    * (`de-CH`, then `de`, then the default locale, then its language) and,
-   * with `metadata.timeZone`, how times are formatted.
+   * with `metadata.timeZone`, how times are formatted. A tenant's own
+   * template for a kind and locale comes before the shared one at each step:
+   * the fallback is per kind and locale, so a tenant may override just one.
    */
   render(kind: string, input: RenderInput): RenderedMessage {
-    const k = this.kinds.get(kind);
-    if (!k) throw new TemplateRenderError(kind, true, 'no templates for this kind');
+    const own = input.tenant ? this.sets.get(input.tenant)?.get(kind) : undefined;
+    const shared = this.kinds.get(kind);
+    if (!own && !shared) throw new TemplateRenderError(kind, true, 'no templates for this kind');
+    const pick = (locale: string) => (own && this.variantFor(own, locale)) || (shared && this.variantFor(shared, locale)) || undefined;
     const requested = validLocale(input.metadata['locale']);
     const timeZone = validTimeZone(input.metadata['timeZone']) ?? this.defaultTimeZone;
-    const viaRequested = requested ? this.variantFor(k, requested) : undefined;
-    const variant = viaRequested ?? this.variantFor(k, this.defaultLocale);
+    const viaRequested = requested ? pick(requested) : undefined;
+    const variant = viaRequested ?? pick(this.defaultLocale);
     if (!variant) throw new TemplateRenderError(kind, true, `no template for ${requested ?? this.defaultLocale} or the default locale ${this.defaultLocale}`);
     // Times are formatted in the customer's own locale when its language has
     // a template (de-CH with de/); otherwise in the default locale, so an
     // English text never carries, say, French dates.
     const locale = viaRequested ? requested! : this.defaultLocale;
-    if (!variant.parts) throw new TemplateRenderError(`${kind}/${variant.locale}`, true, variant.brokenBecause ?? 'does not parse');
+    const dir = `${prefixOf(variant.tenant)}${kind}/${variant.locale}`;
+    if (!variant.parts) throw new TemplateRenderError(dir, true, variant.brokenBecause ?? 'does not parse');
     try {
       return this.renderVariant(variant, input, locale, timeZone);
     } catch (error) {
-      const file = error instanceof TemplateRenderError ? error.file : `${kind}/${variant.locale}`;
+      const file = error instanceof TemplateRenderError ? error.file : dir;
       // Does the template fail with its sample input too? Then it is broken
       // for every message, not just this one.
       let broken = false;
       try {
-        this.renderVariant(variant, this.sampleInput(kind), locale, timeZone);
+        this.renderVariant(variant, this.sampleInput(kind, { tenant: variant.tenant }), locale, timeZone);
       } catch {
         broken = true;
       }
@@ -320,18 +373,19 @@ export class Templates {
         // Variables are globals so partials ({% render %}) see them too.
         return String((part === 'html' ? this.engines.html : this.engines.text).renderSync(parts[part], {}, { globals: scope }));
       } catch (error) {
-        throw new TemplateRenderError(fileOf(variant.kind, variant.locale, part), false, detailOf(error));
+        throw new TemplateRenderError(fileOf(variant.tenant, variant.kind, variant.locale, part), false, detailOf(error));
       } finally {
         Error.stackTraceLimit = stackTraceLimit;
       }
     };
     const subject = run('subject').replace(/\s+/g, ' ').trim();
-    if (subject === '') throw new TemplateRenderError(fileOf(variant.kind, variant.locale, 'subject'), false, 'rendered an empty subject');
-    if (subject.length > 998) throw new TemplateRenderError(fileOf(variant.kind, variant.locale, 'subject'), false, 'rendered a subject longer than 998 characters');
+    if (subject === '') throw new TemplateRenderError(fileOf(variant.tenant, variant.kind, variant.locale, 'subject'), false, 'rendered an empty subject');
+    if (subject.length > 998) throw new TemplateRenderError(fileOf(variant.tenant, variant.kind, variant.locale, 'subject'), false, 'rendered a subject longer than 998 characters');
     return {
       template: variant.kind,
       templateLocale: variant.locale,
       templateVersion: variant.version,
+      ...(variant.tenant ? { templateTenant: variant.tenant } : {}),
       locale,
       timeZone,
       subject,
@@ -354,17 +408,26 @@ function partialsOf(files: TemplateFiles): Record<string, string> {
   return partials;
 }
 
-/** Kind directories and, for each, its locale directories (sorted). */
-function kindsOf(files: TemplateFiles): Map<string, string[]> {
-  const kinds = new Map<string, Set<string>>();
+/** Per tenant ('' for the shared templates), kind directories and, for each, its locale directories (sorted). */
+function kindsOf(files: TemplateFiles): Map<string, Map<string, string[]>> {
+  const tenants = new Map<string, Map<string, Set<string>>>();
   for (const file of Object.keys(files).sort()) {
-    const segments = file.split('/');
+    let segments = file.split('/');
+    let tenant = '';
+    if (segments[0] === TENANTS_DIR) {
+      if (segments.length < 4) continue;
+      tenant = segments[1]!;
+      segments = segments.slice(2);
+    }
     if (segments[0] === PARTIALS_DIR || segments.length < 2) continue;
+    const kinds = tenants.get(tenant) ?? new Map<string, Set<string>>();
     const locales = kinds.get(segments[0]!) ?? new Set<string>();
     if (segments.length === 3) locales.add(segments[1]!);
     kinds.set(segments[0]!, locales);
+    tenants.set(tenant, kinds);
   }
-  return new Map([...kinds].sort(([a], [b]) => a.localeCompare(b)).map(([kind, locales]) => [kind, [...locales].sort()]));
+  const sorted = <V,>(map: Map<string, V>) => [...map].sort(([a], [b]) => a.localeCompare(b));
+  return new Map(sorted(tenants).map(([tenant, kinds]) => [tenant, new Map(sorted(kinds).map(([kind, locales]) => [kind, [...locales].sort()]))]));
 }
 
 function renderDetail(error: unknown): string {

@@ -13,6 +13,7 @@ import { templatesFromConfig } from '../../service.js';
 import { CliExit, EXIT_FAILURE, EXIT_USAGE } from '../context.js';
 import type { ContextFactory } from '../context.js';
 import { holdIdArg } from './args.js';
+import { validateTenant } from '../../model/hold-input.js';
 import { iso } from '../../format.js';
 
 const localeArg = (value: string): string => {
@@ -33,7 +34,16 @@ interface PreviewOptions {
   locale?: string;
   timeZone?: string;
   out?: string;
+  tenant?: string;
 }
+
+const tenantArg = (value: string): string => {
+  try {
+    return validateTenant(value);
+  } catch (error) {
+    throw new InvalidArgumentError((error as Error).message);
+  }
+};
 
 export function registerTemplates(program: Command, context: ContextFactory): void {
   const templates = program
@@ -50,6 +60,11 @@ export function registerTemplates(program: Command, context: ContextFactory): vo
       for (const { kind, locales } of set.list()) {
         ctx.out(`  ${kind}: ${locales.map((l) => `${l.locale} (version ${l.version})`).join(', ') || 'no locales'}`);
       }
+      for (const tenant of set.tenants()) {
+        for (const { kind, locales } of set.list(tenant)) {
+          ctx.out(`  tenant ${tenant}: ${kind}: ${locales.map((l) => `${l.locale} (version ${l.version})`).join(', ') || 'no locales'}`);
+        }
+      }
       const problems = set.check();
       for (const problem of problems) ctx.out(`  problem: ${describeProblem(problem)}`);
       if (problems.length > 0) throw new CliExit(EXIT_USAGE, `leasehold: ${problems.length} template problem(s) in ${set.source}`);
@@ -64,15 +79,16 @@ export function registerTemplates(program: Command, context: ContextFactory): vo
     .addOption(new Option('--sample', "render with the kind's sample data (the default)").conflicts('hold'))
     .option('--locale <tag>', "render in this locale (overrides the hold's)", localeArg)
     .option('--time-zone <zone>', "format times in this IANA zone (overrides the hold's)", timeZoneArg)
+    .option('--tenant <tenant>', "render as this tenant's email: its own templates (tenants/<tenant>/) where it has them (default: the hold's tenant)", tenantArg)
     .option('--out <file>', 'where to write the HTML (default: a file in the temporary directory)')
     .action(async (kind: string, options: PreviewOptions) => {
       const ctx = context();
       const set = templatesFromConfig(ctx.config);
-      const kinds = set.list().map((k) => k.kind);
+      const kinds = [...new Set([...set.list(), ...(options.tenant ? set.list(options.tenant) : [])].map((k) => k.kind))];
       if (!kinds.includes(kind)) {
         throw new CliExit(EXIT_USAGE, `leasehold: no templates for ${JSON.stringify(kind)} in ${set.source} (have: ${kinds.join(', ') || 'none'})`);
       }
-      let input: RenderInput = set.sampleInput(kind, { from: ctx.config.emailFrom });
+      let input: RenderInput = set.sampleInput(kind, { from: ctx.config.emailFrom, ...(options.tenant ? { tenant: options.tenant } : {}) });
       let note: string | undefined;
       if (options.hold) {
         const db = await ctx.database({ poolSize: 2, migrations: 'require' });
@@ -80,7 +96,8 @@ export function registerTemplates(program: Command, context: ContextFactory): vo
           const hold = await getHold(db.pool, options.hold, { schema: db.schema });
           if (!hold) throw new NotFoundError('hold', options.hold);
           const intentId = intentIdForHold(hold.id);
-          input = { intentId, holdId: hold.id, metadata: hold.metadata, expiresAt: hold.expiresAt, expiredAt: hold.expiredAt, from: ctx.config.emailFrom };
+          const tenant = options.tenant ?? hold.tenant;
+          input = { intentId, holdId: hold.id, metadata: hold.metadata, expiresAt: hold.expiresAt, expiredAt: hold.expiredAt, from: ctx.config.emailFrom, tenant };
           const stored = await messagesSummary(db.pool, db.schema, intentId);
           if (stored) {
             note = `note: this hold's email was rendered at ${iso(stored.renderedAt)} (version ${stored.templateVersion}); its sends use that stored message, a replay renders it again`;
@@ -111,7 +128,8 @@ export function registerTemplates(program: Command, context: ContextFactory): vo
       }
       const out = options.out ?? path.join(os.tmpdir(), `leasehold-preview-${kind}-${message.templateLocale}.html`);
       writeFileSync(out, message.html);
-      ctx.out(`template ${message.template}/${message.templateLocale} (version ${message.templateVersion}), locale ${message.locale}, time zone ${message.timeZone}`);
+      const tenantDir = message.templateTenant ? `tenants/${message.templateTenant}/` : '';
+      ctx.out(`template ${tenantDir}${message.template}/${message.templateLocale} (version ${message.templateVersion}), locale ${message.locale}, time zone ${message.timeZone}`);
       if (note) ctx.out(note);
       ctx.out(`From: ${message.from}`);
       if (message.replyTo) ctx.out(`Reply-To: ${message.replyTo}`);
