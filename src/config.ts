@@ -130,6 +130,10 @@ const schema = onFirstUse((z) => {
     LEASEHOLD_RATE_BURST: int(1, MAX_BURST).default(DEFAULTS.rateBurst),
     LEASEHOLD_RATE_UNIT: z.enum(['requests', 'emails'], { error: 'must be requests or emails' }).default('requests'),
     LEASEHOLD_SEND_BATCH: int(1, 10_000).optional(),
+    LEASEHOLD_TENANT_METRICS: z
+      .string()
+      .regex(/^(off|top:([1-9]\d{0,2}|1000))$/, 'must be off or top:N (N from 1 to 1000)')
+      .default('off'),
     LEASEHOLD_EXPIRY_INTERVAL_MS: int(10, 3_600_000).default(DEFAULTS.expiryIntervalMs),
     LEASEHOLD_EXPIRY_BATCH: int(1, 100_000).default(DEFAULTS.expiryBatch),
     LEASEHOLD_LEASE_MS: int(1000, 3_600_000).default(DEFAULTS.leaseMs),
@@ -188,6 +192,8 @@ export interface Config {
   rateUnit: 'requests' | 'emails';
   /** Emails per provider request on the env account (LEASEHOLD_SEND_BATCH); absent: the provider's maximum. */
   sendBatch?: number;
+  /** Tenants exported with a label (LEASEHOLD_TENANT_METRICS=top:N); absent: none. */
+  tenantMetricsTop?: number;
   emailProvider: Env['EMAIL_PROVIDER'];
   emailFrom: string;
   ratePerSecond: number;
@@ -251,6 +257,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     ratePerSecond: e.LEASEHOLD_RATE_PER_SECOND,
     rateBurst: e.LEASEHOLD_RATE_BURST,
     rateUnit: e.LEASEHOLD_RATE_UNIT,
+    ...(e.LEASEHOLD_TENANT_METRICS !== 'off' ? { tenantMetricsTop: Number(e.LEASEHOLD_TENANT_METRICS.slice(4)) } : {}),
     ...(e.LEASEHOLD_SEND_BATCH !== undefined ? { sendBatch: e.LEASEHOLD_SEND_BATCH } : {}),
     expiryIntervalMs: e.LEASEHOLD_EXPIRY_INTERVAL_MS,
     expiryBatch: e.LEASEHOLD_EXPIRY_BATCH,

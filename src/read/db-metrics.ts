@@ -8,6 +8,7 @@ import { registerRetentionGauges } from '../retention/metrics.js';
 import type { RetentionTables } from '../retention/policy.js';
 import type { RetentionPolicy } from '../model/retention-policy.js';
 import { scrapeSnapshot, snapshotGauges } from './snapshot.js';
+import { tenantsBacklog, type TenantBacklog } from '../tables/tenants.js';
 
 /**
  * Gauges of shared state, collected from the database at scrape time. Every
@@ -26,6 +27,8 @@ export interface DatabaseMetricsOptions {
   snapshotTtlMs?: number;
   /** The provider accounts in failover (default: the one account, `default`). */
   failover?: readonly string[];
+  /** Export this many of the largest tenant backlogs with a `tenant` label (LEASEHOLD_TENANT_METRICS=top:N); default none. */
+  tenantMetricsTop?: number;
 }
 
 /**
@@ -44,7 +47,35 @@ export function createDatabaseMetrics(options: DatabaseMetricsOptions): Registry
   registerLaneGauges(registry, part('lanes'), options.promises);
   registerReputationGauges(registry, part('reputation'));
   registerRetentionGauges(registry, part('retained'), options.retention);
+  if (options.tenantMetricsTop) registerTenantGauges(registry, options, options.tenantMetricsTop);
   return registry;
+}
+
+/**
+ * The `top` tenants with the largest backlogs, labelled by tenant: off by
+ * default, since a label per tenant is unbounded; bounded by `top` when
+ * asked for. A tenant that leaves the top leaves the gauges. Read once per
+ * scrape (its own reading: a pass over the pending intents).
+ */
+function registerTenantGauges(registry: Registry, options: DatabaseMetricsOptions, top: number): void {
+  const reading = scrapeSnapshot(() => tenantsBacklog(options.db, options.schema, top), options.snapshotTtlMs);
+  const gauges: Array<[string, string, (t: TenantBacklog) => number]> = [
+    ['leasehold_tenant_backlog', `Pending intents of the ${top} tenants with the largest backlogs (LEASEHOLD_TENANT_METRICS).`, (t) => t.backlog],
+    ['leasehold_tenant_oldest_pending_age_seconds', `Age of the oldest pending intent of each of those tenants.`, (t) => t.oldestAgeSeconds],
+    ['leasehold_tenant_sent_last_minute', 'Emails of each of those tenants accepted in the last minute.', (t) => t.sentLastMinute],
+  ];
+  for (const [name, help, value] of gauges) {
+    new Gauge({
+      name,
+      help,
+      labelNames: ['tenant'],
+      registers: [registry],
+      async collect() {
+        this.reset();
+        for (const t of (await reading()) ?? []) this.set({ tenant: t.tenant }, value(t));
+      },
+    });
+  }
 }
 
 /** The gauges of both lanes; leasehold_database_up says whether the reading worked. */

@@ -31,7 +31,7 @@ export interface ApiOptions {
   pool: pg.Pool;
   schema: string;
   /** `retention` defaults to the documented policy when left out. */
-  config: Pick<Config, 'expiryPromiseS' | 'emailPromiseS' | 'ratePerSecond' | 'rateBurst'> & Partial<Pick<Config, 'retention'>>;
+  config: Pick<Config, 'expiryPromiseS' | 'emailPromiseS' | 'ratePerSecond' | 'rateBurst'> & Partial<Pick<Config, 'retention' | 'tenantMetricsTop'>>;
   logger: Logger;
   /** Process-local counters; /metrics serves them next to the database gauges. */
   metrics: Metrics;
@@ -115,6 +115,7 @@ export function buildApp(options: ApiOptions): FastifyInstance {
     schema: options.schema,
     promises: options.config,
     retention: options.config.retention ?? DEFAULT_RETENTION,
+    ...(options.config.tenantMetricsTop ? { tenantMetricsTop: options.config.tenantMetricsTop } : {}),
   });
   opsRoutes(app, ctx, [options.metrics.registry, databaseMetrics, processMetricsRegistry()]);
   dashboardRoutes(app);
