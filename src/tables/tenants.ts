@@ -154,7 +154,8 @@ export const tenantCapsSpendSql = (s: string, taken: string): string =>
 
 /** SQL condition: tenant `tenant` has no cap (the fair lease's fill takes only from those). */
 export const tenantUncappedSql = (s: string, tenant: string): string =>
-  `NOT EXISTS (SELECT 1 FROM ${s}.tenant_policies p WHERE p.tenant = ${tenant} AND p.per_second IS NOT NULL)`;
+  // As tenantNotPausedSql: computed once, so the fill keeps its index order.
+  `${tenant} <> ALL (ARRAY(SELECT p.tenant FROM ${s}.tenant_policies p WHERE p.per_second IS NOT NULL))`;
 
 /** The senders (`from`, `replyTo`) of those of `tenants` whose policy names one. */
 export async function tenantSendersGet(
@@ -177,7 +178,10 @@ export const tenantAccountSql = (s: string, tenant: string, known: string): stri
 
 /** SQL condition: tenant `tenant` is not paused (the lease takes nothing of a paused tenant). */
 export const tenantNotPausedSql = (s: string, tenant: string): string =>
-  `NOT EXISTS (SELECT 1 FROM ${s}.tenant_policies p WHERE p.tenant = ${tenant} AND p.paused)`;
+  // An uncorrelated array (computed once a statement), not NOT EXISTS: an
+  // anti-join there would take the lease off its index order (PostgreSQL 15
+  // sorted a million rows for it).
+  `${tenant} <> ALL (ARRAY(SELECT p.tenant FROM ${s}.tenant_policies p WHERE p.paused))`;
 
 export interface TenantPause {
   tenant: string;

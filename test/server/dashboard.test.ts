@@ -16,6 +16,7 @@ import { testDatabase, type TestDatabase } from '../helpers/database.js';
 import { insertDueHolds } from '../helpers/holds.js';
 import { recordAcceptance } from '../helpers/sent-intent.js';
 import { ingestEvents } from '../../src/events/ingest.js';
+import { tenantPause } from '../../src/tables/tenants.js';
 
 // Debian's Chromium; .ci/run installs it. Without it this file is skipped, loudly.
 const CHROMIUM = '/usr/bin/chromium';
@@ -379,6 +380,90 @@ describe.skipIf(!existsSync(CHROMIUM))('operator dashboard: provider accounts', 
       { timeout: 10_000 },
     );
     expect(await apage.locator('#injected-account').count()).toBe(0);
+    expect(errors).toEqual([]);
+  });
+});
+
+describe.skipIf(!existsSync(CHROMIUM))('operator dashboard: tenants', () => {
+  let tdb: TestDatabase;
+  let tserver: ApiServer;
+  let tbrowser: Browser;
+  let tpage: Page;
+  const errors: string[] = [];
+  const cell = (tenant: string, col: string) => `#tenant-rows tr[data-tenant="${tenant}"] td[data-col="${col}"]`;
+
+  beforeAll(async () => {
+    tdb = await testDatabase('dashboard_tenants');
+    tserver = await startApiServer({
+      pool: tdb.pool,
+      schema: tdb.schema,
+      config: { expiryPromiseS: 60, emailPromiseS: 900, ratePerSecond: 10, rateBurst: 10 },
+      logger: silentLogger,
+      metrics: createMetrics(),
+      apiToken: token,
+      port: 0,
+      host: '127.0.0.1',
+    });
+    tbrowser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    });
+    tpage = await tbrowser.newPage({ viewport: { width: 1280, height: 900 } });
+    tpage.on('dialog', (dialog) => void dialog.dismiss());
+    tpage.on('pageerror', (error) => errors.push(error.message));
+  });
+  afterAll(async () => {
+    await tbrowser?.close();
+    await tserver?.close();
+    await tdb?.close();
+  });
+
+  it('says so when no tenant has email waiting', async () => {
+    await tpage.goto(`${tserver.url}/`);
+    await tpage.fill('#token', token);
+    await tpage.click('#login-form button[type=submit]');
+    await tpage.waitForFunction(() => document.querySelector('#updated')?.textContent?.startsWith('updated'));
+    expect(await tpage.isVisible('#tenants-empty')).toBe(true);
+    expect(await tpage.textContent('#tenants-empty')).toBe('no tenant has email waiting');
+    expect(await tpage.isVisible('#tenants-table')).toBe(false);
+  });
+
+  it('lists the tenants with email waiting on the refresh cycle, largest backlog first, a pause reason as text', async () => {
+    const s = ident(tdb.schema);
+    // Pending intents backdated by `age` seconds, so the oldest age is known.
+    for (const [tenant, n, age] of [['acme', 5, 150], ['globex', 3, 30], ['', 1, 5]] as const) {
+      await tdb.pool.query(
+        `WITH r AS (INSERT INTO ${s}.support_reservations (id, customer_email, expires_at, status, expired_at, request_hash, tenant)
+                    SELECT 'tn-' || $1 || '-' || i, 'c@example.com', now() - make_interval(secs => $3), 'expired', now(), 'x', $1
+                      FROM generate_series(1, $2::int) i RETURNING id, expires_at)
+         INSERT INTO ${s}.email_outbox (id, reservation_id, recipient, template, state, available_at, created_at, tenant)
+         SELECT 'reservation-expired:' || r.id, r.id, 'c@example.com', 'reservation-expired', 'pending', r.expires_at, r.expires_at, $1 FROM r`,
+        [tenant, n, age],
+      );
+    }
+    const hostile = '<img src=x id=injected-tenant onerror="document.title=4">';
+    await tenantPause(tdb.pool, tdb.schema, 'globex', `billing ${hostile}`);
+
+    await tpage.waitForFunction(() => document.querySelectorAll('#tenant-rows tr').length === 3, undefined, { timeout: 10_000 });
+    expect(await tpage.locator('#tenant-rows tr').evaluateAll((trs) => trs.map((tr) => (tr as HTMLElement).dataset.tenant))).toEqual([
+      'acme',
+      'globex',
+      '',
+    ]);
+    expect(await tpage.isVisible('#tenants-empty')).toBe(false);
+    expect(await tpage.isVisible('#tenants-table')).toBe(true);
+    expect(await tpage.textContent(cell('acme', 'backlog'))).toBe('5');
+    expect(await tpage.textContent(cell('globex', 'backlog'))).toBe('3');
+    expect(await tpage.textContent(cell('', 'backlog'))).toBe('1');
+    expect(await tpage.textContent(cell('', 'tenant'))).toBe('(empty tenant)');
+    expect(await tpage.textContent(cell('acme', 'oldest'))).toMatch(/^2\.\d min$/);
+    expect(await tpage.textContent(cell('globex', 'oldest'))).toMatch(/^3\d\.\d s$/);
+    expect(await tpage.textContent(cell('acme', 'sent'))).toBe('0');
+    expect(await tpage.textContent(cell('acme', 'state'))).toBe('');
+    expect(await tpage.textContent(cell('globex', 'state'))).toBe(`paused: billing ${hostile}`);
+    expect(await tpage.getAttribute(cell('globex', 'state'), 'class')).toBe('state-paused');
+    expect(await tpage.locator('#injected-tenant').count()).toBe(0);
+    await tpage.screenshot({ path: '/tmp/dashboard-tenants.png', fullPage: true });
     expect(errors).toEqual([]);
   });
 });

@@ -126,6 +126,7 @@ describe('tenantPoliciesList', () => {
     try {
       // On a handful of rows the planner may prefer a scan and a sort; with scans priced out, the key must serve.
       await client.query('SET enable_seqscan = off');
+      await client.query('SET enable_bitmapscan = off');
       const plan = await client.query<{ 'QUERY PLAN': string }>(
         `EXPLAIN SELECT tenant FROM ${ident(db.schema)}.tenant_policies WHERE tenant > $1 ORDER BY tenant LIMIT 51`,
         ['m'],
@@ -135,6 +136,7 @@ describe('tenantPoliciesList', () => {
       expect(text).not.toContain('Sort');
     } finally {
       await client.query('RESET enable_seqscan');
+      await client.query('RESET enable_bitmapscan');
       client.release();
     }
   });

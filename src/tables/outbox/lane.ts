@@ -88,8 +88,6 @@ const leasable = (s: string, o: string): string => `${o}.state = 'pending' AND $
           AND (${o}.lease_expires_at IS NULL OR ${o}.lease_expires_at <= clock.now)
           -- A member of an open batch is leased only with its batch.
           AND ${o}.batch_id IS NULL
-          -- A paused tenant's intents wait for its resume.
-          AND ${tenantNotPausedSql(s, `${o}.tenant`)}
           AND ($11::text[] IS NULL OR CASE
             -- A tenant routed to a configured account sends only through it.
             WHEN ${tenantAccountSql(s, `${o}.tenant`, '$12::text[]')} IS NOT NULL THEN ${tenantAccountSql(s, `${o}.tenant`, '$12::text[]')} = $10
@@ -140,7 +138,9 @@ const fairNextSql = (s: string): string => `tenant_walk (tenant, steps, wrapped)
                         WHERE o.state = 'pending' AND o.tenant > w.tenant AND (NOT w.wrapped OR o.tenant < $15::text)) n
         WHERE w.tenant IS NOT NULL AND w.steps < greatest($1, ${MIN_TENANT_WALK})
      ), tenants AS (
+       -- A paused tenant's intents wait for its resume.
        SELECT w.tenant, ${tenantWeightSql(s, 'w.tenant')} AS weight FROM (SELECT DISTINCT tenant FROM tenant_walk WHERE tenant IS NOT NULL) w
+        WHERE ${tenantNotPausedSql(s, 'w.tenant')}
      ), ${tenantCapsSql(s, 'tenants', '(SELECT clock.now FROM clock)')}, share AS (
        SELECT ceil($1::float8 / greatest(1, (SELECT sum(weight) FROM tenants)))::int AS per_weight
      ), fair_picks AS (
@@ -151,7 +151,10 @@ const fairNextSql = (s: string): string => `tenant_walk (tenant, steps, wrapped)
            SELECT o.id, o.lease_token AS old_token, o.available_at, o.tenant, t.weight
              FROM ${s}.email_outbox o, clock
             WHERE o.tenant = t.tenant AND ${leasable(s, 'o')}
-            ORDER BY o.available_at
+            -- The tenant's order in email_outbox_tenant_due: read in index
+            -- order, never sorted (with a tenant of a million intents,
+            -- PostgreSQL 15 otherwise bitmap-scanned and sorted them all).
+            ORDER BY o.tenant, o.available_at
             -- A capped tenant takes no more than its own bucket allows.
             LIMIT least((SELECT per_weight FROM share) * t.weight,
                         coalesce((SELECT c.permits FROM tenant_caps c WHERE c.tenant = t.tenant), 2147483647))
@@ -160,14 +163,27 @@ const fairNextSql = (s: string): string => `tenant_walk (tenant, steps, wrapped)
        -- Among equal turns the order is drawn anew each round (the start
        -- seeds it): with fewer permits than tenants, each is first as often.
        SELECT id, old_token FROM fair_picks ORDER BY turn, md5(tenant || $15::text), available_at LIMIT $1
-     ), fill AS (
-       SELECT o.id, o.lease_token AS old_token
+     ), fill_candidates AS MATERIALIZED (
+       -- The oldest leasable intents of every tenant, unlocked, a few times
+       -- what the fill may need; tenant conditions apply to them after, so
+       -- they cannot take this scan off its index order (the planner
+       -- misjudges them with few tenants).
+       SELECT o.id, o.tenant
          FROM ${s}.email_outbox o, clock
         WHERE ${leasable(s, 'o')}
           -- Rows this statement locked already are not skipped by SKIP LOCKED: left out here.
           AND NOT (o.id = ANY (ARRAY(SELECT id FROM fair_picks)))
-          -- A capped tenant's intents come only through its share, within its bucket.
-          AND ${tenantUncappedSql(s, 'o.tenant')}
+        ORDER BY o.available_at
+        LIMIT $1 * 4
+     ), fill AS (
+       SELECT o.id, o.lease_token AS old_token
+         FROM ${s}.email_outbox o, clock
+        WHERE o.id = ANY (ARRAY(
+                SELECT c.id FROM fill_candidates c
+                 -- A paused tenant waits; a capped one comes only through its share, within its bucket.
+                 WHERE ${tenantNotPausedSql(s, 'c.tenant')} AND ${tenantUncappedSql(s, 'c.tenant')}))
+          -- Checked again on the locked row.
+          AND ${leasable(s, 'o')}
         ORDER BY o.available_at
         LIMIT (SELECT $1 - count(*) FROM fair)
           FOR UPDATE OF o SKIP LOCKED
