@@ -2,7 +2,7 @@ import type { Queryable } from '../db/pool.js';
 import { ident } from '../db/pool.js';
 import { ADDRESS_IN_TEXT, ERASED, ERASED_ON_REQUEST, RETENTION_TABLES, holdsPersonalData, type RetentionTables } from './policy.js';
 
-import { HOLD_ERASURE, NOW, setClause, stillPersonal, type TableCounts } from './sql.js';
+import { HOLD_ERASURE, NOW, setClause, stillPersonal, type TableCounts, erasureCloseAttemptsSql, erasureIntentsSql } from './sql.js';
 
 export interface AddressErasure {
   /** Rows changed (or, for tables erased by deletion, deleted) per table. */
@@ -62,22 +62,9 @@ export async function addressErase(
      ), pending AS (
        SELECT id, leased FROM intents WHERE state = 'pending'
      ), closed AS (
-       -- An attempt a worker opened and has not recorded: the send may be in
-       -- flight. Its acceptance, if it comes, is still recorded (a fact).
-       UPDATE ${s}.email_attempts a SET outcome = 'abandoned', outcome_unknown = true, finished_at = ${NOW},
-              error = '${ERASED_ON_REQUEST} before a result was recorded'
-        WHERE a.intent_id = ANY (ARRAY(SELECT id FROM pending)) AND a.finished_at IS NULL
-        RETURNING 1
+       ${erasureCloseAttemptsSql(s)}
      ), ${[...children, ...standalone].map((c) => c + ',').join('\n     ')} intents_done AS (
-       UPDATE ${s}.email_outbox o SET
-              recipient = NULL,
-              state = CASE WHEN o.state = 'pending' THEN 'rejected' ELSE o.state END,
-              finished_at = CASE WHEN o.state = 'pending' THEN ${NOW} ELSE o.finished_at END,
-              last_error = CASE WHEN o.state = 'pending' THEN '${ERASED_ON_REQUEST}'
-                                ELSE regexp_replace(o.last_error, $3, '${ERASED}', 'g') END,
-              lease_token = NULL, lease_expires_at = NULL
-        WHERE o.id = ANY (ARRAY(SELECT id FROM intents))
-        RETURNING 1
+       ${erasureIntentsSql(s, '$3')}
      ), holds_done AS (
        UPDATE ${s}.support_reservations r SET ${HOLD_ERASURE('$3')}
         WHERE r.id = ANY (ARRAY(SELECT id FROM roots))

@@ -1,6 +1,6 @@
 import type { ColumnErasure } from './policy.js';
 import { ident } from '../db/pool.js';
-import { ERASED } from './policy.js';
+import { ERASED, ERASED_ON_REQUEST } from './policy.js';
 
 /**
  * SQL fragments every retention statement shares: a hold's end, the cutoff,
@@ -52,3 +52,29 @@ export function setClause(erase: Record<string, ColumnErasure>, alias: string, p
 export const HOLD_ERASURE = (p: string) =>
   `customer_email = NULL, erased_at = ${NOW}, request_hash = 'erased',
    metadata = regexp_replace(r.metadata::text, ${p}, '${ERASED}', 'g')::jsonb`;
+
+/**
+ * The statement parts erasure on request shares (address-erasure.ts,
+ * tenant-erasure.ts), over CTEs `pending` (id) and `intents` (id):
+ * - `erasureCloseAttemptsSql`: an attempt a worker opened and has not
+ *   recorded may be in flight; it is closed as abandoned (an acceptance
+ *   that comes anyway is still recorded: a fact);
+ * - `erasureIntentsSql`: the intents lose their address; a pending one is
+ *   rejected, never sent; `p` is the address-in-text pattern's parameter.
+ */
+export const erasureCloseAttemptsSql = (s: string): string =>
+  `UPDATE ${s}.email_attempts a SET outcome = 'abandoned', outcome_unknown = true, finished_at = ${NOW},
+              error = '${ERASED_ON_REQUEST} before a result was recorded'
+        WHERE a.intent_id = ANY (ARRAY(SELECT id FROM pending)) AND a.finished_at IS NULL
+        RETURNING 1`;
+
+export const erasureIntentsSql = (s: string, p: string): string =>
+  `UPDATE ${s}.email_outbox o SET
+              recipient = NULL,
+              state = CASE WHEN o.state = 'pending' THEN 'rejected' ELSE o.state END,
+              finished_at = CASE WHEN o.state = 'pending' THEN ${NOW} ELSE o.finished_at END,
+              last_error = CASE WHEN o.state = 'pending' THEN '${ERASED_ON_REQUEST}'
+                                ELSE regexp_replace(o.last_error, ${p}, '${ERASED}', 'g') END,
+              lease_token = NULL, lease_expires_at = NULL
+        WHERE o.id = ANY (ARRAY(SELECT id FROM intents))
+        RETURNING 1`;
