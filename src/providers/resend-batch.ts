@@ -94,11 +94,26 @@ export function resendBatchResults(answer: ResendBatchAnswer, count: number, abo
   const input: ResendErrorInput = { status, name, message: error.message, headers: answer.headers, aborted };
   const detail = { ...(status !== null ? { providerStatus: status } : {}), ...(name ? { providerCode: name } : {}) };
 
-  if (status === 409 && (name === 'invalid_idempotent_request' || name === 'concurrent_idempotent_requests')) {
-    // Another body under this key, or the first request with it still in
-    // flight: either way an earlier request may have delivered these
-    // emails, and this key can no longer tell.
-    const why = name === 'invalid_idempotent_request' ? 'used with another batch body' : 'still in progress at Resend';
+  if (status === 409 && name === 'concurrent_idempotent_requests') {
+    // The first request under this key is still in flight at Resend (a
+    // worker whose lease was reclaimed while it waited). The key still
+    // settles it: once that request ends, the same batch again gets its
+    // answer. So the members stay bound and the batch goes again later,
+    // rather than alone under other keys, which could deliver twice.
+    return {
+      results: Array.from({ length: count }, () => ({
+        kind: 'failed' as const,
+        reason: 'Resend concurrent_idempotent_requests: the first request with this batch key is still in progress; sent again later under the same key',
+        outcomeUnknown: true,
+        ...detail,
+      })),
+    };
+  }
+
+  if (status === 409 && name === 'invalid_idempotent_request') {
+    // Another body under this key: an earlier request may have delivered
+    // these emails, and this key can no longer tell.
+    const why = 'used with another batch body';
     return {
       keyUnusable: true,
       ...all(count, {

@@ -199,16 +199,35 @@ describe('Resend batches', () => {
     expect(new Set(resend.deliveries.filter((d) => ids.includes(intentOf(d))).map((d) => d.batchKey))).toEqual(new Set([`batch-${batchId}`]));
   });
 
-  it('a 409 on the batch key sends the members alone, and their acceptance is flagged possible_duplicate', async () => {
+  it('a 409 for another body under the batch key sends the members alone, and their acceptance is flagged possible_duplicate', async () => {
     const ids = await expireHolds(db, `r409-${++label}`, 3);
     resend.queue(
-      { status: 409, body: { statusCode: 409, name: 'concurrent_idempotent_requests', message: 'Same idempotency key used while original request is still in progress.' } },
+      { status: 409, body: { statusCode: 409, name: 'invalid_idempotent_request', message: 'Same idempotency key used with a different request payload.' } },
       '/emails/batch',
     );
     await drain(resendWorker());
     const after = await rows(ids);
     expect(after.every((r) => r.state === 'sent' && r.possible_duplicate && r.batch_id === null)).toBe(true);
     expect(resend.deliveries.every((d) => d.batchKey === undefined)).toBe(true);
+  });
+
+  it('a 409 while the first request with the key is in flight keeps the batch whole: resent under its key later, once, unflagged', async () => {
+    const ids = await expireHolds(db, `rconc-${++label}`, 3);
+    resend.queue(
+      { status: 409, body: { statusCode: 409, name: 'concurrent_idempotent_requests', message: 'Same idempotency key used while original request is still in progress.' } },
+      '/emails/batch',
+    );
+    const w = resendWorker();
+    expect((await w.runOnce()).outcomes).toEqual({ failed: 3 });
+    const bound = await rows(ids);
+    expect(new Set(bound.map((r) => r.batch_id)).size).toBe(1);
+    expect(bound[0]!.batch_id).not.toBeNull();
+    await drain(w);
+    const after = await rows(ids);
+    expect(after.every((r) => r.state === 'sent' && !r.possible_duplicate)).toBe(true);
+    const mine = resend.deliveries.filter((d) => ids.includes(intentOf(d)));
+    expect(mine).toHaveLength(3);
+    expect(new Set(mine.map((d) => d.batchKey))).toEqual(new Set([`batch-${bound[0]!.batch_id}`]));
   });
 
   it('past the key lifetime an open batch is closed and its members go alone, flagged', async () => {

@@ -76,7 +76,7 @@ describe('Resend batch sending against a local Resend API', () => {
     expect(fake.deliveries.length).toBe(before);
   });
 
-  it('the same key while the first request is still in progress: the key is unusable (concurrent_idempotent_requests)', async () => {
+  it('the same key while the first request is still in progress: outcome unknown, the key still usable (concurrent_idempotent_requests), and the batch again later gets the first answer', async () => {
     const slowFake = new FakeResend({ processingMs: 150 });
     await slowFake.start();
     try {
@@ -87,8 +87,11 @@ describe('Resend batch sending against a local Resend API', () => {
         new Promise((r) => setTimeout(r, 30)).then(() => slow.sendBatch(list, batch())),
       ]);
       expect(first.results.map((r) => r.kind)).toEqual(['accepted', 'accepted']);
-      expect(second.keyUnusable).toBe(true);
+      expect(second.keyUnusable).toBeUndefined();
       expect(second.results[0]).toMatchObject({ kind: 'failed', outcomeUnknown: true, providerCode: 'concurrent_idempotent_requests' });
+      // Once the first is done, the same batch under the same key settles: the same ids, nothing new delivered.
+      const third = await slow.sendBatch(list, batch());
+      expect(third.results).toEqual(first.results);
       expect(slowFake.deliveries).toHaveLength(2);
     } finally {
       await slowFake.stop();
