@@ -5,7 +5,8 @@
  *   delivery lane's lease, reclaim and record), set-based, one per batch;
  * - outbox/operator.ts: what operators, the API and `trace` read and
  *   change (an intent, its page, replay, move, the backlog per account).
- * Nothing outside tables/ imports the two files: they are reached here.
+ * (outbox/fair.ts is lane.ts's tenant-sharing part.) Nothing outside tables/
+ * imports these files: they are reached here.
  */
 export * from './outbox/lane.js';
 export * from './outbox/operator.js';

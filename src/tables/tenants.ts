@@ -172,9 +172,13 @@ export async function tenantSendersGet(
   return new Map(rows.map((r) => [r.tenant, { from: r.from_address, replyTo: r.reply_to }]));
 }
 
-/** SQL expression: the account tenant `tenant` is routed to, when it is one of `known` (a text[] expression); else NULL. */
-export const tenantAccountSql = (s: string, tenant: string, known: string): string =>
-  `(SELECT p.account FROM ${s}.tenant_policies p WHERE p.tenant = ${tenant} AND p.account = ANY (${known}))`;
+/**
+ * SQL expression: whether tenant `tenant`, routed to one of `known` (a
+ * text[] expression), is routed to `account`; NULL when it is routed to
+ * none of them.
+ */
+export const tenantRoutedHereSql = (s: string, tenant: string, known: string, account: string): string =>
+  `(SELECT p.account = ${account} FROM ${s}.tenant_policies p WHERE p.tenant = ${tenant} AND p.account = ANY (${known}))`;
 
 /** SQL condition: tenant `tenant` is not paused (the lease takes nothing of a paused tenant). */
 export const tenantNotPausedSql = (s: string, tenant: string): string =>
