@@ -22,11 +22,12 @@ import { statusCost } from './status.js';
 import { countTriggers } from './count-triggers.js';
 import { batchDrain } from './batch-drain.js';
 import { leaseCost } from './lease-cost.js';
+import { tenantLatency } from './tenant-latency.js';
 import { packageRoot } from '../src/runtime/package-root.js';
 
 process.env.LOG_LEVEL ??= 'silent';
 
-const benchmarks: Benchmark[] = [expiryThroughput, expiryLateness, deliveryThroughput, deliveryLimiter, deliveryLatency, prune, compare, statusCost, countTriggers, importTime, batchDrain, leaseCost];
+const benchmarks: Benchmark[] = [expiryThroughput, expiryLateness, deliveryThroughput, deliveryLimiter, deliveryLatency, prune, compare, statusCost, countTriggers, importTime, batchDrain, leaseCost, tenantLatency];
 
 // The repository root, from dist/bench/run.js or (under tsx) bench/run.ts.
 const root = packageRoot();
