@@ -19,6 +19,7 @@ export const LAYERS: ReadonlyArray<{ name: string; units: string[]; role: string
   { name: 'read', units: ['read/', 'capacity/'], role: 'read models: lane stats, health, status, timeline, metrics; the capacity model' },
   { name: 'ops', units: ['ops.ts'], role: 'operator actions: pause, resume, replay, rate limit' },
   { name: 'client', units: ['client/'], role: 'the library API: createLeasehold and the free functions, one convention' },
+  { name: 'orms', units: ['integrations/'], role: 'thin helpers for ORM transactions (Prisma, Drizzle, Kysely, Knex, postgres.js) over the SQL functions' },
   { name: 'server', units: ['server/'], role: 'HTTP API, webhooks and dashboard' },
   { name: 'service', units: ['service.ts'], role: 'the composition root: builds lanes and API from Config' },
   { name: 'tools', units: ['drill/', 'timers/'], role: 'leasehold drill; leasehold compare-timers (timers vs leases, measured)' },

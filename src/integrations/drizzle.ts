@@ -1,0 +1,54 @@
+import { sql, type SQL } from 'drizzle-orm';
+import type { Hold } from '../model/hold-states.js';
+import {
+  cancelHoldCall,
+  confirmHoldCall,
+  createHoldCall,
+  extendHoldCall,
+  runHoldCall,
+  schemaOf,
+  type ConfirmHoldArgs,
+  type CreateHoldArgs,
+  type ExtendHoldArgs,
+  type FunctionCall,
+  type HoldCallOptions,
+} from './calls.js';
+
+/**
+ * leasehold/drizzle: holds inside a Drizzle transaction, on either of its
+ * PostgreSQL drivers (drizzle-orm/node-postgres, drizzle-orm/postgres-js).
+ *
+ *   await db.transaction(async (tx) => {
+ *     await tx.insert(bookings).values(booking);
+ *     await createHold(tx, { id: booking.id, customerEmail, ttlSeconds: 1200 });
+ *   });
+ *
+ * The statement is built with Drizzle's `sql` template: every value is a
+ * bound parameter, the schema an identifier (sql.identifier), and the only
+ * raw text this module's constants (function and argument names, casts).
+ */
+export interface DrizzleExecutor {
+  execute(query: SQL): PromiseLike<unknown>;
+}
+
+function toSql(c: FunctionCall, schema: string): SQL {
+  const args = sql.join(
+    c.args.map((a) => sql`${sql.raw(a.name)} => ${a.value}::${sql.raw(a.cast)}`),
+    sql`, `,
+  );
+  return sql`SELECT * FROM ${sql.identifier(schema)}.${sql.raw(c.fn)}(${args})`;
+}
+
+function run(tx: DrizzleExecutor, c: FunctionCall, options: HoldCallOptions): Promise<Hold> {
+  return runHoldCall(() => tx.execute(toSql(c, schemaOf(options))));
+}
+
+export type { CreateHoldArgs, ExtendHoldArgs, ConfirmHoldArgs, HoldCallOptions };
+
+export const createHold = (tx: DrizzleExecutor, input: CreateHoldArgs, options: HoldCallOptions = {}): Promise<Hold> =>
+  run(tx, createHoldCall(input), options);
+export const confirmHold = (tx: DrizzleExecutor, id: string, options: HoldCallOptions & ConfirmHoldArgs = {}): Promise<Hold> =>
+  run(tx, confirmHoldCall(id, options), options);
+export const cancelHold = (tx: DrizzleExecutor, id: string, options: HoldCallOptions = {}): Promise<Hold> => run(tx, cancelHoldCall(id), options);
+export const extendHold = (tx: DrizzleExecutor, id: string, change: ExtendHoldArgs, options: HoldCallOptions = {}): Promise<Hold> =>
+  run(tx, extendHoldCall(id, change), options);
