@@ -5,6 +5,7 @@ import { ConfigError, ValidationError } from './errors.js';
 import { checkEraseWithinRetention, DEFAULT_RETENTION, MAX_PRUNE_BATCH, parseErasePiiAfterDays, parseRetentionDays, type RetentionPolicy } from './model/retention-policy.js';
 import { validLocale, validTimeZone } from './model/locale.js';
 import { onFirstUse } from './zod.js';
+import { DEFAULT_AUDIT_RETENTION_DAYS } from './model/audit-actions.js';
 
 const HOST_NAME = /^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/;
 
@@ -65,10 +66,16 @@ export const DEFAULTS = {
   tickTimeoutMs: 120_000,
   /** A delivery worker looks for leases whose owner is gone this often... */
   reclaimIntervalMs: 150,
+  /** How often a delivery worker ends intents whose deadline passed unsent (delivery/deadlines.ts). */
+  deadlineSweepIntervalMs: 1000,
   /** ...and takes them once the owner has been gone this long (a session that blinked keeps its leases). */
   reclaimGraceMs: 300,
   /** An account cooling down (429) this long sends its intents on to the next account in failover. */
   failoverAfterS: 60,
+  /** Refused tokens from one client address in a minute before it is answered 429... */
+  authFailuresPerMinute: 20,
+  /** ...for this long. */
+  authLockoutS: 300,
 } as const;
 
 /**
@@ -122,6 +129,10 @@ const schema = onFirstUse((z) => {
       .min(16, 'must be at least 16 characters')
       .regex(/^[\x21-\x7e]+$/, 'must be printable ASCII without whitespace (it is sent in an Authorization: Bearer header)')
       .optional(),
+    // Named tokens with roles (model/api-tokens.ts); read at start and on SIGHUP.
+    LEASEHOLD_API_TOKENS_FILE: z.string().min(1).optional(),
+    LEASEHOLD_AUTH_FAILURES_PER_MINUTE: int(1, 100_000).default(DEFAULTS.authFailuresPerMinute),
+    LEASEHOLD_AUTH_LOCKOUT_S: int(1, 86_400).default(DEFAULTS.authLockoutS),
     LEASEHOLD_ACCOUNTS_FILE: z.string().min(1).optional(),
     LEASEHOLD_FAILOVER_AFTER_S: int(1, 86_400).default(DEFAULTS.failoverAfterS),
     EMAIL_PROVIDER: z.enum(['sandbox', 'resend', 'postmark', 'ses', 'smtp']).default('sandbox'),
@@ -133,6 +144,18 @@ const schema = onFirstUse((z) => {
     LEASEHOLD_TENANT_METRICS: z
       .string()
       .regex(/^(off|top:([1-9]\d{0,2}|1000))$/, 'must be off or top:N (N from 1 to 1000)')
+      .default('off'),
+    // The hold's life (migration 0024): seconds, or off.
+    LEASEHOLD_REMIND_BEFORE_S: z
+      .string()
+      .regex(/^(off|[1-9]\d{0,6})$/, 'must be off or a whole number of seconds (1 to 2592000)')
+      .refine((v) => v === 'off' || Number(v) <= 2_592_000, 'must be off or a whole number of seconds (1 to 2592000)')
+      .default('off'),
+    LEASEHOLD_NOTIFY_ON_CONFIRM: z.enum(['on', 'off'], { error: 'must be on or off' }).default('off'),
+    LEASEHOLD_NOTICE_DEADLINE_S: z
+      .string()
+      .regex(/^(off|[1-9]\d{0,6})$/, 'must be off or a whole number of seconds (1 to 2592000)')
+      .refine((v) => v === 'off' || Number(v) <= 2_592_000, 'must be off or a whole number of seconds (1 to 2592000)')
       .default('off'),
     LEASEHOLD_EXPIRY_INTERVAL_MS: int(10, 3_600_000).default(DEFAULTS.expiryIntervalMs),
     LEASEHOLD_EXPIRY_BATCH: int(1, 100_000).default(DEFAULTS.expiryBatch),
@@ -146,6 +169,7 @@ const schema = onFirstUse((z) => {
     // Whole days or `off`; read by the retention policy's own rule below.
     LEASEHOLD_RETENTION_DAYS: z.string().default(String(DEFAULT_RETENTION.retentionDays)),
     LEASEHOLD_ERASE_PII_AFTER_DAYS: z.string().default(String(DEFAULT_RETENTION.erasePiiAfterDays)),
+    LEASEHOLD_AUDIT_RETENTION_DAYS: z.string().default(String(DEFAULT_AUDIT_RETENTION_DAYS)),
     LEASEHOLD_PRUNE_INTERVAL_MS: int(1000, 86_400_000).default(DEFAULT_RETENTION.intervalMs),
     LEASEHOLD_PRUNE_BATCH: int(1, MAX_PRUNE_BATCH).default(DEFAULT_RETENTION.batchSize),
     LEASEHOLD_TEMPLATES_DIR: z.string().min(1).optional(),
@@ -184,6 +208,11 @@ export interface Config {
   /** Interface the HTTP API listens on. */
   host: string;
   apiToken: string | undefined;
+  /** Named tokens with roles (LEASEHOLD_API_TOKENS_FILE); read at start and reloaded on SIGHUP. */
+  apiTokensFile: string | undefined;
+  /** Refused tokens per client address a minute before a lockout, and its length. */
+  authFailuresPerMinute: number;
+  authLockoutS: number;
   /** Provider accounts (src/model/accounts.ts); unset: one account, `default`, from EMAIL_PROVIDER and its variables. */
   accountsFile: string | undefined;
   /** An intent moves on from an account that has been cooling down (429) longer than this. */
@@ -194,6 +223,12 @@ export interface Config {
   sendBatch?: number;
   /** Tenants exported with a label (LEASEHOLD_TENANT_METRICS=top:N); absent: none. */
   tenantMetricsTop?: number;
+  /** A hold created without `remindBeforeSeconds` gets a reminder this long before expiry (LEASEHOLD_REMIND_BEFORE_S); null: none. */
+  remindBeforeSeconds: number | null;
+  /** A hold created without `notifyOnConfirm` gets a confirmation email (LEASEHOLD_NOTIFY_ON_CONFIRM). */
+  notifyOnConfirm: boolean;
+  /** Expiry and confirmation emails still unsent this long after their moment are not sent (LEASEHOLD_NOTICE_DEADLINE_S); null: no deadline. */
+  noticeDeadlineSeconds: number | null;
   emailProvider: Env['EMAIL_PROVIDER'];
   emailFrom: string;
   ratePerSecond: number;
@@ -250,6 +285,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     port: e.PORT,
     host: e.LEASEHOLD_HOST,
     apiToken: e.LEASEHOLD_API_TOKEN,
+    apiTokensFile: e.LEASEHOLD_API_TOKENS_FILE,
+    authFailuresPerMinute: e.LEASEHOLD_AUTH_FAILURES_PER_MINUTE,
+    authLockoutS: e.LEASEHOLD_AUTH_LOCKOUT_S,
     accountsFile: e.LEASEHOLD_ACCOUNTS_FILE,
     failoverAfterS: e.LEASEHOLD_FAILOVER_AFTER_S,
     emailProvider: e.EMAIL_PROVIDER,
@@ -258,6 +296,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     rateBurst: e.LEASEHOLD_RATE_BURST,
     rateUnit: e.LEASEHOLD_RATE_UNIT,
     ...(e.LEASEHOLD_TENANT_METRICS !== 'off' ? { tenantMetricsTop: Number(e.LEASEHOLD_TENANT_METRICS.slice(4)) } : {}),
+    remindBeforeSeconds: e.LEASEHOLD_REMIND_BEFORE_S === 'off' ? null : Number(e.LEASEHOLD_REMIND_BEFORE_S),
+    notifyOnConfirm: e.LEASEHOLD_NOTIFY_ON_CONFIRM === 'on',
+    noticeDeadlineSeconds: e.LEASEHOLD_NOTICE_DEADLINE_S === 'off' ? null : Number(e.LEASEHOLD_NOTICE_DEADLINE_S),
     ...(e.LEASEHOLD_SEND_BATCH !== undefined ? { sendBatch: e.LEASEHOLD_SEND_BATCH } : {}),
     expiryIntervalMs: e.LEASEHOLD_EXPIRY_INTERVAL_MS,
     expiryBatch: e.LEASEHOLD_EXPIRY_BATCH,
@@ -286,6 +327,9 @@ function retentionFromEnv(e: Env): RetentionPolicy {
     erasePiiAfterDays: asConfig(erase, e[erase], () => parseErasePiiAfterDays(e[erase], erase)),
     batchSize: e.LEASEHOLD_PRUNE_BATCH,
     intervalMs: e.LEASEHOLD_PRUNE_INTERVAL_MS,
+    auditRetentionDays: asConfig('LEASEHOLD_AUDIT_RETENTION_DAYS', e.LEASEHOLD_AUDIT_RETENTION_DAYS, () =>
+      parseRetentionDays(e.LEASEHOLD_AUDIT_RETENTION_DAYS, 'LEASEHOLD_AUDIT_RETENTION_DAYS'),
+    ),
   };
   asConfig(erase, e[erase], () => checkEraseWithinRetention(policy, erase));
   return policy;

@@ -49,8 +49,18 @@ export {
   wakeOnNotify,
   type LibraryOptions,
 } from './client/functions.js';
-export { createHold, getHold, confirmHold, cancelHold, type HoldOptions, type CreateHoldResult } from './holds/holds.js';
-export type { CreateHoldInput } from './model/hold-input.js';
+export {
+  createHold,
+  getHold,
+  confirmHold,
+  cancelHold,
+  extendHold,
+  type HoldOptions,
+  type HoldDefaults,
+  type ConfirmOptions,
+  type CreateHoldResult,
+} from './holds/holds.js';
+export type { CreateHoldInput, ExtendHoldInput } from './model/hold-input.js';
 export { HoldStatus, intentIdForHold, type Hold } from './model/hold-states.js';
 export { IntentState, type Intent, type Attempt } from './model/intent-states.js';
 export type { IntentPage } from './tables/outbox.js';

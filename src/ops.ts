@@ -4,7 +4,13 @@ import { PAUSED_BY_OPERATOR, validatePolicy, type RateLimitPolicy } from './mode
 import type { Intent } from './model/intent-states.js';
 import { silentLogger, type Logger } from './observability/logger.js';
 import { databaseClock, type Clock } from './runtime/clock.js';
-import type { Queryable } from './db/pool.js';
+import pg from 'pg';
+import { withTransaction, type Queryable } from './db/pool.js';
+import { AuditAction, libraryActor, type AuditActor } from './model/audit-actions.js';
+import { auditInsert, type AuditRecord } from './tables/audit-log.js';
+import { addressHash } from './model/address.js';
+import type { Suppression } from './model/suppression-reasons.js';
+import { suppressionsAdd, suppressionsGet, suppressionsRemove } from './tables/suppressions.js';
 import { deliveryControlGet, deliveryPause, deliveryResume, type DeliveryControl } from './tables/delivery-control.js';
 import { messagesDiscardFinished } from './tables/messages.js';
 import { intentsGet, intentsMove, intentsPendingByAccount, intentsReplay } from './tables/outbox.js';
@@ -51,6 +57,11 @@ export interface OperationsOptions {
   accounts?: Accounts;
   logger?: Logger;
   clock?: Clock;
+  /**
+   * Who acts: every change writes an audit entry (audit_log) naming it, in
+   * the change's own transaction. Default `library`.
+   */
+  actor?: AuditActor;
 }
 
 /** The reason shown when an operator pauses without giving one. */
@@ -84,8 +95,9 @@ export class Operations {
   readonly accounts: Accounts;
   private readonly logger: Logger;
   private readonly clock: Clock;
+  private readonly actor: AuditActor;
 
-  constructor(options: OperationsOptions) {
+  constructor(private readonly options: OperationsOptions) {
     this.pool = options.pool;
     this.schema = options.schema;
     this.initialRate = options.initialRate;
@@ -95,6 +107,25 @@ export class Operations {
     };
     this.logger = options.logger ?? silentLogger;
     this.clock = options.clock ?? databaseClock;
+    this.actor = options.actor ?? libraryActor();
+  }
+
+  /** The same operations on behalf of `actor` (the API makes one per request: token name and request id). */
+  as(actor: AuditActor): Operations {
+    return new Operations({ ...this.options, accounts: this.accounts, actor });
+  }
+
+  /**
+   * A change and its audit entry in one transaction: on a pool, a
+   * transaction of its own; on a client, the caller's (an application's
+   * transaction, or autocommit statements on a client outside one).
+   */
+  private async audited<T>(work: (ops: Operations, audit: (record: AuditRecord) => Promise<void>) => Promise<T>): Promise<T> {
+    const run = (db: Queryable) => {
+      const ops = db === this.pool ? this : new Operations({ ...this.options, pool: db, accounts: this.accounts, actor: this.actor });
+      return work(ops, (record) => auditInsert(db, this.schema, this.actor, record, this.clock.now()));
+    };
+    return this.pool instanceof pg.Pool ? withTransaction(this.pool, run) : run(this.pool);
   }
 
   /** The fleet's pause, and the accounts in failover whose own pause is in force. */
@@ -111,11 +142,16 @@ export class Operations {
     if (forSeconds !== undefined && !(Number.isFinite(forSeconds) && forSeconds > 0 && forSeconds <= MAX_PAUSE_SECONDS)) {
       throw new ValidationError('forSeconds', `must be a number of seconds from more than 0 to ${MAX_PAUSE_SECONDS}`);
     }
-    const control = await deliveryPause(this.pool, this.schema, {
-      reason,
-      by: PAUSED_BY_OPERATOR,
-      now: this.clock.now(),
-      ...(forSeconds !== undefined ? { untilMs: forSeconds * 1000 } : {}),
+    const control = await this.audited(async (ops, audit) => {
+      const before = await deliveryControlGet(ops.pool, ops.schema, ops.clock.now());
+      const after = await deliveryPause(ops.pool, ops.schema, {
+        reason,
+        by: PAUSED_BY_OPERATOR,
+        now: ops.clock.now(),
+        ...(forSeconds !== undefined ? { untilMs: forSeconds * 1000 } : {}),
+      });
+      await audit({ action: AuditAction.deliveryPause, target: 'fleet', before, after });
+      return after;
     });
     this.logger.info(
       { event: 'delivery.paused', reason: control.reason, by: PAUSED_BY_OPERATOR, until: control.pausedUntil },
@@ -126,10 +162,14 @@ export class Operations {
 
   /** Lift every pause: the fleet's and each account's. Returns the fleet's state before and after, and the accounts resumed. */
   async resume(): Promise<{ before: DeliveryControl; after: DeliveryControl; accounts: string[] }> {
-    const before = await this.delivery();
-    await deliveryResume(this.pool, this.schema, this.clock.now());
-    const accounts = await rateLimiterResume(this.pool, this.schema, null, this.clock.now());
-    const after = await this.delivery();
+    const { before, after, accounts } = await this.audited(async (ops, audit) => {
+      const before = await ops.delivery();
+      await deliveryResume(ops.pool, ops.schema, ops.clock.now());
+      const accounts = await rateLimiterResume(ops.pool, ops.schema, null, ops.clock.now());
+      const after = await ops.delivery();
+      await audit({ action: AuditAction.deliveryResume, target: 'fleet', before, after, detail: { accounts } });
+      return { before, after, accounts };
+    });
     this.logger.info({ event: 'delivery.resumed', by: PAUSED_BY_OPERATOR, wasPaused: before.paused, accounts }, 'delivery resumed');
     return { before, after, accounts };
   }
@@ -193,12 +233,17 @@ export class Operations {
     if (forSeconds !== undefined && !(Number.isFinite(forSeconds) && forSeconds > 0 && forSeconds <= MAX_PAUSE_SECONDS)) {
       throw new ValidationError('forSeconds', `must be a number of seconds from more than 0 to ${MAX_PAUSE_SECONDS}`);
     }
-    await rateLimiterEnsure(this.pool, this.schema, { perSecond: account.rate.perSecond, burst: account.rate.burst }, name);
-    const pause = await rateLimiterPause(this.pool, this.schema, name, {
-      reason: options.reason ?? DEFAULT_PAUSE_REASON,
-      by: PAUSED_BY_OPERATOR,
-      now: this.clock.now(),
-      ...(forSeconds !== undefined ? { untilMs: forSeconds * 1000 } : {}),
+    const pause = await this.audited(async (ops, audit) => {
+      await rateLimiterEnsure(ops.pool, ops.schema, { perSecond: account.rate.perSecond, burst: account.rate.burst }, name);
+      const before = (await rateLimiterGet(ops.pool, ops.schema, ops.clock.now(), name))?.pause ?? null;
+      const pause = await rateLimiterPause(ops.pool, ops.schema, name, {
+        reason: options.reason ?? DEFAULT_PAUSE_REASON,
+        by: PAUSED_BY_OPERATOR,
+        now: ops.clock.now(),
+        ...(forSeconds !== undefined ? { untilMs: forSeconds * 1000 } : {}),
+      });
+      await audit({ action: AuditAction.accountPause, target: name, before, after: pause });
+      return pause;
     });
     this.logger.info({ event: 'account.paused', account: name, reason: pause?.reason, by: PAUSED_BY_OPERATOR, until: pause?.pausedUntil }, 'account paused');
     return this.getAccount(name);
@@ -206,7 +251,13 @@ export class Operations {
 
   async resumeAccount(name: string): Promise<AccountView> {
     this.account(name);
-    const resumed = await rateLimiterResume(this.pool, this.schema, name, this.clock.now());
+    const resumed = await this.audited(async (ops, audit) => {
+      const before = (await rateLimiterGet(ops.pool, ops.schema, ops.clock.now(), name))?.pause ?? null;
+      const resumed = await rateLimiterResume(ops.pool, ops.schema, name, ops.clock.now());
+      const after = (await rateLimiterGet(ops.pool, ops.schema, ops.clock.now(), name))?.pause ?? null;
+      await audit({ action: AuditAction.accountResume, target: name, before, after });
+      return resumed;
+    });
     this.logger.info({ event: 'account.resumed', account: name, by: PAUSED_BY_OPERATOR, wasPaused: resumed.length > 0 }, 'account resumed');
     return this.getAccount(name);
   }
@@ -220,20 +271,35 @@ export class Operations {
     if (!this.accounts.failover.includes(account)) {
       throw new ValidationError('account', `must be an account in failover (${this.accounts.failover.join(', ')})`);
     }
-    const moved = await intentsMove(this.pool, this.schema, intentId, account);
-    const intent = await intentsGet(this.pool, this.schema, intentId);
-    if (!intent) throw new NotFoundError('intent', intentId);
-    if (!moved) {
-      throw new IntentStateError(intentId, intent.state, intent.state === 'pending'
-        ? `intent ${JSON.stringify(intentId)} is being sent now (its lease is live); move it when the attempt ends`
-        : `intent ${JSON.stringify(intentId)} is ${intent.state}: only a pending intent can move`);
-    }
+    const intent = await this.audited(async (ops, audit) => {
+      const before = await intentsGet(ops.pool, ops.schema, intentId);
+      const moved = await intentsMove(ops.pool, ops.schema, intentId, account);
+      const intent = await intentsGet(ops.pool, ops.schema, intentId);
+      if (!intent) throw new NotFoundError('intent', intentId);
+      if (!moved) {
+        throw new IntentStateError(intentId, intent.state, intent.state === 'pending'
+          ? `intent ${JSON.stringify(intentId)} is being sent now (its lease is live); move it when the attempt ends`
+          : `intent ${JSON.stringify(intentId)} is ${intent.state}: only a pending intent can move`);
+      }
+      await audit({ action: AuditAction.intentMove, target: intentId, before: { account: before?.pinnedAccount ?? null }, after: { account } });
+      return intent;
+    });
     this.logger.warn({ event: 'intent.moved', intentId, holdId: intent.holdId, account, unsettled: intent.pinnedAccount === null }, 'intent moved by an operator');
     return intent;
   }
 
   async replay(intentId: string): Promise<Intent> {
-    const intent = await replayIntent(this.pool, intentId, { schema: this.schema, now: this.clock.now() });
+    const intent = await this.audited(async (ops, audit) => {
+      const before = await intentsGet(ops.pool, ops.schema, intentId);
+      const intent = await replayIntent(ops.pool, intentId, { schema: ops.schema, now: ops.clock.now() });
+      await audit({
+        action: AuditAction.intentReplay,
+        target: intentId,
+        before: before ? { state: before.state, replays: before.replays } : null,
+        after: { state: intent.state, replays: intent.replays },
+      });
+      return intent;
+    });
     this.logger.info({ event: 'intent.replayed', intentId: intent.id, holdId: intent.holdId, replays: intent.replays }, 'intent replayed');
     return intent;
   }
@@ -261,7 +327,12 @@ export class Operations {
   ): Promise<{ policy: TenantPolicy; created: boolean }> {
     const name = validateTenant(tenant);
     const fields = validateTenantPolicy(input, accounts ?? undefined);
-    const result = await tenantPolicyPut(this.pool, this.schema, name, fields, this.clock.now());
+    const result = await this.audited(async (ops, audit) => {
+      const before = await tenantPoliciesGet(ops.pool, ops.schema, name);
+      const result = await tenantPolicyPut(ops.pool, ops.schema, name, fields, ops.clock.now());
+      await audit({ action: AuditAction.tenantPolicySet, target: name, before: before ?? null, after: result.policy });
+      return result;
+    });
     // The addresses stay out of the log, as every address does.
     const { from, replyTo, ...logged } = fields;
     this.logger.info(
@@ -274,8 +345,12 @@ export class Operations {
   /** Remove a tenant's policy (it then shares its account with no cap); NotFoundError when it had none. */
   async deleteTenantPolicy(tenant: string): Promise<TenantPolicy> {
     const name = validateTenant(tenant);
-    const removed = await tenantPolicyDelete(this.pool, this.schema, name);
-    if (!removed) throw new NotFoundError('tenant policy', name);
+    const removed = await this.audited(async (ops, audit) => {
+      const removed = await tenantPolicyDelete(ops.pool, ops.schema, name);
+      if (!removed) throw new NotFoundError('tenant policy', name);
+      await audit({ action: AuditAction.tenantPolicyDelete, target: name, before: removed, after: null });
+      return removed;
+    });
     this.logger.info({ event: 'tenant.policy_deleted', tenant: name, by: PAUSED_BY_OPERATOR }, 'tenant policy deleted');
     return removed;
   }
@@ -286,7 +361,11 @@ export class Operations {
   async pauseTenant(tenant: string, reason: string = DEFAULT_PAUSE_REASON): Promise<TenantPause> {
     const name = validateTenant(tenant);
     const why = validatePauseReason(reason);
-    const pause = await tenantPause(this.pool, this.schema, name, why);
+    const pause = await this.audited(async (ops, audit) => {
+      const pause = await tenantPause(ops.pool, ops.schema, name, why);
+      await audit({ action: AuditAction.tenantPause, target: name, after: pause });
+      return pause;
+    });
     this.logger.warn({ event: 'tenant.paused', tenant: name, reason: pause.reason, by: PAUSED_BY_OPERATOR }, 'tenant paused');
     return pause;
   }
@@ -294,10 +373,40 @@ export class Operations {
   /** Resume one tenant; NotFoundError when it was not paused. */
   async resumeTenant(tenant: string): Promise<TenantPause> {
     const name = validateTenant(tenant);
-    const resumed = await tenantResume(this.pool, this.schema, name);
-    if (!resumed) throw new NotFoundError('tenant pause', name);
+    const resumed = await this.audited(async (ops, audit) => {
+      const resumed = await tenantResume(ops.pool, ops.schema, name);
+      if (!resumed) throw new NotFoundError('tenant pause', name);
+      await audit({ action: AuditAction.tenantResume, target: name, after: resumed });
+      return resumed;
+    });
     this.logger.info({ event: 'tenant.resumed', tenant: name, by: PAUSED_BY_OPERATOR }, 'tenant resumed');
     return resumed;
+  }
+
+  /**
+   * Suppress an address by hand (reason `manual`); one already suppressed
+   * keeps its first entry and nothing is recorded. The audit entry names
+   * the address's hash, never the address.
+   */
+  async addSuppression(address: string, detail: string | null = null): Promise<{ suppression: Suppression; created: boolean }> {
+    return this.audited(async (ops, audit) => {
+      const [created] = await suppressionsAdd(ops.pool, ops.schema, [{ address, reason: 'manual', detail, provider: null }]);
+      if (!created) return { suppression: (await suppressionsGet(ops.pool, ops.schema, addressHash(address)))!, created: false };
+      await audit({ action: AuditAction.suppressionAdd, target: created.addressHash, after: { reason: created.reason } });
+      this.logger.info({ event: 'suppression.added', reason: 'manual', by: 'operator' }, 'address suppressed by an operator');
+      return { suppression: created, created: true };
+    });
+  }
+
+  /** Lift a suppression by the address's hash; undefined when there was none. */
+  async removeSuppression(hash: string): Promise<Suppression | undefined> {
+    return this.audited(async (ops, audit) => {
+      const removed = await suppressionsRemove(ops.pool, ops.schema, hash);
+      if (!removed) return undefined;
+      await audit({ action: AuditAction.suppressionRemove, target: hash, before: { reason: removed.reason } });
+      this.logger.info({ event: 'suppression.removed', reason: removed.reason, by: 'operator' }, 'suppression lifted by an operator');
+      return removed;
+    });
   }
 
   /** The `limit` tenants with the largest backlogs (1-1000). */
@@ -325,9 +434,18 @@ export class Operations {
     if (change.perSecond === undefined && change.burst === undefined) {
       throw new ValidationError('perSecond', 'give perSecond, burst or both');
     }
-    const current = await this.rateLimit(account);
-    const policy = validatePolicy({ perSecond: change.perSecond ?? current.perSecond, burst: change.burst ?? current.burst });
-    const state = await rateLimiterSet(this.pool, this.schema, policy, this.clock.now(), account);
+    const { policy, state } = await this.audited(async (ops, audit) => {
+      const current = await ops.rateLimit(account);
+      const policy = validatePolicy({ perSecond: change.perSecond ?? current.perSecond, burst: change.burst ?? current.burst });
+      const state = await rateLimiterSet(ops.pool, ops.schema, policy, ops.clock.now(), account);
+      await audit({
+        action: AuditAction.rateLimitSet,
+        target: account,
+        before: { perSecond: current.perSecond, burst: current.burst },
+        after: { perSecond: state.perSecond, burst: state.burst },
+      });
+      return { policy, state };
+    });
     this.logger.info({ event: 'rate_limit.changed', account, ...policy }, 'rate limit changed');
     return state;
   }

@@ -17,6 +17,8 @@ import type { Accounts } from './model/accounts.js';
 import { SandboxGateway } from './providers/sandbox.js';
 import { PruneWorker } from './retention/prune-worker.js';
 import { startApiServer, type ApiServer } from './server/app.js';
+import { ApiTokens } from './server/auth.js';
+import type { AuditActor } from './model/audit-actions.js';
 import { rateLimiterEnsure } from './tables/rate-limiter.js';
 import { describeProblem } from './templates/source.js';
 import { loadTemplates, type Templates } from './templates/templates.js';
@@ -53,6 +55,8 @@ export interface PreparedService {
   webhooks: WebhookSettings | undefined;
   /** Each account's webhook endpoint (an accounts file's accounts). */
   accountWebhooks: Map<string, AccountWebhook> | undefined;
+  /** LEASEHOLD_API_TOKENS_FILE's tokens, read and checked (the API's part only). */
+  tokenEntries: Awaited<ReturnType<typeof ApiTokens.readFile>> | undefined;
 }
 
 /** The templates this configuration sends with: LEASEHOLD_TEMPLATES_DIR, or the shipped ones. */
@@ -99,6 +103,8 @@ export async function prepareService(config: Config, parts: ServiceParts, overri
     templates: parts.delivery ? checkedTemplates(config) : undefined,
     webhooks: parts.api ? webhookSettingsFromEnv(config.env) : undefined,
     accountWebhooks: parts.api && config.accountsFile ? accountWebhooks(accounts.accounts) : undefined,
+    // A broken tokens file stops the start here, in one line naming the entry and the field.
+    tokenEntries: parts.api && config.apiTokensFile ? await ApiTokens.readFile(config.apiTokensFile) : undefined,
   };
 }
 
@@ -117,6 +123,7 @@ export function expiryWorkerFor(config: Config, base: ServiceBase, extra: Partia
     schema: base.schema,
     intervalMs: config.expiryIntervalMs,
     batchSize: config.expiryBatch,
+    noticeDeadlineSeconds: config.noticeDeadlineSeconds,
     logger: base.logger,
     ...(base.metrics ? { metrics: base.metrics } : {}),
     ...extra,
@@ -166,8 +173,9 @@ export function deliveryWorkerFor(
 }
 
 /** The operator actions with this configuration's initial rate policy. */
-export function operationsFor(config: Config, base: ServiceBase, accounts: Accounts = accountsFromConfig(config)): Operations {
+export function operationsFor(config: Config, base: ServiceBase & { actor?: AuditActor }, accounts: Accounts = accountsFromConfig(config)): Operations {
   return new Operations({
+    ...(base.actor ? { actor: base.actor } : {}),
     pool: base.pool,
     schema: base.schema,
     logger: base.logger,
@@ -190,6 +198,12 @@ export interface RunningService {
   metrics: Metrics;
   /** Lines for the operator (address, generated token, lanes running), printed once signals are handled. */
   announcements: string[];
+  /**
+   * Read LEASEHOLD_API_TOKENS_FILE again (SIGHUP): the names now in force,
+   * or a ConfigError naming the entry and field, the old tokens staying in
+   * force. Undefined without an API.
+   */
+  reloadTokens?: () => Promise<string[]>;
   /**
    * Drain in order: the API stops accepting, the expiry worker finishes its
    * transaction, the delivery worker finishes its sends and records them.
@@ -248,14 +262,16 @@ export async function startService(prepared: PreparedService, base: Omit<Service
       await rateLimiterEnsure(base.pool, base.schema, { perSecond: account.rate.perSecond, burst: account.rate.burst }, account.name);
     }
     if (parts.api) {
-      const { token, generated } = resolveApiToken(config.apiToken);
+      // A generated token only when no token at all is configured.
+      const { token, generated } = config.apiTokensFile && !config.apiToken ? { token: undefined, generated: false } : resolveApiToken(config.apiToken);
+      const tokens = new ApiTokens({ envToken: token, entries: prepared.tokenEntries ?? [], file: config.apiTokensFile });
       const api = await startApiServer({
         pool: base.pool,
         schema: base.schema,
         config,
         logger,
         metrics,
-        apiToken: token,
+        tokens,
         port: config.port,
         host: options.host ?? config.host,
         accounts: prepared.accounts,
@@ -263,6 +279,7 @@ export async function startService(prepared: PreparedService, base: Omit<Service
         ...(prepared.accountWebhooks ? { accountWebhooks: prepared.accountWebhooks } : {}),
       });
       service.api = api;
+      service.reloadTokens = () => tokens.reload();
       stops.push(() => api.close());
       if (generated) service.announcements.push(`API token (generated for this run; set LEASEHOLD_API_TOKEN to keep one): ${token}`);
       service.announcements.push(`leasehold API listening on ${api.url}`, `dashboard: ${api.url}/`);

@@ -33,6 +33,8 @@ export const FLAGS = {
   'deployment.expiryBatch': '--expiry-batch',
   'deployment.expiryIntervalMs': '--expiry-interval-ms',
   'deployment.attemptsPerEmail': '--attempts-per-email',
+  'deadlines.noticeSeconds': '--notice-deadline',
+  'deadlines.reminderSeconds': '--remind-before',
   'storage.bloatFactor': '--bloat-factor',
   'observability.logRetentionDays': '--log-retention-days',
   freeTiers: '--free-tiers',
@@ -51,6 +53,9 @@ export interface ConfigDefaults {
   expiryIntervalMs: number;
   promiseSeconds: number;
   expiryPromiseSeconds: number;
+  /** LEASEHOLD_NOTICE_DEADLINE_S and LEASEHOLD_REMIND_BEFORE_S; null: off. */
+  noticeDeadlineSeconds?: number | null;
+  remindBeforeSeconds?: number | null;
 }
 
 // Flags arrive as strings, YAML as numbers or strings: both go through Number,
@@ -121,6 +126,18 @@ function workloadSchema(d: ConfigDefaults) {
         expiryBatch: d.expiryBatch,
         expiryIntervalMs: d.expiryIntervalMs,
         attemptsPerEmail: 1,
+      }),
+    /** The deadlines emails carry (migration 0024): which kinds the worst burst would make miss theirs. */
+    deadlines: z
+      .strictObject({
+        /** Expiry and confirmation emails unsent this long after their moment are not sent. */
+        noticeSeconds: number(1, 2_592_000).optional(),
+        /** Reminders go out this long before expiry, their deadline; a burst of reminders due together. */
+        reminderSeconds: number(1, 2_592_000).optional(),
+      })
+      .default({
+        ...(d.noticeDeadlineSeconds ? { noticeSeconds: d.noticeDeadlineSeconds } : {}),
+        ...(d.remindBeforeSeconds ? { reminderSeconds: d.remindBeforeSeconds } : {}),
       }),
     storage: z.strictObject({ bloatFactor: number(1, 10).default(1.3) }).default({ bloatFactor: 1.3 }),
     observability: z.strictObject({ logRetentionDays: number(1, 3650, { int: true }).default(30) }).default({ logRetentionDays: 30 }),

@@ -192,6 +192,12 @@ export function renderReport(r: CapacityReport): string[] {
         ['last email sent', b.lastSendAtSeconds === null ? 'never' : `${seconds(b.lastSendAtSeconds)} after the burst starts`],
         ['oldest email age', age],
         ['assumes', 'the limiter bucket is full when the burst starts, its holds fall due evenly over the window, average demand keeps arriving'],
+        ...b.deadlines.map((d): [string, string] => [
+          `${d.kind} deadline`,
+          d.verdict === 'meets'
+            ? `${seconds(d.deadlineSeconds)}: meets (every email of the burst leaves before it)`
+            : `${seconds(d.deadlineSeconds)}: misses (${int(d.missedEmails)} of ${int(b.holds)} emails would wait longer and end missed_deadline, never sent)`,
+        ]),
         ['expiry lane', `${dec(b.expiryCatchUpSeconds, 2)}s to expire them all (measured ${int(38_735)} holds/s) against the ${seconds(b.expiryPromiseSeconds)} promise: ${b.expiryVerdict}`],
         ...quotaOverflow(accounts),
       ]),

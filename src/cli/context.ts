@@ -1,4 +1,6 @@
+import { userInfo } from 'node:os';
 import { loadConfig, type Config } from '../config.js';
+import type { AuditActor } from '../model/audit-actions.js';
 import { openDatabase, type Database } from '../db/database.js';
 import { ConfigError, LeaseholdError, MissingPackageError, SchemaNotMigratedError, TemplatesBrokenError } from '../errors.js';
 import { createLogger, wantsPrettyLogs, type Logger } from '../observability/logger.js';
@@ -47,6 +49,17 @@ export function createContext(env: Record<string, string | undefined>, out: (lin
     database: ({ migrations, ...options }) =>
       openDatabase(config, logger, { ...options, ...(migrations === 'none' ? {} : { migrations }) }),
   };
+}
+
+/** The audit log's actor for a command: `cli:<os user>`. */
+export function cliActor(): AuditActor {
+  let user: string;
+  try {
+    user = userInfo().username;
+  } catch {
+    user = process.env.USER ?? process.env.LOGNAME ?? 'unknown';
+  }
+  return { name: `cli:${user}` };
 }
 
 /** Map an error to the one line printed and the exit code. */

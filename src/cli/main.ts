@@ -15,6 +15,7 @@ import { registerTemplates } from './commands/templates.js';
 import { registerCompareTimers } from './commands/compare-timers.js';
 import { registerDrill } from './commands/drill.js';
 import { registerDbAccess } from './commands/db-access.js';
+import { registerAccess } from './commands/access.js';
 import { packageVersion } from '../runtime/version.js';
 
 /**
@@ -43,6 +44,7 @@ export function buildProgram(context: ContextFactory): Command {
   registerCompareTimers(program, context);
   registerDrill(program, context);
   registerDbAccess(program, context);
+  registerAccess(program, context);
   for (const command of program.commands) command.exitOverride();
   return program;
 }

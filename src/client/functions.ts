@@ -15,6 +15,7 @@ import type { TenantPolicy, TenantPolicyInput } from '../model/tenant-policy.js'
 import { defaultLibraryLogger, type Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import { Operations } from '../ops.js';
+import { libraryActor } from '../model/audit-actions.js';
 import type { RetentionTables } from '../retention/policy.js';
 import { retentionPreview, type RetentionPreview } from '../retention/preview.js';
 import type { Clock } from '../runtime/clock.js';
@@ -23,7 +24,7 @@ import type { DeliveryControl } from '../tables/delivery-control.js';
 import { messagesSummary, type MessageSummary } from '../tables/messages.js';
 import { intentsGet, intentsList, type IntentPage } from '../tables/outbox.js';
 import type { RateLimitState } from '../tables/rate-limiter.js';
-import { suppressionsAdd, suppressionsGet, suppressionsList, suppressionsRemove, type SuppressionPage } from '../tables/suppressions.js';
+import { suppressionsGet, suppressionsList, type SuppressionPage } from '../tables/suppressions.js';
 import type { TenantPolicyPage } from '../tables/tenants.js';
 
 /**
@@ -43,6 +44,11 @@ export interface LibraryOptions {
   clock?: Clock;
   /** For the calls that log an event (operator actions, ingestion); default warnings and errors to stderr. */
   logger?: Logger;
+  /**
+   * Who makes a change, for its audit entry (audit_log, written in the
+   * change's transaction): recorded as `library:<actor>`; unset: `library`.
+   */
+  actor?: string;
 }
 
 const schemaOf = (options: LibraryOptions) => options.schema ?? DEFAULTS.schema;
@@ -54,6 +60,7 @@ function operations(db: Queryable, options: LibraryOptions): Operations {
     initialRate: { perSecond: DEFAULTS.ratePerSecond, burst: DEFAULTS.rateBurst },
     logger: options.logger ?? defaultLibraryLogger(),
     ...(options.clock ? { clock: options.clock } : {}),
+    actor: libraryActor(options.actor),
   });
 }
 
@@ -130,8 +137,7 @@ export function setRateLimit(db: Queryable, change: { perSecond?: number; burst?
 /** Suppress an address (reason `manual`); one already suppressed keeps its first entry, which is returned. */
 export async function addSuppression(db: Queryable, email: string, options: LibraryOptions & { detail?: string } = {}): Promise<Suppression> {
   const address = validateAddress(email, 'email');
-  const [created] = await suppressionsAdd(db, schemaOf(options), [{ address, reason: 'manual', detail: options.detail ?? null, provider: null }]);
-  return created ?? (await suppressionsGet(db, schemaOf(options), addressHash(address)))!;
+  return (await operations(db, options).addSuppression(address, options.detail ?? null)).suppression;
 }
 
 export function getSuppression(db: Queryable, email: string, options: LibraryOptions = {}): Promise<Suppression | undefined> {
@@ -140,7 +146,7 @@ export function getSuppression(db: Queryable, email: string, options: LibraryOpt
 
 /** Lift a suppression; undefined when the address was not suppressed. */
 export function removeSuppression(db: Queryable, email: string, options: LibraryOptions = {}): Promise<Suppression | undefined> {
-  return suppressionsRemove(db, schemaOf(options), addressHash(validateAddress(email, 'email')));
+  return operations(db, options).removeSuppression(addressHash(validateAddress(email, 'email')));
 }
 
 export function listSuppressions(

@@ -2,9 +2,9 @@ import type pg from 'pg';
 import { DEFAULTS } from '../config.js';
 import type { MigrateResult } from '../db/migrate.js';
 import { DeliveryWorker, type DeliveryWorkerOptions } from '../delivery/worker.js';
-import { cancelHold, confirmHold, createHold, getHold, type CreateHoldResult } from '../holds/holds.js';
+import { cancelHold, confirmHold, createHold, extendHold, getHold, type CreateHoldResult, type HoldDefaults } from '../holds/holds.js';
 import { ExpiryWorker, type ExpiryWorkerOptions } from '../holds/expiry-worker.js';
-import type { CreateHoldInput } from '../model/hold-input.js';
+import type { CreateHoldInput, ExtendHoldInput } from '../model/hold-input.js';
 import type { Hold } from '../model/hold-states.js';
 import type { Attempt, Intent, IntentState } from '../model/intent-states.js';
 import type { Suppression, SuppressionReason } from '../model/suppression-reasons.js';
@@ -27,6 +27,12 @@ export interface LeaseholdOptions {
   logger?: Logger;
   /** Default: the database's clock. */
   clock?: Clock;
+  /** Who makes the changes, for their audit entries (`library:<actor>`); default `library`. */
+  actor?: string;
+  /** What a hold gets when its request does not say: a reminder (`remindBeforeSeconds`), a confirmation email (`notifyOnConfirm`); default neither. */
+  holdDefaults?: HoldDefaults;
+  /** Expiry and confirmation emails still unsent this many seconds after their moment are not sent (end `missed_deadline`); default no deadline. Give the expiry lane the same (`expiryWorker({ noticeDeadlineSeconds })`). */
+  noticeDeadlineSeconds?: number | null;
 }
 
 /** What `createLeasehold` returns: the free functions bound to one pool, schema, logger and clock. */
@@ -39,6 +45,8 @@ export interface Leasehold {
     get(id: string): Promise<Hold | undefined>;
     confirm(id: string): Promise<Hold>;
     cancel(id: string): Promise<Hold>;
+    /** A later deadline: `{ expiresAt }` or `{ ttlSeconds }` from now; the same one again is a no-op. */
+    extend(id: string, to: ExtendHoldInput): Promise<Hold>;
   };
   intents: {
     get(id: string): Promise<Intent | undefined>;
@@ -86,7 +94,7 @@ export function createLeasehold(options: LeaseholdOptions): Leasehold {
   const { pool } = options;
   const schema = options.schema ?? DEFAULTS.schema;
   const logger = options.logger ?? defaultLibraryLogger();
-  const opts: fn.LibraryOptions = { schema, logger, ...(options.clock ? { clock: options.clock } : {}) };
+  const opts: fn.LibraryOptions = { schema, logger, ...(options.clock ? { clock: options.clock } : {}), ...(options.actor ? { actor: options.actor } : {}) };
   const holdOpts = { schema, ...(options.clock ? { clock: options.clock } : {}) };
   const lane = { schema, logger, ...(options.clock ? { clock: options.clock } : {}) };
   return {
@@ -94,10 +102,11 @@ export function createLeasehold(options: LeaseholdOptions): Leasehold {
     schema,
     migrate: () => fn.migrate(pool, opts),
     holds: {
-      create: (input) => createHold(pool, input, holdOpts),
+      create: (input) => createHold(pool, input, { ...holdOpts, ...(options.holdDefaults ? { defaults: options.holdDefaults } : {}) }),
       get: (id) => getHold(pool, id, holdOpts),
-      confirm: (id) => confirmHold(pool, id, holdOpts),
+      confirm: (id) => confirmHold(pool, id, { ...holdOpts, noticeDeadlineSeconds: options.noticeDeadlineSeconds ?? null }),
       cancel: (id) => cancelHold(pool, id, holdOpts),
+      extend: (id, to) => extendHold(pool, id, to, holdOpts),
     },
     intents: {
       get: (id) => fn.getIntent(pool, id, opts),
@@ -125,7 +134,8 @@ export function createLeasehold(options: LeaseholdOptions): Leasehold {
       put: (tenant, policy, put) => fn.putTenantPolicy(pool, tenant, policy, { ...opts, ...put }),
       delete: (tenant) => fn.deleteTenantPolicy(pool, tenant, opts),
     },
-    expiryWorker: (worker = {}) => new ExpiryWorker({ ...lane, ...worker, pool }),
+    expiryWorker: (worker = {}) =>
+      new ExpiryWorker({ ...lane, ...(options.noticeDeadlineSeconds != null ? { noticeDeadlineSeconds: options.noticeDeadlineSeconds } : {}), ...worker, pool }),
     deliveryWorker: (worker) => new DeliveryWorker({ ...lane, ...worker, pool }),
   };
 }

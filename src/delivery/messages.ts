@@ -32,6 +32,8 @@ export async function prepareMessages(
     from: string;
     /** Per tenant, a sender and reply-to that override the template's (tenant_policies). */
     senders?: ReadonlyMap<string, TenantSender>;
+    /** The render moment: what a reminder says is left ("in 5 minutes") is counted from it. */
+    now: Date;
   },
 ): Promise<Map<string, PreparedMessage>> {
   const prepared = new Map<string, PreparedMessage>();
@@ -48,6 +50,8 @@ export async function prepareMessages(
         metadata: intent.metadata ?? {},
         expiresAt: intent.holdExpiresAt,
         expiredAt: intent.holdExpiredAt,
+        confirmedAt: intent.holdConfirmedAt,
+        now: options.now,
         from: options.from,
         tenant: intent.tenant,
       });

@@ -1,3 +1,4 @@
+import type { Clock } from '../runtime/clock.js';
 import type pg from 'pg';
 import type { Metrics } from '../observability/metrics.js';
 import type { EmailGateway } from '../providers/gateway.js';
@@ -31,6 +32,8 @@ export interface PlanSetting {
   /** In failover order. */
   accounts: readonly PlanAccount[];
   metrics?: Metrics;
+  /** The render moment (what a reminder says is left); default the machine's clock. */
+  clock?: Clock;
 }
 
 /** One request a round sends, with its account. */
@@ -75,7 +78,7 @@ export class RoundPlan {
       const mine = leased.filter((l) => l.account === account.name && !suppressed.has(l.intent.id)).map((l) => l.intent);
       if (mine.length === 0) continue;
       // Each account's sender fills in templates that name none.
-      for (const [id, m] of await prepareMessages(pool, schema, templates, mine, { from: account.from, senders })) messages.set(id, m);
+      for (const [id, m] of await prepareMessages(pool, schema, templates, mine, { from: account.from, senders, now: this.setting.clock?.now() ?? new Date() })) messages.set(id, m);
       const sendable = mine.filter((intent) => {
         const prepared = messages.get(intent.id)!;
         if (!prepared.ok) results.push({ ...templateFailure(intent, this.token, prepared.error), account: account.name });

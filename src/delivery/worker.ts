@@ -23,6 +23,8 @@ import type { RetryPolicy } from './retry-policy.js';
 import { shippedTemplates, type Templates } from '../templates/templates.js';
 import type { DeliveryEvents } from './events.js';
 import { LeaseReclaimer } from './reclaimer.js';
+import { DeadlineSweeper } from './deadlines.js';
+import type { SweptIntent } from '../tables/outbox.js';
 import { RoundRecorder } from './recorder.js';
 
 /** One provider account the lane sends through (model/accounts.ts), with its gateway. */
@@ -144,6 +146,8 @@ export class DeliveryWorker extends LoopWorker<DeliveryEvents> {
   protected readonly loop: ServiceLoop;
   private readonly extraLoops: ServiceLoop[];
   private readonly reclaimLoop: ServiceLoop | undefined;
+  private readonly deadlines: DeadlineSweeper;
+  private readonly deadlineLoop: ServiceLoop;
   private readonly slots: Slots;
   private readonly schema: string;
   private readonly accounts: readonly WorkerAccount[];
@@ -231,6 +235,7 @@ export class DeliveryWorker extends LoopWorker<DeliveryEvents> {
       pool: options.pool,
       schema: this.schema,
       templates: this.templates,
+      ...(options.clock ? { clock: options.clock } : {}),
       accounts: this.accounts,
       ...(options.metrics ? { metrics: options.metrics } : {}),
     };
@@ -247,6 +252,20 @@ export class DeliveryWorker extends LoopWorker<DeliveryEvents> {
     );
     this.loop = first!;
     this.extraLoops = more;
+    this.deadlines = new DeadlineSweeper({
+      db: () => options.presence?.session ?? options.pool,
+      schema: this.schema,
+      logger: this.logger,
+      metrics: options.metrics,
+      clock: options.clock,
+    });
+    this.deadlineLoop = new ServiceLoop({
+      name: 'delivery.deadlines',
+      intervalMs: DEFAULTS.deadlineSweepIntervalMs,
+      logger: this.logger,
+      tick: () => this.deadlines.tick(),
+      tickTimeoutMs: DEFAULTS.tickTimeoutMs,
+    });
     const reclaimIntervalMs = options.reclaimIntervalMs ?? DEFAULTS.reclaimIntervalMs;
     if (reclaimIntervalMs > 0) {
       const reclaimer = new LeaseReclaimer({
@@ -279,7 +298,12 @@ export class DeliveryWorker extends LoopWorker<DeliveryEvents> {
   }
 
   protected override get sideLoops(): readonly ServiceLoop[] {
-    return this.reclaimLoop ? [this.reclaimLoop] : [];
+    return this.reclaimLoop ? [this.reclaimLoop, this.deadlineLoop] : [this.deadlineLoop];
+  }
+
+  /** End the intents whose deadline passed unsent, now (the worker does it every DEFAULTS.deadlineSweepIntervalMs). */
+  sweepDeadlines(): Promise<SweptIntent[]> {
+    return this.deadlines.sweep();
   }
 
   /** One round, in the slots free now (waiting until one is). */

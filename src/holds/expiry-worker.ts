@@ -18,6 +18,8 @@ export interface ExpiryWorkerOptions {
   intervalMs?: number;
   /** Most holds locked and expired per transaction. */
   batchSize?: number;
+  /** Each expiry email's deadline, seconds after the expiry: still unsent then, it ends missed_deadline (LEASEHOLD_NOTICE_DEADLINE_S; default none). */
+  noticeDeadlineSeconds?: number | null;
   clock?: Clock;
   /** Default: warnings and errors to stderr (`defaultLibraryLogger`); `silentLogger` for none. */
   logger?: Logger;
@@ -86,7 +88,7 @@ export class ExpiryWorker extends LoopWorker<ExpiryEvents> {
     const expired = await withTransaction(this.options.pool, async (client) => {
       // The statement also NOTIFYs intentsChannel when it created intents:
       // delivered at commit (never for a rolled-back batch), it wakes delivery workers.
-      const rows = await holdsExpireDue(client, this.schema, this.batchSize, now, intentsChannel(this.schema));
+      const rows = await holdsExpireDue(client, this.schema, this.batchSize, now, intentsChannel(this.schema), this.options.noticeDeadlineSeconds ?? null);
       if (rows.length > 0) await this.faults.at('expiry.locked', { holds: rows.map((r) => r.id) });
       return rows;
     });

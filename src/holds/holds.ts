@@ -1,9 +1,17 @@
 import type { Queryable } from '../db/pool.js';
-import { HoldNotHeldError, IdempotencyConflictError, NotFoundError } from '../errors.js';
+import { HoldNotHeldError, IdempotencyConflictError, NotFoundError, ValidationError } from '../errors.js';
 import type { Clock } from '../runtime/clock.js';
-import { holdFromRow, holdsGet, holdsGetForRetry, holdsInsert, holdsSettle, type HoldInsert, type HoldRow } from '../tables/holds.js';
+import { holdFromRow, holdsExtend, holdsGet, holdsGetForRetry, holdsInsert, holdsSettle, type HoldInsert, type HoldRow } from '../tables/holds.js';
 import type { Hold } from '../model/hold-states.js';
-import { checkExpiresAt, validateCreateHold, validateHoldId, type CreateHoldInput, type ValidHold } from '../model/hold-input.js';
+import {
+  checkExpiresAt,
+  validateCreateHold,
+  validateExtendHold,
+  validateHoldId,
+  type CreateHoldInput,
+  type ExtendHoldInput,
+  type ValidHold,
+} from '../model/hold-input.js';
 
 /**
  * The hold API for applications. Every function takes any `pg` Pool, Client
@@ -15,6 +23,19 @@ export interface HoldOptions {
   schema?: string;
   /** Clock for timestamps and validation; default is the database clock. */
   clock?: Clock;
+}
+
+/** What a hold gets when its request does not say (the service's LEASEHOLD_REMIND_BEFORE_S and LEASEHOLD_NOTIFY_ON_CONFIRM). */
+export interface HoldDefaults {
+  /** Seconds before expiry to send a reminder; default none. */
+  remindBeforeSeconds?: number | null;
+  /** Send a confirmation email on confirm; default false. */
+  notifyOnConfirm?: boolean;
+}
+
+export interface ConfirmOptions extends HoldOptions {
+  /** The confirmation email's deadline, seconds after the confirmation (LEASEHOLD_NOTICE_DEADLINE_S); default none. */
+  noticeDeadlineSeconds?: number | null;
 }
 
 export interface CreateHoldResult {
@@ -33,7 +54,11 @@ const schemaOf = (options: HoldOptions) => options.schema ?? 'leasehold';
  * tenant) and its hold's intent carries it. Bad input throws
  * ValidationError naming the field.
  */
-export async function createHold(db: Queryable, input: CreateHoldInput, options: HoldOptions = {}): Promise<CreateHoldResult> {
+export async function createHold(
+  db: Queryable,
+  input: CreateHoldInput,
+  options: HoldOptions & { defaults?: HoldDefaults } = {},
+): Promise<CreateHoldResult> {
   const now = options.clock?.now() ?? null;
   const valid = validateCreateHold(input);
   const schema = schemaOf(options);
@@ -44,6 +69,8 @@ export async function createHold(db: Queryable, input: CreateHoldInput, options:
     ttlSeconds: valid.ttlSeconds ?? null,
     metadata: valid.metadata,
     tenant: valid.tenant,
+    remindBeforeSeconds: valid.remindBeforeSeconds === undefined ? (options.defaults?.remindBeforeSeconds ?? null) : valid.remindBeforeSeconds,
+    notifyOnConfirm: valid.notifyOnConfirm ?? options.defaults?.notifyOnConfirm ?? false,
   };
   try {
     checkExpiresAt(valid, now ?? new Date());
@@ -76,22 +103,62 @@ export async function getHold(db: Queryable, id: string, options: HoldOptions = 
   return row ? holdFromRow(row) : undefined;
 }
 
-async function settle(db: Queryable, id: string, to: 'confirmed' | 'cancelled', options: HoldOptions): Promise<Hold> {
-  const schema = schemaOf(options);
-  const holdId = validateHoldId(id);
-  const row = await holdsSettle(db, schema, holdId, to, options.clock?.now() ?? null);
+/**
+ * A change through the hold functions (migrations/0024_hold_lifecycle.sql):
+ * nothing changed is an unknown hold (NotFoundError) or one no longer held
+ * (HoldNotHeldError, its status read again); their 22023 is a bad field.
+ */
+async function holdChange(db: Queryable, schema: string, holdId: string, change: () => Promise<HoldRow | undefined>): Promise<Hold> {
+  let row: HoldRow | undefined;
+  try {
+    row = await change();
+  } catch (error) {
+    const code = (error as { code?: string }).code;
+    if (code === '22023') {
+      const message = (error as Error).message;
+      const field = /^(\w+):/.exec(message)?.[1] ?? 'body';
+      const camel = field === 'expires_at' ? 'expiresAt' : field === 'ttl_seconds' ? 'ttlSeconds' : field;
+      throw new ValidationError(camel, message.slice(field.length + 2));
+    }
+    throw error;
+  }
   if (row) return holdFromRow(row);
   const current = await holdsGet(db, schema, holdId);
   if (!current) throw new NotFoundError('hold', holdId);
   throw new HoldNotHeldError(holdId, current.status);
 }
 
-/** held -> confirmed. Throws HoldNotHeldError if it already left held (e.g. expired first). */
-export function confirmHold(db: Queryable, id: string, options: HoldOptions = {}): Promise<Hold> {
-  return settle(db, id, 'confirmed', options);
+/**
+ * held -> confirmed. Throws HoldNotHeldError if it already left held (e.g.
+ * expired first). Its pending reminder is voided, and a hold created with
+ * `notifyOnConfirm` gets its confirmation email, in the same statement.
+ */
+export async function confirmHold(db: Queryable, id: string, options: ConfirmOptions = {}): Promise<Hold> {
+  const schema = schemaOf(options);
+  const holdId = validateHoldId(id);
+  return holdChange(db, schema, holdId, () =>
+    holdsSettle(db, schema, holdId, 'confirmed', options.clock?.now() ?? null, options.noticeDeadlineSeconds ?? null),
+  );
 }
 
-/** held -> cancelled. No email is sent for a cancelled hold. */
-export function cancelHold(db: Queryable, id: string, options: HoldOptions = {}): Promise<Hold> {
-  return settle(db, id, 'cancelled', options);
+/** held -> cancelled. No email is sent for a cancelled hold; its pending reminder is voided. */
+export async function cancelHold(db: Queryable, id: string, options: HoldOptions = {}): Promise<Hold> {
+  const schema = schemaOf(options);
+  const holdId = validateHoldId(id);
+  return holdChange(db, schema, holdId, () => holdsSettle(db, schema, holdId, 'cancelled', options.clock?.now() ?? null));
+}
+
+/**
+ * Move a held hold's deadline later: `{ expiresAt }` (a later instant) or
+ * `{ ttlSeconds }` (from now). Only while it is held, under the same row
+ * lock as confirm and expiry, so "extend while the expiry worker locks it"
+ * has exactly one winner (HoldNotHeldError for the loser). The same new
+ * deadline again returns the hold unchanged, so a retry is safe; an
+ * earlier one is a ValidationError. Its pending reminder moves with it.
+ */
+export async function extendHold(db: Queryable, id: string, input: ExtendHoldInput, options: HoldOptions = {}): Promise<Hold> {
+  const schema = schemaOf(options);
+  const holdId = validateHoldId(id);
+  const to = validateExtendHold(input);
+  return holdChange(db, schema, holdId, () => holdsExtend(db, schema, holdId, to, options.clock?.now() ?? null));
 }

@@ -43,9 +43,51 @@ export const createHoldSchema = onFirstUse((z) =>
       metadata: z.record(z.string(), z.unknown()).optional(),
       /** Whose hold this is, for a backend serving many customers of its own; default '' (the empty tenant). */
       tenant: tenantSchema().optional(),
+      /** Send a reminder this many seconds before the hold expires (default: the service's LEASEHOLD_REMIND_BEFORE_S, off). */
+      remindBeforeSeconds: z
+        .number('must be a number')
+        .int('must be a whole number of seconds')
+        .min(1, 'must be at least 1')
+        .max(MAX_TTL_SECONDS, `must be at most ${MAX_TTL_SECONDS} (30 days)`)
+        .nullable()
+        .optional(),
+      /** Send a confirmation email when the hold is confirmed (default: LEASEHOLD_NOTIFY_ON_CONFIRM, off). */
+      notifyOnConfirm: z.boolean('must be true or false').optional(),
     })
     .strict(),
 );
+
+/** The extend request: exactly one of a new expiresAt (later than the current one) and ttlSeconds from now. */
+export const extendHoldSchema = onFirstUse((z) =>
+  z
+    .object({
+      expiresAt: z
+        .union([z.iso.datetime({ offset: true, message: 'must be an ISO 8601 date-time with a time zone' }), z.date()])
+        .optional(),
+      ttlSeconds: z
+        .number('must be a number')
+        .int('must be a whole number of seconds')
+        .min(1, 'must be at least 1')
+        .max(MAX_TTL_SECONDS, `must be at most ${MAX_TTL_SECONDS} (30 days)`)
+        .optional(),
+    })
+    .strict(),
+);
+
+export type ExtendHoldInput = z.input<ReturnType<typeof extendHoldSchema>>;
+
+/** A valid extend request: the new deadline as an instant, or seconds from now. */
+export function validateExtendHold(input: unknown): { expiresAt: Date | null; ttlSeconds: number | null } {
+  const parsed = extendHoldSchema().safeParse(input);
+  if (!parsed.success) throw toValidationError(parsed.error);
+  const v = parsed.data;
+  if ((v.expiresAt === undefined) === (v.ttlSeconds === undefined)) {
+    throw new ValidationError('expiresAt', 'give exactly one of expiresAt and ttlSeconds');
+  }
+  const expiresAt = v.expiresAt === undefined ? null : new Date(v.expiresAt);
+  if (expiresAt && Number.isNaN(expiresAt.getTime())) throw new ValidationError('expiresAt', 'is not a valid date');
+  return { expiresAt, ttlSeconds: v.ttlSeconds ?? null };
+}
 
 export type CreateHoldInput = z.input<ReturnType<typeof createHoldSchema>>;
 
@@ -59,6 +101,10 @@ export interface ValidHold {
   metadata: Record<string, unknown>;
   /** '' when the request named none. */
   tenant: string;
+  /** Seconds before expiry to send a reminder, or null: none (the caller's default applies when the request named none). */
+  remindBeforeSeconds: number | null | undefined;
+  /** undefined: the request did not say (the caller's default applies). */
+  notifyOnConfirm: boolean | undefined;
   /**
    * The request hash createHold stored before migration 0011; still matched
    * so a retry of a hold created then is recognised. New holds store the
@@ -117,6 +163,8 @@ export function validateCreateHold(input: unknown): ValidHold {
     ...(expiresAt ? { expiresAt } : { ttlSeconds: v.ttlSeconds! }),
     metadata,
     tenant: v.tenant ?? DEFAULT_TENANT,
+    remindBeforeSeconds: v.remindBeforeSeconds,
+    notifyOnConfirm: v.notifyOnConfirm,
     requestHash,
   };
 }

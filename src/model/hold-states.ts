@@ -31,11 +31,19 @@ export interface Hold {
   tenant: string;
   /** When its personal data was erased (address, request fingerprint, addresses in metadata), or null. */
   erasedAt: Date | null;
+  /** A reminder goes out this many seconds before expiresAt (null: none). */
+  remindBeforeSeconds: number | null;
+  /** Confirming it sends a confirmation email. */
+  notifyOnConfirm: boolean;
 }
 
 /** The email an expired hold gets: its template kind, and the prefix of its intent id. */
 export const EXPIRED_TEMPLATE = 'reservation-expired';
 export const EXPIRED_INTENT_PREFIX = `${EXPIRED_TEMPLATE}:`;
+
+/** The reminder before a hold expires, and the confirmation email (migrations/0024_hold_lifecycle.sql). */
+export const REMINDER_TEMPLATE = 'reservation-reminder';
+export const CONFIRMED_TEMPLATE = 'reservation-confirmed';
 
 /** Intent id derived from the hold id: the unique key that makes expiry idempotent. */
 export function intentIdForHold(holdId: string): string {

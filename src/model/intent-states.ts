@@ -1,6 +1,6 @@
 /**
  * Email intent states. Mirrored by the CHECK constraints in
- * migrations/0002_outbox.sql.
+ * migrations/0002_outbox.sql and 0024_hold_lifecycle.sql.
  */
 export const IntentState = {
   /** Waiting to be sent (or leased: a live lease_token and lease_expires_at). */
@@ -11,6 +11,10 @@ export const IntentState = {
   rejected: 'rejected',
   /** Terminal: failed LEASEHOLD_MAX_ATTEMPTS times; an operator may replay it. */
   dead: 'dead',
+  /** Terminal: a reminder whose hold was confirmed or cancelled before it went out; never sent. */
+  voided: 'voided',
+  /** Terminal: still unsent at its deadline (send_by), because delivery was paused, rate-limited or backed off; never sent. */
+  missedDeadline: 'missed_deadline',
 } as const;
 
 export type IntentState = (typeof IntentState)[keyof typeof IntentState];
@@ -37,6 +41,8 @@ export interface Intent {
   tenant: string;
   template: string;
   state: IntentState;
+  /** The moment after which it is not sent (ends missed_deadline instead), or null: no deadline. */
+  sendBy: Date | null;
   attempts: number;
   failedAttempts: number;
   availableAt: Date;

@@ -15,6 +15,8 @@ export interface RetentionPolicy {
   batchSize: number;
   /** Longest sleep of the prune worker when there is nothing to do (ms). */
   intervalMs: number;
+  /** Delete audit log entries this many days old (LEASEHOLD_AUDIT_RETENTION_DAYS); null keeps them; absent: 365. */
+  auditRetentionDays?: number | null;
 }
 
 export const MAX_RETENTION_DAYS = 3650;

@@ -21,6 +21,7 @@ export interface Metrics {
   rateLimited: Counter<'account'>;
   leaseExpirations: Counter;
   leasesReclaimed: Counter;
+  intentsMissedDeadline: Counter<'kind'>;
   loopLastRoundAge: Gauge<'lane'>;
   /**
    * Watch a lane of this process: its last-round age (LoopWorker.
@@ -41,6 +42,10 @@ export interface Metrics {
   suppressionsAdded: Counter<'reason'>;
   suppressedSends: Counter;
   webhookRequests: Counter<'provider' | 'result'>;
+  /** /v1 calls refused: `unauthorized` (no or unknown token), `expired`, `forbidden` (role or tenant), `locked` (429 after too many failures from one client address). */
+  authRefused: Counter<'reason'>;
+  /** Client addresses locked out (429) after too many refused tokens in a minute. */
+  authLockouts: Counter;
 }
 
 export interface LaneWatch {
@@ -113,6 +118,12 @@ export function createMetrics(registry?: Registry): Metrics {
     leasesReclaimed: new Counter({
       name: 'leasehold_email_leases_reclaimed_total',
       help: 'Leases this process took back from a delivery worker that was gone (its presence lock free), before they expired.',
+      registers: r,
+    }),
+    intentsMissedDeadline: new Counter({
+      name: 'leasehold_intents_missed_deadline_total',
+      help: 'Intents never sent because their deadline (send_by) passed first: a reminder still waiting when its hold expired, or a notice held back past LEASEHOLD_NOTICE_DEADLINE_S; by kind.',
+      labelNames: ['kind'],
       registers: r,
     }),
     loopLastRoundAge: new Gauge({
@@ -190,6 +201,17 @@ export function createMetrics(registry?: Registry): Metrics {
       name: 'leasehold_webhook_requests_total',
       help: 'Provider webhook requests by provider and result (accepted, unauthorized, not_configured, invalid, unavailable).',
       labelNames: ['provider', 'result'],
+      registers: r,
+    }),
+    authRefused: new Counter({
+      name: 'leasehold_api_auth_refused_total',
+      help: 'Calls to /v1 refused by reason (unauthorized, expired, forbidden, locked); no label carries a token or a client address.',
+      labelNames: ['reason'],
+      registers: r,
+    }),
+    authLockouts: new Counter({
+      name: 'leasehold_api_auth_lockouts_total',
+      help: 'Client addresses answered 429 for a while after too many refused tokens in a minute.',
       registers: r,
     }),
   };

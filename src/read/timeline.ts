@@ -3,32 +3,41 @@ import type { Queryable } from '../db/pool.js';
 import { eventsForIntent } from '../tables/events.js';
 import { emailOutcome, type EmailEvent, type EmailOutcome } from '../model/event-kinds.js';
 import { getHold } from '../holds/holds.js';
-import type { Hold } from '../model/hold-states.js';
+import { CONFIRMED_TEMPLATE, EXPIRED_TEMPLATE, REMINDER_TEMPLATE, type Hold } from '../model/hold-states.js';
 import { messagesSummary, type MessageSummary } from '../tables/messages.js';
 import { attemptsList } from '../tables/attempts.js';
-import { intentsGetByHold } from '../tables/outbox.js';
+import { holdExtensionsList, type HoldExtension } from '../tables/hold-extensions.js';
+import { intentsOfHold } from '../tables/outbox.js';
 import type { Attempt, Intent } from '../model/intent-states.js';
 
 /**
- * A hold's notification story: the four moments of the brief, the fifth
- * (what the provider reported: delivered, bounced, complained), every send
- * attempt and every provider event. The API (`GET /v1/holds/:id`) and the `trace` command both tell it
- * from here, so they never disagree.
+ * A hold's whole life: created, each extension, its reminder (sent, voided
+ * or missed), expired or confirmed or cancelled, and each email's story
+ * (every attempt, every provider event, how it ended). The API
+ * (`GET /v1/holds/:id`), `trace` and the dashboard all tell it from here,
+ * so they never disagree.
+ *
+ * The top-level `intent`, `message`, `moments`, `outcome`, `lateness`,
+ * `attempts` and `events` are the expiry email's: the design brief's five
+ * moments. `emails` has every email of the hold, the expiry email included.
  */
 export interface HoldTimeline {
   hold: Hold;
+  /** The expiry email, or null: none yet (still held) or none ever (confirmed or cancelled first). */
   intent: Intent | null;
   /** The rendered message every attempt sends (subject, template, locale); null until the first lease or after a replay. */
   message: MessageSummary | null;
   moments: {
-    /** The hold's deadline: from here it was due. */
-    eligibleAt: Date;
+    /** The hold's deadline, from which it was due; null when it was confirmed or cancelled first (it never fell due). */
+    eligibleAt: Date | null;
     /** The expiry worker moved it to expired (and wrote the intent). */
     expiredAt: Date | null;
     /** The email intent was created (available to the delivery lane). */
     emailAvailableAt: Date | null;
-    /** A provider accepted the email. */
+    /** A provider accepted the email (after a replay: the replay's acceptance). */
     emailAcceptedAt: Date | null;
+    /** The first acceptance, before any replay (the same as emailAcceptedAt when there was none). */
+    emailFirstAcceptedAt: Date | null;
     /** 5. The provider reported how it ended (see `outcome`): delivered, bounced, complained, ... */
     emailOutcomeAt: Date | null;
   };
@@ -37,47 +46,132 @@ export interface HoldTimeline {
   /** Seconds between consecutive moments, where both are known. */
   lateness: {
     expirySeconds: number | null;
+    /** From available to the current acceptance (a replay's, after one). */
     emailSeconds: number | null;
+    /** From available to the first acceptance. */
+    firstEmailSeconds: number | null;
     /** From acceptance to the provider's outcome. */
     outcomeSeconds: number | null;
   };
   attempts: Attempt[];
   /** Provider events in the provider's order (duplicates stored once). */
   events: EmailEvent[];
+  /** Each extension of the hold, in order. */
+  extensions: HoldExtension[];
+  /** Every email of the hold (reminder, expiry, confirmation), in the order they became available. */
+  emails: EmailStory[];
+  /** The whole life in time order, one line each: what `trace` and the dashboard print. */
+  life: LifeEvent[];
+}
+
+export interface EmailStory {
+  /** reservation-reminder, reservation-expired or reservation-confirmed. */
+  kind: string;
+  intent: Intent;
+  message: MessageSummary | null;
+  attempts: Attempt[];
+  events: EmailEvent[];
+  outcome: EmailOutcome | null;
+  /** The first attempt a provider accepted (before any replay), or null. */
+  firstAcceptedAt: Date | null;
+}
+
+export interface LifeEvent {
+  at: Date;
+  /** e.g. `created`, `extended`, `reminder sent`, `reminder voided`, `reminder missed its deadline`, `expired`, `expiry email accepted`. */
+  what: string;
+  detail?: string;
 }
 
 const secondsBetween = (from: Date | null, to: Date | null) =>
   from && to ? Math.round((to.getTime() - from.getTime()) / 10) / 100 : null;
 
+const KIND_WORDS: Record<string, string> = {
+  [REMINDER_TEMPLATE]: 'reminder',
+  [EXPIRED_TEMPLATE]: 'expiry email',
+  [CONFIRMED_TEMPLATE]: 'confirmation email',
+};
+
+/** What a kind of email is called in a timeline. */
+export const emailWords = (kind: string): string => KIND_WORDS[kind] ?? `${kind} email`;
+
+async function emailStory(db: Queryable, schema: string, intent: Intent): Promise<EmailStory> {
+  const [attempts, events, message] = await Promise.all([
+    attemptsList(db, schema, intent.id),
+    eventsForIntent(db, schema, intent.id),
+    messagesSummary(db, schema, intent.id),
+  ]);
+  // The outcome of the email as it stands: the events of its current receipt
+  // (a replay starts a new email; until it is accepted there is none).
+  const outcome = intent.receipt ? emailOutcome(events.filter((e) => e.messageId === intent.receipt)) : null;
+  const first = attempts.find((a) => a.outcome === 'accepted');
+  return { kind: intent.template, intent, message, attempts, events, outcome, firstAcceptedAt: first ? (first.finishedAt ?? first.startedAt) : null };
+}
+
+function lifeOf(hold: Hold, extensions: HoldExtension[], emails: EmailStory[]): LifeEvent[] {
+  const life: LifeEvent[] = [{ at: hold.createdAt, what: 'created', detail: `expires at ${hold.expiresAt.toISOString()}` }];
+  for (const e of extensions) life.push({ at: e.at, what: 'extended', detail: `from ${e.from.toISOString()} to ${e.to.toISOString()}` });
+  if (hold.expiredAt) life.push({ at: hold.expiredAt, what: 'expired' });
+  if (hold.confirmedAt) life.push({ at: hold.confirmedAt, what: 'confirmed' });
+  if (hold.cancelledAt) life.push({ at: hold.cancelledAt, what: 'cancelled' });
+  for (const email of emails) {
+    const name = emailWords(email.kind);
+    const i = email.intent;
+    if (i.state === 'pending') {
+      const by = i.sendBy ? `, to be sent by ${i.sendBy.toISOString()}` : '';
+      life.push({ at: i.availableAt, what: `${name} due`, detail: `${i.attempts > 0 ? 'next attempt' : 'first attempt'} at ${i.availableAt.toISOString()}${by}` });
+      continue;
+    }
+    if (email.firstAcceptedAt) life.push({ at: email.firstAcceptedAt, what: `${name} sent`, detail: `after ${email.attempts.length} attempt(s)` });
+    if (i.replays > 0 && i.sentAt && email.firstAcceptedAt && i.sentAt.getTime() !== email.firstAcceptedAt.getTime()) {
+      life.push({ at: i.sentAt, what: `${name} sent again (replay ${i.replays})` });
+    }
+    if (i.state === 'voided') life.push({ at: i.finishedAt!, what: `${name} voided`, detail: i.lastError ?? 'never sent' });
+    if (i.state === 'missed_deadline') {
+      life.push({ at: i.finishedAt!, what: `${name} missed its deadline`, detail: `not sent by ${i.sendBy?.toISOString() ?? '?'}, never sent` });
+    }
+    if (i.state === 'rejected' || i.state === 'dead') life.push({ at: i.finishedAt!, what: `${name} ${i.state}`, detail: i.lastError ?? '' });
+    if (email.outcome) life.push({ at: email.outcome.at, what: `${name} ${email.outcome.kind}`, detail: email.outcome.provider });
+  }
+  // Time order; at one instant, cause before effect: the hold's own change,
+  // then what it did to its emails (voided, missed), then sends and outcomes.
+  const rank = (e: LifeEvent) =>
+    e.what === 'created' ? 0 : e.what === 'extended' ? 1 : ['expired', 'confirmed', 'cancelled'].includes(e.what) ? 2 : / (voided|missed)/.test(e.what) ? 3 : 4;
+  return life.sort((a, b) => a.at.getTime() - b.at.getTime() || rank(a) - rank(b));
+}
+
 export async function holdTimeline(db: Queryable, schema: string, holdId: string): Promise<HoldTimeline> {
   const hold = await getHold(db, holdId, { schema });
   if (!hold) throw new NotFoundError('hold', holdId);
-  const intent = (await intentsGetByHold(db, schema, hold.id)) ?? null;
-  const attempts = intent ? await attemptsList(db, schema, intent.id) : [];
-  const events = intent ? await eventsForIntent(db, schema, intent.id) : [];
-  // The outcome of the email as it stands: the events of its current receipt
-  // (a replay starts a new email; until it is accepted there is none).
-  const outcome = intent?.receipt ? emailOutcome(events.filter((e) => e.messageId === intent.receipt)) : null;
-  const message = intent ? await messagesSummary(db, schema, intent.id) : null;
+  const [intents, extensions] = await Promise.all([intentsOfHold(db, schema, hold.id), holdExtensionsList(db, schema, hold.id)]);
+  const emails = await Promise.all(intents.map((intent) => emailStory(db, schema, intent)));
+  const expiry = emails.find((e) => e.kind === EXPIRED_TEMPLATE) ?? null;
+  const intent = expiry?.intent ?? null;
+  const settledFirst = hold.status === 'confirmed' || hold.status === 'cancelled';
   const moments = {
-    eligibleAt: hold.expiresAt,
+    eligibleAt: settledFirst ? null : hold.expiresAt,
     expiredAt: hold.expiredAt,
     emailAvailableAt: intent?.createdAt ?? null,
     emailAcceptedAt: intent?.sentAt ?? null,
-    emailOutcomeAt: outcome?.at ?? null,
+    emailFirstAcceptedAt: expiry?.firstAcceptedAt ?? null,
+    emailOutcomeAt: expiry?.outcome?.at ?? null,
   };
   return {
     hold,
     intent,
-    message,
+    message: expiry?.message ?? null,
     moments,
-    outcome,
+    outcome: expiry?.outcome ?? null,
     lateness: {
       expirySeconds: secondsBetween(moments.eligibleAt, moments.expiredAt),
       emailSeconds: secondsBetween(moments.emailAvailableAt, moments.emailAcceptedAt),
+      firstEmailSeconds: secondsBetween(moments.emailAvailableAt, moments.emailFirstAcceptedAt),
       outcomeSeconds: secondsBetween(moments.emailAcceptedAt, moments.emailOutcomeAt),
     },
-    attempts,
-    events,
+    attempts: expiry?.attempts ?? [],
+    events: expiry?.events ?? [],
+    extensions,
+    emails,
+    life: lifeOf(hold, extensions, emails),
   };
 }

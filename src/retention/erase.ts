@@ -10,6 +10,8 @@ import { validateTenant } from '../model/hold-input.js';
 import { DEFAULT_RETENTION, MAX_PRUNE_BATCH } from '../model/retention-policy.js';
 import { ValidationError } from '../errors.js';
 import type { TableCounts } from './sql.js';
+import { AuditAction, libraryActor, type AuditActor } from '../model/audit-actions.js';
+import { auditInsert } from '../tables/audit-log.js';
 
 export interface EraseOptions {
   schema?: string;
@@ -19,7 +21,15 @@ export interface EraseOptions {
   tables?: RetentionTables;
   /** Longest wait for a row another transaction holds (default 5 s); then it fails and can be run again. */
   lockTimeoutMs?: number;
+  /**
+   * Who asked: the audit entry (counts only, never the address) is written
+   * in the erasure's transaction. A string is a library caller's name
+   * (`library:<name>`); unset: `library`.
+   */
+  actor?: AuditActor | string;
 }
+
+const actorOf = (actor: AuditActor | string | undefined): AuditActor => (typeof actor === 'object' ? actor : libraryActor(actor));
 
 /**
  * A person's deletion request: erase `address` everywhere leasehold stores
@@ -33,7 +43,13 @@ export async function eraseAddress(pool: pg.Pool, email: unknown, options: Erase
   validateTables(tables);
   const result = await withTransaction(pool, async (client) => {
     await client.query(`SELECT set_config('lock_timeout', $1, true)`, [`${options.lockTimeoutMs ?? 5000}ms`]);
-    return addressErase(client, options.schema ?? 'leasehold', address, { now: options.now ?? null, tables });
+    const erased = await addressErase(client, options.schema ?? 'leasehold', address, { now: options.now ?? null, tables });
+    await auditInsert(client, options.schema ?? 'leasehold', actorOf(options.actor), {
+      action: AuditAction.erasureAddress,
+      target: 'address',
+      detail: { counts: erased.counts, rejectedPending: erased.rejectedPending, inFlight: erased.inFlight, heldHolds: erased.heldHoldIds.length },
+    }, options.now ?? null);
+    return erased;
   });
   for (const [table, count] of Object.entries(result.counts)) if (count > 0) options.metrics?.retentionErased.inc({ table }, count);
   (options.logger ?? silentLogger).info(
@@ -95,7 +111,14 @@ export async function eraseTenant(pool: pg.Pool, tenant: unknown, options: Tenan
   for (;;) {
     const batch = await withTransaction(pool, async (client) => {
       await client.query(`SELECT set_config('lock_timeout', $1, true)`, [`${options.lockTimeoutMs ?? 5000}ms`]);
-      return tenantEraseBatch(client, schema, name, { now: options.now ?? null, limit, cursor, tables });
+      const erased = await tenantEraseBatch(client, schema, name, { now: options.now ?? null, limit, cursor, tables });
+      // One entry per batch, in its transaction: each batch commits on its own.
+      await auditInsert(client, schema, actorOf(options.actor), {
+        action: AuditAction.erasureTenant,
+        target: name,
+        detail: { batch: report.batches + 1, stories: erased.stories, counts: erased.counts, rejectedPending: erased.rejectedPending, inFlight: erased.inFlight },
+      }, options.now ?? null);
+      return erased;
     });
     report.batches += 1;
     report.stories += batch.stories;

@@ -9,6 +9,8 @@ import { holdsPersonalData, RETENTION_TABLES, validateTables, type RetentionTabl
 import { type RetentionPolicy } from '../model/retention-policy.js';
 import { standaloneErase, standalonePrune, storiesErase, storiesPrune } from './queries.js';
 import { type TableCounts } from './sql.js';
+import { auditPrune } from '../tables/audit-log.js';
+import { DEFAULT_AUDIT_RETENTION_DAYS } from '../model/audit-actions.js';
 
 export interface PrunerOptions {
   pool: pg.Pool;
@@ -92,6 +94,17 @@ export class Pruner {
         add(pruned, n.counts);
         full ||= n.counts[table.table]! >= limit;
       }
+    }
+    // The audit log ages on its own policy (a year by default), not the stories'.
+    const auditDays = this.options.policy.auditRetentionDays === undefined ? DEFAULT_AUDIT_RETENTION_DAYS : this.options.policy.auditRetentionDays;
+    if (auditDays !== null) {
+      const n = await this.batch('retention.pruned', async (client) => {
+        const count = await auditPrune(client, this.schema, { now, days: auditDays, limit });
+        const counts: TableCounts = count > 0 ? { audit_log: count } : {};
+        return { count, counts };
+      });
+      add(pruned, n.counts);
+      full ||= n.count >= limit;
     }
     if (erasePiiAfterDays !== null && !full) {
       const stories = await this.batch('retention.erased', (client) => storiesErase(client, this.schema, { now, days: erasePiiAfterDays, limit, tables: this.tables }));

@@ -18,14 +18,16 @@ import { CUTOFF, HOLD_END, HOLD_ERASURE, setClause, stillPersonal, type TableCou
 
 /**
  * Lock a batch of whole stories that ended before the cutoff, oldest first,
- * skipping rows other workers hold. `whole` keeps only stories whose every
- * intent is locked here (or that have none), so a story is never split.
+ * skipping rows other workers hold. A story is a hold and its intents (one
+ * per kind: reminder, expiry, confirmation; migration 0024). `whole` keeps
+ * only stories whose every intent is locked here (or that have none), so a
+ * story is never split.
  * `extra` narrows the holds (erasure: not yet erased, written as the
  * predicate of support_reservations_unerased).
  */
 function storyBatch(s: string, extra: string): string {
   return `roots AS MATERIALIZED (
-       SELECT r.id, (SELECT o.id FROM ${s}.email_outbox o WHERE o.reservation_id = r.id) AS intent_id
+       SELECT r.id, (SELECT count(*) FROM ${s}.email_outbox o WHERE o.reservation_id = r.id)::int AS intents
          FROM ${s}.support_reservations r
         WHERE r.status <> 'held' ${extra}
           AND ${HOLD_END} < ${CUTOFF}
@@ -33,9 +35,9 @@ function storyBatch(s: string, extra: string): string {
           -- cutoff) is not touched, nor is its hold. A scalar subquery, not
           -- NOT EXISTS: the planner turned that into a hash anti-join against
           -- a scan of the whole outbox (test/tables/indexes.test.ts); this stays
-          -- one lookup in the outbox's unique reservation_id index per hold,
-          -- in index order, so LIMIT stops the walk early.
-          AND NOT coalesce((SELECT o.state = 'pending' OR o.finished_at >= ${CUTOFF}
+          -- one lookup in the outbox's (reservation_id, template) index per
+          -- hold, in index order, so LIMIT stops the walk early.
+          AND NOT coalesce((SELECT bool_or(o.state = 'pending' OR o.finished_at >= ${CUTOFF})
                               FROM ${s}.email_outbox o WHERE o.reservation_id = r.id), false)
         ORDER BY ${HOLD_END}
         LIMIT $3
@@ -48,10 +50,11 @@ function storyBatch(s: string, extra: string): string {
           AND o.state <> 'pending' AND o.finished_at < ${CUTOFF}
           FOR UPDATE OF o SKIP LOCKED
      ), whole AS MATERIALIZED (
-       -- (intent_id from roots, not NOT EXISTS here: that was planned as a
+       -- (The count from roots, not NOT EXISTS here: that was planned as a
        -- hash of the whole outbox.)
        SELECT r.id FROM roots r
-        WHERE r.intent_id IS NULL OR r.intent_id IN (SELECT id FROM intents)
+         LEFT JOIN (SELECT reservation_id, count(*)::int AS n FROM intents GROUP BY reservation_id) locked ON locked.reservation_id = r.id
+        WHERE r.intents = coalesce(locked.n, 0)
      ), story_intents AS MATERIALIZED (
        SELECT id FROM intents WHERE reservation_id IN (SELECT id FROM whole)
      )`;

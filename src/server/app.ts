@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
 import type pg from 'pg';
@@ -9,8 +10,11 @@ import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import { Operations } from '../ops.js';
 import type { Accounts } from '../model/accounts.js';
-import { bearerAuth } from './auth.js';
-import type { ApiContext } from './context.js';
+import { ApiTokens, bearerAuth, checkRouteAccess } from './auth.js';
+import { auditInsert } from '../tables/audit-log.js';
+import { DEFAULTS } from '../config.js';
+import { auditRoutes } from './routes/audit.js';
+import type { ApiContext, HoldSettings } from './context.js';
 import { ApiError, clientErrorHandler, errorHandler, toErrorResponse } from './errors.js';
 import { deliveryRoutes } from './routes/delivery.js';
 import { accountRoutes } from './routes/accounts.js';
@@ -31,12 +35,17 @@ export interface ApiOptions {
   pool: pg.Pool;
   schema: string;
   /** `retention` defaults to the documented policy when left out. */
-  config: Pick<Config, 'expiryPromiseS' | 'emailPromiseS' | 'ratePerSecond' | 'rateBurst'> & Partial<Pick<Config, 'retention' | 'tenantMetricsTop'>>;
+  config: Pick<Config, 'expiryPromiseS' | 'emailPromiseS' | 'ratePerSecond' | 'rateBurst'> &
+    Partial<Pick<Config, 'retention' | 'tenantMetricsTop' | 'authFailuresPerMinute' | 'authLockoutS' | HoldSettings>>;
   logger: Logger;
   /** Process-local counters; /metrics serves them next to the database gauges. */
   metrics: Metrics;
-  /** Bearer token required on /v1 (/healthz and /metrics are open). */
-  apiToken: string;
+  /** One `admin` bearer token for /v1, named `env` (/healthz and /metrics are open). */
+  apiToken?: string;
+  /** The named tokens with roles (LEASEHOLD_API_TOKENS_FILE) and `apiToken`; `reload()` on SIGHUP. Default: `apiToken` alone. */
+  tokens?: ApiTokens;
+  /** The time the token check counts refusals and expiries by (ms since the epoch); tests move it. Default Date.now. */
+  authNow?: () => number;
   /** Provider webhook verification (see webhookSettingsFromEnv); unset: every webhook answers 401 webhook_not_configured. */
   webhooks?: WebhookSettings;
   /** The provider accounts (providers/registry.ts accountsFromConfig); default: one, `default`, at the configured rate. */
@@ -62,6 +71,12 @@ export function buildApp(options: ApiOptions): FastifyInstance {
     bodyLimit: BODY_LIMIT_BYTES,
     routerOptions: { maxParamLength: 1000 },
     return503OnClosing: true,
+    // A caller's x-request-id (when it is a sane one) is kept, so the audit
+    // log joins with its own logs; otherwise a fresh UUID. Echoed on every answer.
+    genReqId: (request) => {
+      const given = request.headers['x-request-id'];
+      return typeof given === 'string' && /^[A-Za-z0-9._:-]{1,128}$/.test(given) ? given : randomUUID();
+    },
     // Oversized headers and non-HTTP bytes, refused before any route.
     clientErrorHandler: clientErrorHandler(logger),
     // Malformed URLs (bad percent-encoding) never reach a route.
@@ -84,13 +99,25 @@ export function buildApp(options: ApiOptions): FastifyInstance {
     json(request, text, done);
   });
 
-  const authenticate = bearerAuth(options.apiToken);
+  const tokens = options.tokens ?? new ApiTokens({ envToken: options.apiToken });
+  const authenticate = bearerAuth({
+    tokens,
+    metrics: options.metrics,
+    logger,
+    failuresPerMinute: options.config.authFailuresPerMinute ?? DEFAULTS.authFailuresPerMinute,
+    lockoutSeconds: options.config.authLockoutS ?? DEFAULTS.authLockoutS,
+    ...(options.authNow ? { now: options.authNow } : {}),
+    audit: (actor, record) => auditInsert(options.pool, options.schema, actor, record),
+  });
+  app.addHook('onSend', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+  });
   app.setErrorHandler(errorHandler(logger));
   app.setNotFoundHandler(async (request, reply) => {
     const path = request.url.split('?')[0]!;
     // Under /v1 the token is checked before "no such route": otherwise a
     // stranger could tell existing routes (401) from missing ones (404).
-    if (path === '/v1' || path.startsWith('/v1/')) await authenticate(request);
+    if (path === '/v1' || path.startsWith('/v1/')) await authenticate(request, reply, undefined);
     const { statusCode, body } = toErrorResponse(new ApiError(404, 'not_found', `no route ${request.method} ${path.slice(0, 200)}`));
     return reply.code(statusCode).send(body);
   });
@@ -122,7 +149,13 @@ export function buildApp(options: ApiOptions): FastifyInstance {
 
   void app.register(
     async (v1) => {
-      v1.addHook('onRequest', authenticate);
+      // Every route under the token declares who may call it (server/auth.ts
+      // access()); one that does not is refused here, at registration.
+      v1.addHook('onRoute', checkRouteAccess);
+      // onRequest: before the body is read, so a refused caller learns nothing from validation.
+      v1.addHook('onRequest', async (request, reply) => {
+        await authenticate(request, reply, request.routeOptions.config.access);
+      });
       holdRoutes(v1, ctx);
       intentRoutes(v1, ctx);
       deliveryRoutes(v1, ctx);
@@ -132,6 +165,7 @@ export function buildApp(options: ApiOptions): FastifyInstance {
       retentionRoutes(v1, ctx);
       suppressionRoutes(v1, ctx);
       tenantRoutes(v1, ctx);
+      auditRoutes(v1, ctx);
       openApiRoutes(v1);
     },
     { prefix: '/v1' },

@@ -8,13 +8,20 @@ import { INTENT_ID_PATTERN } from '../model/intent-states.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { Operations } from '../ops.js';
+import type { FastifyRequest } from 'fastify';
+import { NotFoundError } from '../errors.js';
+import { tenantAllowed } from '../model/api-tokens.js';
+import { actorOf, principalOf } from './auth.js';
 import { storableText } from '../text.js';
 
 /** What every route needs: the database, where the tables are, and where to log. */
+/** The hold defaults the API applies (LEASEHOLD_REMIND_BEFORE_S, LEASEHOLD_NOTIFY_ON_CONFIRM, LEASEHOLD_NOTICE_DEADLINE_S). */
+export type HoldSettings = 'remindBeforeSeconds' | 'notifyOnConfirm' | 'noticeDeadlineSeconds';
+
 export interface ApiContext {
   pool: pg.Pool;
   schema: string;
-  config: Pick<Config, 'expiryPromiseS' | 'emailPromiseS' | 'ratePerSecond' | 'rateBurst'> & Partial<Pick<Config, 'retention'>>;
+  config: Pick<Config, 'expiryPromiseS' | 'emailPromiseS' | 'ratePerSecond' | 'rateBurst'> & Partial<Pick<Config, 'retention' | HoldSettings>>;
   logger: Logger;
   metrics: Metrics;
   /** Pause, resume, replay, rate limit: the same operations the CLI runs. */
@@ -53,3 +60,31 @@ export const pageQuery = {
 
 export const intentIdSchema = storableText()
   .regex(INTENT_ID_PATTERN, 'must be 1-200 characters of letters, digits, ".", "_", ":", "#" or "-"');
+
+/** The operations on behalf of the request's token (the audit entry names it and the request id). */
+export function opsOf(request: FastifyRequest, ctx: Pick<ApiContext, 'ops'>): Operations {
+  return ctx.ops.as(actorOf(request));
+}
+
+/**
+ * A token limited to tenants sees only their objects: another tenant's
+ * hold or intent answers 404, exactly as a missing one, so its existence
+ * does not leak.
+ */
+export function checkTenant(request: FastifyRequest, tenant: string, what: string, id: string): void {
+  if (!tenantAllowed(principalOf(request), tenant)) throw new NotFoundError(what, id);
+}
+
+/**
+ * The tenant a listing is filtered to. An unlimited token: the query's (or
+ * none). A limited one: the query's if it is one of its tenants (another's
+ * gives `empty`: an empty page, as for a tenant with nothing), else its only
+ * tenant; with several it must name one.
+ */
+export function listingTenant(request: FastifyRequest, asked: string | undefined): { tenant?: string; empty?: true } {
+  const { tenants } = principalOf(request);
+  if (tenants === null) return asked !== undefined ? { tenant: asked } : {};
+  if (asked !== undefined) return tenants.includes(asked) ? { tenant: asked } : { empty: true };
+  if (tenants.length === 1) return { tenant: tenants[0]! };
+  throw new ValidationError('tenant', `must be given: this token is limited to tenants ${tenants.join(', ')}`);
+}

@@ -1,10 +1,12 @@
 import type { FastifyInstance } from 'fastify';
+import { access } from './auth.js';
 import { z } from 'zod';
 import { HoldStatus } from '../model/hold-states.js';
 import { createHoldSchema } from '../model/hold-input.js';
 import { IntentState } from '../model/intent-states.js';
 import { packageVersion } from '../runtime/version.js';
 import { holdsListQuery } from './routes/holds.js';
+import { extendHoldSchema } from '../model/hold-input.js';
 import { intentsListQuery, moveBody } from './routes/intents.js';
 import { accountNameSchema } from './routes/accounts.js';
 import { pauseBody, policyBody } from './routes/delivery.js';
@@ -12,6 +14,7 @@ import { erasureBody, pruneBody } from './routes/retention.js';
 import { sendRateQuery } from './routes/send-rate.js';
 import { suppressionAddBody, suppressionsListQuery } from './routes/suppressions.js';
 import { tenantPauseBody, tenantPoliciesListQuery } from './routes/tenants.js';
+import { auditListQuery } from './routes/audit.js';
 import { tenantSchema } from '../model/hold-input.js';
 import { tenantPolicySchema } from '../model/tenant-policy.js';
 
@@ -59,6 +62,8 @@ const HoldShape = z.looseObject({
   metadata: z.record(z.string(), z.unknown()),
   tenant: z.string().describe("the tenant it belongs to ('' is the empty tenant, the default)"),
   erasedAt: nullableTimestamp,
+  remindBeforeSeconds: z.number().int().nullable().describe('a reminder goes out this many seconds before expiresAt (null: none)'),
+  notifyOnConfirm: z.boolean().describe('confirming it sends a confirmation email'),
 });
 
 const IntentShape = z.looseObject({
@@ -67,6 +72,7 @@ const IntentShape = z.looseObject({
   tenant: z.string().describe("its hold's tenant ('' is the empty tenant)"),
   template: z.string(),
   state: z.enum(Object.values(IntentState) as [IntentState, ...IntentState[]]),
+  sendBy: nullableTimestamp.describe('its deadline: still unsent then, it ends missed_deadline (null: none)'),
   attempts: z.number().int(),
   availableAt: timestamp,
   createdAt: timestamp,
@@ -214,7 +220,7 @@ function v1Operations(): Record<string, Record<string, Operation>> {
     },
     '/v1/holds/{id}/confirm': {
       post: {
-        summary: 'held -> confirmed',
+        summary: 'held -> confirmed (its pending reminder is voided; a confirmation email when the hold asked for one)',
         tags: ['holds'],
         parameters: [holdId],
         responses: { '200': json(HoldShape, 'confirmed'), ...bad, ...notFound, ...notHeld },
@@ -222,10 +228,19 @@ function v1Operations(): Record<string, Record<string, Operation>> {
     },
     '/v1/holds/{id}/cancel': {
       post: {
-        summary: 'held -> cancelled (no email is sent)',
+        summary: 'held -> cancelled (no email is sent; its pending reminder is voided)',
         tags: ['holds'],
         parameters: [holdId],
         responses: { '200': json(HoldShape, 'cancelled'), ...bad, ...notFound, ...notHeld },
+      },
+    },
+    '/v1/holds/{id}/extend': {
+      post: {
+        summary: 'move a held hold\'s deadline later ({ expiresAt } or { ttlSeconds } from now); the same deadline again is a no-op; its pending reminder moves with it',
+        tags: ['holds'],
+        parameters: [holdId],
+        requestBody: body(extendHoldSchema()),
+        responses: { '200': json(HoldShape, 'extended (or already at that deadline)'), ...bad, ...notFound, ...notHeld },
       },
     },
     '/v1/intents': {
@@ -442,6 +457,21 @@ function v1Operations(): Record<string, Record<string, Operation>> {
     '/v1/openapi.json': {
       get: { summary: 'this document', tags: ['operations'], responses: { '200': json(AnyObject, 'OpenAPI 3.1') } },
     },
+    '/v1/audit': {
+      get: {
+        summary: 'the audit log, newest first: who changed what (pause, rate limits, replay, suppressions, erasure, retention runs, tenant policy, refused tokens), with the values before and after',
+        tags: ['operations'],
+        parameters: queryParameters(auditListQuery),
+        responses: { '200': json(AnyObject, '{ entries, nextCursor }'), ...bad },
+      },
+    },
+    '/v1/token': {
+      get: {
+        summary: "the calling token's name, role (read, operate, admin) and tenants (null: every tenant)",
+        tags: ['operations'],
+        responses: { '200': json(AnyObject, '{ name, role, tenants }') },
+      },
+    },
   };
 }
 
@@ -456,7 +486,11 @@ export function openApiDocument(): JsonSchema {
     for (const [method, operation] of Object.entries(operations)) {
       const responses = { ...operation.responses };
       // Every bearer-authenticated route can answer 401; every route with a body 413/415.
-      if (!operation.security) responses['401'] = errorRef('missing or wrong bearer token');
+      if (!operation.security) {
+        responses['401'] = errorRef('missing, wrong or expired bearer token');
+        responses['403'] ??= errorRef("the token's role is not enough (the message names the role needed), or it is limited to tenants on a fleet-wide route");
+        responses['429'] ??= errorRef('too many refused tokens from this client address in a minute; see Retry-After');
+      }
       if (operation.requestBody) {
         responses['413'] ??= errorRef('body larger than the limit');
         responses['415'] ??= errorRef('not application/json');
@@ -513,5 +547,5 @@ function operationId(method: string, path: string): string {
 
 /** `GET /v1/openapi.json` (behind the bearer token like the rest of /v1). */
 export function openApiRoutes(app: FastifyInstance): void {
-  app.get('/openapi.json', async () => openApiDocument());
+  app.get('/openapi.json', access('read', 'any'), async () => openApiDocument());
 }

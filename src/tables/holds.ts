@@ -1,7 +1,7 @@
 import type { Queryable } from '../db/pool.js';
 import { ident } from '../db/pool.js';
 import { EXPIRED_INTENT_PREFIX, EXPIRED_TEMPLATE, type Hold, type HoldStatus } from '../model/hold-states.js';
-import { intentsInsertExpired } from './outbox.js';
+import { intentsInsertExpired, intentsInsertReminder } from './outbox.js';
 import { afterCursorSql, cursorTimeSql, decodeCursor, pageOf } from '../model/cursor.js';
 import { HOLD_ID_PATTERN } from '../model/hold-input.js';
 
@@ -26,6 +26,9 @@ export interface HoldRow {
   erased_at: Date | null;
   /** '' for the empty tenant (migrations/0020_tenants.sql). */
   tenant: string;
+  /** migrations/0024_hold_lifecycle.sql */
+  remind_before_seconds: number | null;
+  notify_on_confirm: boolean;
 }
 
 export function holdFromRow(row: HoldRow): Hold {
@@ -41,6 +44,8 @@ export function holdFromRow(row: HoldRow): Hold {
     metadata: row.metadata,
     tenant: row.tenant,
     erasedAt: row.erased_at,
+    remindBeforeSeconds: row.remind_before_seconds,
+    notifyOnConfirm: row.notify_on_confirm,
   };
 }
 
@@ -52,6 +57,8 @@ export interface HoldInsert {
   metadata: Record<string, unknown>;
   /** '' for the empty tenant. */
   tenant: string;
+  remindBeforeSeconds: number | null;
+  notifyOnConfirm: boolean;
 }
 
 /**
@@ -59,19 +66,36 @@ export interface HoldInsert {
  * request_hash is the database's fingerprint of the request
  * (hold_request_hash, migrations/0011_create_hold.sql), the one the SQL entry
  * point create_hold computes too, so a retry through either path is recognised.
+ * The hold's reminder, when it asks for one, is written in the same
+ * statement (intentsInsertReminder).
  */
 export async function holdsInsert(db: Queryable, schema: string, hold: HoldInsert, now: Date | null): Promise<HoldRow | undefined> {
   const s = ident(schema);
   const { rows } = await db.query<HoldRow>(
-    `INSERT INTO ${s}.support_reservations
-       (id, customer_email, status, expires_at, created_at, metadata, request_hash, tenant)
-     VALUES ($1, $2, 'held',
-             coalesce($3::timestamptz, coalesce($4::timestamptz, now()) + make_interval(secs => $5::int)),
-             coalesce($4::timestamptz, now()), $6::jsonb,
-             ${s}.hold_request_hash($2, $3::timestamptz, $5::int, $6::jsonb), $7)
-     ON CONFLICT (id) DO NOTHING
-     RETURNING *`,
-    [hold.id, hold.customerEmail, hold.expiresAt, now, hold.ttlSeconds, JSON.stringify(hold.metadata), hold.tenant],
+    `WITH created AS (
+       INSERT INTO ${s}.support_reservations
+         (id, customer_email, status, expires_at, created_at, metadata, request_hash, tenant, remind_before_seconds, notify_on_confirm)
+       VALUES ($1, $2, 'held',
+               coalesce($3::timestamptz, coalesce($4::timestamptz, now()) + make_interval(secs => $5::int)),
+               coalesce($4::timestamptz, now()), $6::jsonb,
+               ${s}.hold_request_hash($2, $3::timestamptz, $5::int, $6::jsonb), $7, $8::int, $9::boolean)
+       ON CONFLICT (id) DO NOTHING
+       RETURNING *
+     ), reminder AS (
+       ${intentsInsertReminder(s, 'created', 'coalesce($4::timestamptz, now())')}
+     )
+     SELECT * FROM created WHERE (SELECT count(*) FROM reminder) >= 0`,
+    [
+      hold.id,
+      hold.customerEmail,
+      hold.expiresAt,
+      now,
+      hold.ttlSeconds,
+      JSON.stringify(hold.metadata),
+      hold.tenant,
+      hold.remindBeforeSeconds,
+      hold.notifyOnConfirm,
+    ],
   );
   return rows[0];
 }
@@ -94,10 +118,20 @@ export async function holdsGetForRetry(
   const { rows } = await db.query<HoldRow & { same_request: boolean }>(
     `SELECT r.*,
             coalesce(r.request_hash IN ($2, ${s}.hold_request_hash($3, $4::timestamptz, $5::int, $6::jsonb)), false)
-              AND r.tenant = $7 AS same_request
+              AND r.tenant = $7 AND r.remind_before_seconds IS NOT DISTINCT FROM $8::int AND r.notify_on_confirm = $9::boolean AS same_request
        FROM ${s}.support_reservations r
       WHERE r.id = $1`,
-    [hold.id, legacyHash, hold.customerEmail, hold.expiresAt, hold.ttlSeconds, JSON.stringify(hold.metadata), hold.tenant],
+    [
+      hold.id,
+      legacyHash,
+      hold.customerEmail,
+      hold.expiresAt,
+      hold.ttlSeconds,
+      JSON.stringify(hold.metadata),
+      hold.tenant,
+      hold.remindBeforeSeconds,
+      hold.notifyOnConfirm,
+    ],
   );
   return rows[0];
 }
@@ -138,9 +172,14 @@ export async function holdsList(
 }
 
 /**
- * Move a held hold to confirmed or cancelled. Conditional on status = 'held':
- * if the expiry worker holds the row lock, this waits for it and then finds
- * the hold expired, so exactly one terminal state wins.
+ * Move a held hold to confirmed or cancelled, through settle_hold_
+ * (migrations/0024_hold_lifecycle.sql, which confirm_hold and cancel_hold
+ * call too): conditional on status = 'held', so if the expiry worker holds
+ * the row lock this waits for it and then finds the hold expired, and
+ * exactly one terminal state wins. In the same statement its pending
+ * reminder is voided and, when the hold asked for one, the confirmation
+ * intent written with its deadline (`noticeDeadlineSeconds` after now;
+ * null: none). Undefined when nothing changed: no such hold, or not held.
  */
 export async function holdsSettle(
   db: Queryable,
@@ -148,14 +187,35 @@ export async function holdsSettle(
   id: string,
   to: 'confirmed' | 'cancelled',
   now: Date | null,
+  noticeDeadlineSeconds: number | null = null,
 ): Promise<HoldRow | undefined> {
-  const column = to === 'confirmed' ? 'confirmed_at' : 'cancelled_at';
+  const s = ident(schema);
   const { rows } = await db.query<HoldRow>(
-    `UPDATE ${ident(schema)}.support_reservations
-        SET status = $2, ${column} = coalesce($3::timestamptz, now())
-      WHERE id = $1 AND status = 'held'
-      RETURNING *`,
-    [id, to, now],
+    `SELECT * FROM ${s}.settle_hold_($1, $2, $4::int, coalesce($3::timestamptz, now())) h WHERE h.id IS NOT NULL`,
+    [id, to, now, noticeDeadlineSeconds],
+  );
+  return rows[0];
+}
+
+/**
+ * Move a held hold's deadline later, through extend_hold_ (the function
+ * extend_hold calls): under the row lock and only while held, so against
+ * the expiry worker exactly one wins; the same deadline again changes
+ * nothing; the extension is recorded (hold_extensions) and the pending
+ * reminder moved. Undefined when nothing changed (no such hold, or not
+ * held); raises 22023 naming the field for a bad deadline (one not later).
+ */
+export async function holdsExtend(
+  db: Queryable,
+  schema: string,
+  id: string,
+  to: { expiresAt: Date | null; ttlSeconds: number | null },
+  now: Date | null,
+): Promise<HoldRow | undefined> {
+  const s = ident(schema);
+  const { rows } = await db.query<HoldRow>(
+    `SELECT * FROM ${s}.extend_hold_($1, $2::timestamptz, $3::int, coalesce($4::timestamptz, now())) h WHERE h.id IS NOT NULL`,
+    [id, to.expiresAt, to.ttlSeconds, now],
   );
   return rows[0];
 }
@@ -181,6 +241,8 @@ export async function holdsExpireDue(
   now: Date | null,
   /** NOTIFY this channel when intents were created (delivered at commit, so never for a rolled-back batch). */
   notifyChannel: string | null = null,
+  /** Each expiry email's deadline, in seconds after the expiry (LEASEHOLD_NOTICE_DEADLINE_S); null: none. */
+  noticeDeadlineSeconds: number | null = null,
 ): Promise<ExpiredHold[]> {
   const s = ident(schema);
   const { rows } = await db.query<ExpiredHold>(
@@ -209,7 +271,7 @@ export async function holdsExpireDue(
         WHERE r.ctid = ANY (ARRAY(SELECT due.ctid FROM due)) AND (r.status = 'held') IS TRUE
         RETURNING r.id, r.customer_email, r.tenant, r.expires_at, r.expired_at
      ), intents AS (
-       ${intentsInsertExpired(s, 'expired', '$4::text', '$5::text')}
+       ${intentsInsertExpired(s, 'expired', '$4::text', '$5::text', '$6::int')}
      ), notified AS (
        -- In the statement rather than a round trip of its own after it (4%
        -- of a 500-hold batch). Referenced below so that it runs.
@@ -223,7 +285,7 @@ export async function holdsExpireDue(
             e.expires_at, e.expired_at
        FROM expired e
       WHERE (SELECT count(*) FROM notified) >= 0`,
-    [limit, now, notifyChannel, EXPIRED_INTENT_PREFIX, EXPIRED_TEMPLATE],
+    [limit, now, notifyChannel, EXPIRED_INTENT_PREFIX, EXPIRED_TEMPLATE, noticeDeadlineSeconds],
   );
   return rows;
 }

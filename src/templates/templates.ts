@@ -5,8 +5,10 @@ import { LeaseholdError } from '../errors.js';
 import { packageRoot } from '../runtime/package-root.js';
 import { createEngines, type Engines } from './engine.js';
 import { languageOf, localTime } from './locale.js';
+import { remaining } from './remaining.js';
 import { validLocale, validTimeZone } from '../model/locale.js';
 import { HOLD_ID_PATTERN } from '../model/hold-input.js';
+import { CONFIRMED_TEMPLATE, EXPIRED_TEMPLATE, REMINDER_TEMPLATE } from '../model/hold-states.js';
 import type { RenderedMessage } from '../model/message.js';
 import {
   kindMetaSchema,
@@ -27,7 +29,7 @@ import {
 export const INTENT_HEADER = 'X-Leasehold-Intent-Id';
 
 /** The message kinds the lanes send; a template set must have each. */
-export const MESSAGE_KINDS = ['reservation-expired'] as const;
+export const MESSAGE_KINDS = [EXPIRED_TEMPLATE, REMINDER_TEMPLATE, CONFIRMED_TEMPLATE] as const;
 
 export interface TemplatesOptions {
   /** A template directory. Default: the templates shipped in the package. */
@@ -47,6 +49,10 @@ export interface RenderInput {
   metadata: Record<string, unknown>;
   expiresAt: Date;
   expiredAt: Date | null;
+  /** When the hold was confirmed (the confirmation email's `confirmedAt`); null or absent while it is not. */
+  confirmedAt?: Date | null;
+  /** The moment of rendering, which `remaining` counts from. Default: now. */
+  now?: Date;
   /** Sender used when the template's meta names none (EMAIL_FROM). */
   from: string;
   /** The hold's tenant: its own templates (`tenants/<tenant>/`) are used where it has them. Default '' (shared only). */
@@ -303,6 +309,7 @@ export class Templates {
       expiresAt,
       expiredAt: new Date(expiresAt.getTime() + 1000),
       from: 'Support <support@example.com>',
+      ...sampleMoments(kind, expiresAt),
       ...overrides,
     };
   }
@@ -360,6 +367,8 @@ export class Templates {
       timeZone,
       expiresAt: localTime(input.expiresAt, locale, timeZone),
       expiredAt: localTime(input.expiredAt ?? input.expiresAt, locale, timeZone),
+      confirmedAt: input.confirmedAt ? localTime(input.confirmedAt, locale, timeZone) : null,
+      remaining: remaining(input.expiresAt, input.now ?? new Date(), locale),
     };
     const run = (part: Part): string => {
       // LiquidJS answers each `{% if metadata.x %}` on a missing key (lenientIf)
@@ -396,6 +405,18 @@ export class Templates {
       headers: { ...variant.headers, [INTENT_HEADER]: input.intentId },
     };
   }
+}
+
+/**
+ * The moments a sample of each kind is rendered at, as the lanes would: a
+ * reminder 5 minutes before its deadline (so it reads "in 5 minutes"), a
+ * confirmation 8 minutes before it, an expiry email just after it.
+ */
+function sampleMoments(kind: string, expiresAt: Date): Pick<RenderInput, 'now' | 'confirmedAt'> {
+  const at = (seconds: number) => new Date(expiresAt.getTime() + seconds * 1000);
+  if (kind === REMINDER_TEMPLATE) return { now: at(-5 * 60), confirmedAt: null };
+  if (kind === CONFIRMED_TEMPLATE) return { now: at(-8 * 60 + 1), confirmedAt: at(-8 * 60) };
+  return { now: at(2), confirmedAt: null };
 }
 
 /** `partials/<name>.liquid` files, keyed `<name>.liquid` as LiquidJS looks them up. */

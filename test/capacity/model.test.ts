@@ -105,6 +105,24 @@ describe('worst burst', () => {
     expect(b.expiryVerdict).toBe('meets');
   });
 
+  it('deadlines: which kinds the worst burst makes miss theirs, and how many of its emails', () => {
+    // 1,010 at once, burst 10, 10/s: the k-th email (k > 10) leaves at (k - 10) / 10 s.
+    const w = { volume: { emailsPerDay: 0 }, burst: { holds: 1010 }, provider: { perSecond: 10, burst: 10 }, deployment: { workers: 50 } };
+    const b = burst({ ...w, deadlines: { noticeSeconds: 60, reminderSeconds: 200 } });
+    expect(b.drainSeconds).toBeCloseTo(100, 9);
+    // Waits over 60 s: k - 10 > 600, so the emails from k = 611 on: 400 of them.
+    expect(b.deadlines).toEqual([
+      { kind: 'reservation-expired', deadlineSeconds: 60, verdict: 'misses', missedEmails: 400 },
+      { kind: 'reservation-reminder', deadlineSeconds: 200, verdict: 'meets', missedEmails: 0 },
+    ]);
+    // Spread over a 90 s window the same burst waits at most 10 s: every deadline met.
+    expect(burst({ ...w, burst: { holds: 1010, windowSeconds: 90 }, deadlines: { noticeSeconds: 60 } }).deadlines).toEqual([
+      { kind: 'reservation-expired', deadlineSeconds: 60, verdict: 'meets', missedEmails: 0 },
+    ]);
+    // No deadlines configured: nothing to report.
+    expect(burst(w).deadlines).toEqual([]);
+  });
+
   it('no burst given: no burst report', () => {
     expect(burstReport(workload({ volume: { emailsPerDay: 10 } }))).toBeNull();
   });

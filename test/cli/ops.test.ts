@@ -67,7 +67,7 @@ describe('trace', () => {
     const out = res.stdout;
     expect(out).toMatch(/^hold tr-1: expired/);
     for (const moment of ['1. became eligible', '2. was expired', '3. email available', '4. email accepted']) expect(out).toContain(moment);
-    expect(out).toMatch(/intent reservation-expired:tr-1: sent, 2 attempt\(s\).*receipt rcpt-9/);
+    expect(out).toMatch(/expiry email reservation-expired:tr-1: sent, 2 attempt\(s\).*receipt rcpt-9/);
     expect(out).toMatch(/#1 .*rate_limited .*429 rate_limit_exceeded/);
     expect(out).toMatch(/#2 .*accepted .*receipt rcpt-9/);
     expect(out).not.toContain('trace.me@example.com');

@@ -9,7 +9,7 @@ import { createHold } from '../../src/holds/holds.js';
 import { ExpiryWorker } from '../../src/holds/expiry-worker.js';
 import { SandboxGateway } from '../../src/providers/sandbox.js';
 import { testDatabase, type TestDatabase } from '../helpers/database.js';
-import { runCli } from '../helpers/cli.js';
+import { runCli, runCliInProcess } from '../helpers/cli.js';
 import { templateFiles, writeTemplateDir } from '../helpers/templates.js';
 
 let db: TestDatabase;
@@ -34,7 +34,9 @@ describe('leasehold templates check', () => {
   it('passes the shipped templates and lists their locales', async () => {
     const res = await cli(['templates', 'check']);
     expect(res.code, res.stderr).toBe(0);
-    expect(res.stdout).toMatch(/reservation-expired: de \(version [0-9a-f]{16}\), en \(version [0-9a-f]{16}\)/);
+    for (const kind of ['reservation-expired', 'reservation-reminder', 'reservation-confirmed']) {
+      expect(res.stdout).toMatch(new RegExp(`${kind}: de \\(version [0-9a-f]{16}\\), en \\(version [0-9a-f]{16}\\)`));
+    }
     expect(res.stdout.trim().split('\n').at(-1)).toBe('templates ok');
   });
 
@@ -97,6 +99,43 @@ describe('leasehold templates preview', () => {
     expect(res.stdout).toContain('Hello <b>Ana</b>,');
     expect(readFileSync(out, 'utf8')).toContain('Hello &lt;b&gt;Ana&lt;/b&gt;,');
     expect(res.stdout + res.stderr).not.toContain('preview.person');
+  });
+
+  // In this process (src/): the reminder's words are computed by code a child process (dist/) may predate.
+  it('previews the reminder and the confirmation with their sample moments, in English and German', async () => {
+    const out = path.join(os.tmpdir(), `leasehold-preview-reminder-${process.pid}.html`);
+    const en = await runCliInProcess(['templates', 'preview', 'reservation-reminder', '--sample', '--out', out], db.env);
+    expect(en.code, en.stderr).toBe(0);
+    expect(en.stdout).toMatch(/^template reservation-reminder\/en \(version [0-9a-f]{16}\), locale en, time zone UTC$/m);
+    expect(en.stdout).toMatch(/^Subject: Your reservation for Tuesday, March 3, 2026 at 9:00\sAM expires in 5 minutes$/m);
+    expect(en.stdout).toContain('https://example.com/confirm');
+    expect(readFileSync(out, 'utf8')).toContain('<strong>in 5 minutes</strong>');
+
+    const de = await runCliInProcess(['templates', 'preview', 'reservation-reminder', '--locale', 'de', '--time-zone', 'Europe/Berlin', '--out', out], db.env);
+    expect(de.code, de.stderr).toBe(0);
+    expect(de.stdout).toMatch(/^Subject: Ihre Reservierung für Dienstag, 3\. März 2026 um 10:00 läuft in 5 Minuten ab$/m);
+
+    const confirmed = await runCliInProcess(['templates', 'preview', 'reservation-confirmed', '--sample', '--out', out], db.env);
+    expect(confirmed.code, confirmed.stderr).toBe(0);
+    expect(confirmed.stdout).toMatch(/^Subject: Your reservation for Tuesday, March 3, 2026 at 9:00\sAM is confirmed$/m);
+    expect(confirmed.stdout).toContain('We received your confirmation at 8:32');
+    rmSync(out, { force: true });
+  });
+
+  it("--hold previews a held hold's reminder counting from now, and says a held hold is not confirmed", async () => {
+    await createHold(db.pool, { id: 'preview-2', customerEmail: 'p2@example.com', ttlSeconds: 600, metadata: { name: 'Bo' } }, { schema: db.schema });
+    const out = path.join(os.tmpdir(), `leasehold-preview-hold2-${process.pid}.html`);
+    const reminder = await runCliInProcess(['templates', 'preview', 'reservation-reminder', '--hold', 'preview-2', '--out', out], db.env);
+    expect(reminder.code, reminder.stderr).toBe(0);
+    expect(reminder.stdout).not.toContain('note:');
+    expect(reminder.stdout).toMatch(/^Subject: Your reservation expires in (9|10) minutes$/m);
+
+    const confirmed = await runCliInProcess(['templates', 'preview', 'reservation-confirmed', '--hold', 'preview-2', '--out', out], db.env);
+    expect(confirmed.code, confirmed.stderr).toBe(0);
+    expect(confirmed.stdout).toContain('note: the hold is held; this is the email it would get if it were confirmed');
+    expect(confirmed.stdout).toContain('Your reservation is confirmed.');
+    expect(confirmed.stdout).not.toContain('We received your confirmation');
+    rmSync(out, { force: true });
   });
 
   it('usage errors exit 2: an unknown kind, --hold with --sample, a bad locale', async () => {

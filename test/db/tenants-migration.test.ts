@@ -92,12 +92,12 @@ describe('migration 0020 on a schema with rows', () => {
     expect(named.rows[0]).toMatchObject({ id: 'after', tenant: 'acme' });
   });
 
-  it('grants the new create_hold what was granted on the old one, and nothing more', async () => {
+  it('grants the new create_hold what was granted on the old one, and nothing more (through 0020 and 0024, which each replace it)', async () => {
     const can = async (role: string) =>
       (
         await pool.query<{ ok: boolean }>(`SELECT has_function_privilege($1, $2::regprocedure, 'EXECUTE') AS ok`, [
           role,
-          `${schema}.create_hold(text, text, timestamptz, jsonb, text)`,
+          `${schema}.create_hold(text, text, timestamptz, jsonb, text, integer, integer, boolean)`,
         ])
       ).rows[0]!.ok;
     expect(await can(app)).toBe(true);

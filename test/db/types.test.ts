@@ -50,7 +50,7 @@ describe('type parsing', () => {
     const stats = await withPlainClient((client) => laneStats(client, db.schema));
     expect(stats.expiry.dueHolds).toBe(2);
     expect(stats.delivery.backlog).toBe(3);
-    expect(stats.delivery.intentsByState).toEqual({ pending: 3, sent: 0, rejected: 0, dead: 0 });
+    expect(stats.delivery.intentsByState).toEqual({ pending: 3, sent: 0, rejected: 0, dead: 0, voided: 0, missed_deadline: 0 });
     expect(stats.expiry.oldestDueAgeSeconds).toBeTypeOf('number');
     expect(stats.delivery.oldestPendingAgeSeconds).toBeTypeOf('number');
   });

@@ -94,7 +94,7 @@ describe('a template edited during retries', () => {
     ]);
     expect(await intentsGet(db.pool, db.schema, intentId)).toMatchObject({ state: 'sent' });
     let timeline = await holdTimeline(db.pool, db.schema, holdId);
-    expect(timeline.message).toMatchObject({ subject: 'Version one for Ana', templateVersion: v1.list()[0]!.locales[0]!.version });
+    expect(timeline.message).toMatchObject({ subject: 'Version one for Ana', templateVersion: v1.list().find((k) => k.kind === 'reservation-expired')!.locales[0]!.version });
     expect(formatTimeline(timeline).join('\n')).toContain('subject "Version one for Ana"');
 
     await replayIntent(db.pool, intentId, { schema: db.schema });
@@ -114,7 +114,7 @@ describe('a template edited during retries', () => {
     // Both workers' leases came back without a stored message (the second one's lease expired mid-round).
     const [leased] = await intentsLease(db.pool, db.schema, { limit: 1, leaseMs: 30_000, token: randomUUID(), provider: 'test', now: null });
     expect(leased!.message).toBeNull();
-    const first = await prepareMessages(db.pool, db.schema, v1, [leased!], { from: 'a@example.com' });
+    const first = await prepareMessages(db.pool, db.schema, v1, [leased!], { from: 'a@example.com', now: new Date() });
     // A second rendering (a worker whose view predates the first insert) does not replace it.
     const rendered = v2.render('reservation-expired', {
       intentId,
@@ -126,7 +126,7 @@ describe('a template edited during retries', () => {
     });
     // Nothing stored by the second: it reads the first one's.
     expect(await messagesStore(db.pool, db.schema, [{ ...rendered, intentId }])).toEqual([]);
-    const again = await prepareMessages(db.pool, db.schema, v2, [leased!], { from: 'b@example.com' });
+    const again = await prepareMessages(db.pool, db.schema, v2, [leased!], { from: 'b@example.com', now: new Date() });
     expect(again.get(intentId)).toEqual(first.get(intentId));
   });
 });

@@ -6,7 +6,12 @@ import type { TemplateFiles } from '../../src/templates/source.js';
 
 const KIND = 'reservation-expired';
 
-/** A one-locale template set for reservation-expired, with the parts and meta a test names. */
+/**
+ * A one-locale template set: reservation-expired with the parts and meta a
+ * test names, and minimal templates for the other kinds (a set must have
+ * every kind, MESSAGE_KINDS) in the same locale, so that `check()` speaks
+ * only of what the test wrote.
+ */
 export function templateFiles(
   parts: { subject?: string; text?: string; html?: string; meta?: unknown; localeMeta?: unknown; locale?: string } = {},
   extra: TemplateFiles = {},
@@ -16,11 +21,23 @@ export function templateFiles(
     [`${KIND}/${locale}/subject.liquid`]: parts.subject ?? 'Expired: {{ holdId }}',
     [`${KIND}/${locale}/text.liquid`]: parts.text ?? 'Held until {{ expiresAt }}.',
     [`${KIND}/${locale}/html.liquid`]: parts.html ?? '<p>Held until {{ expiresAt }}.</p>',
+    ...otherKinds(locale),
     ...extra,
   };
   if (parts.meta !== undefined) files[`${KIND}/meta.json`] = JSON.stringify(parts.meta);
   if (parts.localeMeta !== undefined) files[`${KIND}/${locale}/meta.json`] = JSON.stringify(parts.localeMeta);
   return files;
+}
+
+function otherKinds(locale: string): TemplateFiles {
+  return {
+    [`reservation-reminder/${locale}/subject.liquid`]: 'Expires {{ remaining.words }}',
+    [`reservation-reminder/${locale}/text.liquid`]: 'Confirm by {{ expiresAt }}.',
+    [`reservation-reminder/${locale}/html.liquid`]: '<p>Confirm by {{ expiresAt }}.</p>',
+    [`reservation-confirmed/${locale}/subject.liquid`]: 'Confirmed',
+    [`reservation-confirmed/${locale}/text.liquid`]: 'Confirmed{% if confirmedAt %} at {{ confirmedAt }}{% endif %}.',
+    [`reservation-confirmed/${locale}/html.liquid`]: '<p>Confirmed.</p>',
+  };
 }
 
 /** Write a template set to a fresh temporary directory (for LEASEHOLD_TEMPLATES_DIR). */

@@ -17,6 +17,8 @@ import { insertDueHolds } from '../helpers/holds.js';
 import { recordAcceptance } from '../helpers/sent-intent.js';
 import { ingestEvents } from '../../src/events/ingest.js';
 import { tenantPause } from '../../src/tables/tenants.js';
+import { ApiTokens } from '../../src/server/auth.js';
+import { parseTokensFile, tokenHash } from '../../src/model/api-tokens.js';
 
 // Debian's Chromium; .ci/run installs it. Without it this file is skipped, loudly.
 const CHROMIUM = '/usr/bin/chromium';
@@ -109,7 +111,7 @@ describe.skipIf(!existsSync(CHROMIUM))('operator dashboard in a real browser', (
     await page.fill('#trace-id', 'dash-1');
     await page.click('#trace-form button[type=submit]');
     const trace = await page.waitForSelector('#trace-output');
-    expect(await trace.textContent()).toMatch(/hold dash-1: expired\nbecame eligible +\d{4}-/);
+    expect(await trace.textContent()).toMatch(/hold dash-1: expired\n[^]*expired\n[^]*\nbecame eligible +\d{4}-/);
   });
 
   it('traces the fifth moment: how the provider says the email ended', async () => {
@@ -190,11 +192,13 @@ describe.skipIf(!existsSync(CHROMIUM))('operator dashboard in a real browser', (
     expect(charts.backlog!.labels).toEqual(['email backlog (pending)', 'due holds']);
     expect(charts.age!.labels).toEqual(['oldest pending email', 'email promise', 'oldest due hold', 'expiry promise']);
     expect(charts.sends!.labels).toEqual(['accepted', 'rate_limited', 'failed', 'rejected', 'paused', 'other', 'limit (rate)', 'burst + rate']);
-    // The promises and the limit are drawn at their values (rate 3, burst 6 from the test above).
+    // The promises at their values; the limit as it was, from the audit log: 10/s, burst 10 until
+    // the test above set rate 3, burst 6, then that.
     expect(new Set(charts.age!.data[2])).toEqual(new Set([900]));
     expect(new Set(charts.age!.data[4])).toEqual(new Set([60]));
-    expect(new Set(charts.sends!.data[7])).toEqual(new Set([3]));
-    expect(new Set(charts.sends!.data[8])).toEqual(new Set([9]));
+    expect(new Set(charts.sends!.data[7])).toEqual(new Set([10, 3]));
+    expect(new Set(charts.sends!.data[8])).toEqual(new Set([20, 9]));
+    expect([charts.sends!.data[7]!.at(-1), charts.sends!.data[8]!.at(-1), charts.sends!.data[7]![0]]).toEqual([3, 9, 10]);
     const total = (i: number) => (charts.sends!.data[i] as number[]).reduce((a, b) => a + b, 0);
     expect(total(1)).toBeGreaterThanOrEqual(2); // accepted: these and dash-1's acceptance
     expect(total(2)).toBe(1); // rate_limited
@@ -465,5 +469,123 @@ describe.skipIf(!existsSync(CHROMIUM))('operator dashboard: tenants', () => {
     expect(await tpage.locator('#injected-tenant').count()).toBe(0);
     await tpage.screenshot({ path: '/tmp/dashboard-tenants.png', fullPage: true });
     expect(errors).toEqual([]);
+  });
+});
+
+describe.skipIf(!existsSync(CHROMIUM))('operator dashboard: hardened page, roles and the audit panel', () => {
+  let hdb: TestDatabase;
+  let hserver: ApiServer;
+  let hbrowser: Browser;
+  const readToken = 'dashboard-read-token-0123456789';
+  const operateToken = 'dashboard-operate-token-0123456789';
+
+  beforeAll(async () => {
+    hdb = await testDatabase('dashboard_access');
+    const tokens = new ApiTokens({
+      entries: parseTokensFile(`tokens:
+  - { name: viewer, role: read, sha256: ${tokenHash(readToken)} }
+  - { name: oncall, role: operate, sha256: ${tokenHash(operateToken)} }
+`),
+    });
+    hserver = await startApiServer({
+      pool: hdb.pool,
+      schema: hdb.schema,
+      config: { expiryPromiseS: 60, emailPromiseS: 900, ratePerSecond: 10, rateBurst: 10 },
+      logger: silentLogger,
+      metrics: createMetrics(),
+      tokens,
+      port: 0,
+      host: '127.0.0.1',
+    });
+    hbrowser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    });
+  });
+  afterAll(async () => {
+    await hbrowser?.close();
+    await hserver?.close();
+    await hdb?.close();
+  });
+
+  /** A fresh tab that records every CSP violation and script error, logged in with `token`. */
+  async function open(token: string): Promise<{ page: Page; violations: string[]; errors: string[] }> {
+    const page = await hbrowser.newPage({ viewport: { width: 1280, height: 900 } });
+    const violations: string[] = [];
+    const errors: string[] = [];
+    await page.exposeFunction('reportViolation', (text: string) => violations.push(text));
+    await page.addInitScript(() => {
+      document.addEventListener('securitypolicyviolation', (e) =>
+        (window as unknown as { reportViolation: (t: string) => void }).reportViolation(`${e.violatedDirective} ${e.blockedURI}`),
+      );
+    });
+    page.on('pageerror', (error) => errors.push(error.message));
+    page.on('console', (message) => {
+      if (message.type() === 'error' && /Content.Security.Policy/i.test(message.text())) violations.push(message.text());
+    });
+    page.on('dialog', (dialog) => void dialog.dismiss());
+    await page.goto(`${hserver.url}/`);
+    await page.fill('#token', token);
+    await page.click('#login-form button[type=submit]');
+    await page.waitForFunction(() => document.querySelector('#updated')?.textContent?.startsWith('updated'));
+    return { page, violations, errors };
+  }
+
+  it('is served with a strict CSP (no inline script or style), nosniff, no referrer, and no framing', async () => {
+    for (const url of ['/', '/dashboard', '/dashboard.js', '/dashboard.css']) {
+      const res = await fetch(`${hserver.url}${url}`);
+      expect(res.status, url).toBe(200);
+      const csp = res.headers.get('content-security-policy')!;
+      expect(csp).toContain("default-src 'none'");
+      expect(csp).toContain("script-src 'self'");
+      expect(csp).toContain("style-src 'self'");
+      expect(csp).toContain("frame-ancestors 'none'");
+      expect(csp).not.toContain('unsafe-inline');
+      expect(res.headers.get('x-content-type-options')).toBe('nosniff');
+      expect(res.headers.get('referrer-policy')).toBe('no-referrer');
+    }
+    const html = await (await fetch(`${hserver.url}/`)).text();
+    expect(html).not.toMatch(/<script>|<style>|\sstyle=|\son[a-z]+=/i);
+  });
+
+  it('works under its CSP with an operate token: controls shown, a pause recorded in the audit panel, the token in sessionStorage only', async () => {
+    const { page, violations, errors } = await open(operateToken);
+    expect(await page.isVisible('#pause')).toBe(true);
+    expect(await page.textContent('#role-note')).toBe('token oncall (operate)');
+    await page.fill('#pause-reason', 'audited from the dashboard');
+    await page.click('#pause');
+    await page.waitForFunction(() => document.querySelector('#audit-rows tr[data-action="delivery.pause"]') !== null);
+    const row = await page.textContent('#audit-rows tr[data-action="delivery.pause"]');
+    expect(row).toContain('oncall');
+    expect(row).toContain('audited from the dashboard');
+    await page.click('#resume');
+    await page.waitForFunction(() => document.querySelector('[data-field="deliveryState"]')?.textContent === 'running');
+    await page.waitForFunction(() => document.querySelectorAll('#charts canvas').length === 3);
+    expect(await page.evaluate(() => [sessionStorage.getItem('leasehold-token') !== null, localStorage.length])).toEqual([true, 0]);
+    expect(violations).toEqual([]);
+    expect(errors).toEqual([]);
+    await page.close();
+  });
+
+  it('shows a read token no control button, and the API refuses it a pause', async () => {
+    const { page, violations, errors } = await open(readToken);
+    expect(await page.textContent('#role-note')).toBe('token viewer (read)');
+    for (const selector of ['#pause', '#resume', '#rate-form', '#pause-form']) expect(await page.isVisible(selector), selector).toBe(false);
+    expect(await page.locator('#account-rows button:visible').count()).toBe(0);
+    expect(await page.locator('#intents button:visible').count()).toBe(0);
+    // Reading still works: the panels fill in, the trace form stays.
+    expect(await page.isVisible('#trace-form')).toBe(true);
+    expect(await page.textContent('[data-field="deliveryState"]')).toBe('running');
+    // Forcing the call from the page changes nothing.
+    const answer = await page.evaluate(async (token) => {
+      const res = await fetch('/v1/delivery/pause', { method: 'POST', headers: { authorization: `Bearer ${token}` } });
+      return [res.status, (await res.json()).error.code];
+    }, readToken);
+    expect(answer).toEqual([403, 'forbidden']);
+    expect((await deliveryControlGet(hdb.pool, hdb.schema)).paused).toBe(false);
+    await page.screenshot({ path: '/tmp/dashboard-read-token.png', fullPage: true });
+    expect(violations).toEqual([]);
+    expect(errors).toEqual([]);
+    await page.close();
   });
 });

@@ -95,7 +95,7 @@ describe('GET /v1/holds/:id', () => {
     expect(t.hold.id).toBe('slot-2');
     expect(t.intent).toBeNull();
     expect(t.attempts).toEqual([]);
-    expect(t.moments).toEqual({ eligibleAt: t.hold.expiresAt, expiredAt: null, emailAvailableAt: null, emailAcceptedAt: null, emailOutcomeAt: null });
+    expect(t.moments).toEqual({ eligibleAt: t.hold.expiresAt, expiredAt: null, emailAvailableAt: null, emailAcceptedAt: null, emailFirstAcceptedAt: null, emailOutcomeAt: null });
     expect(t.outcome).toBeNull();
     expect(t.events).toEqual([]);
   });
@@ -170,5 +170,38 @@ describe('POST /v1/holds/:id/confirm and /cancel', () => {
     expect(events.find((e) => e.event === 'hold.confirmed')).toMatchObject({ holdId: 'slot-4' });
     expect(events.filter((e) => e.event === 'hold.created' && e.holdId === 'slot-1')).toHaveLength(1);
     expect(h.logs.text).not.toMatch(/@example\.com/);
+  });
+});
+
+describe('POST /v1/holds/:id/extend', () => {
+  it('moves the deadline later (200), is the same hold for the same deadline again, and names the field of a bad request', async () => {
+    await h.call('POST', '/v1/holds', { id: 'slot-ext', customerEmail: 'a@example.com', ttlSeconds: 600, remindBeforeSeconds: 120 });
+    const to = new Date(Math.ceil(Date.now() / 1000) * 1000 + 3600_000).toISOString();
+    const ok = await h.call('POST', '/v1/holds/slot-ext/extend', { expiresAt: to });
+    expect(ok.statusCode).toBe(200);
+    expect(ok.json()).toMatchObject({ id: 'slot-ext', status: 'held', expiresAt: to, remindBeforeSeconds: 120 });
+    const again = await h.call('POST', '/v1/holds/slot-ext/extend', { expiresAt: to });
+    expect(again.statusCode).toBe(200);
+    expect(again.json()).toEqual(ok.json());
+    for (const [body, field] of [
+      [{}, 'expiresAt'],
+      [{ ttlSeconds: -1 }, 'ttlSeconds'],
+      [{ ttlSeconds: 60, expiresAt: to }, 'expiresAt'],
+      [{ expiresAt: new Date(Date.now() + 60_000).toISOString() }, 'expiresAt'],
+      [{ until: to }, 'until'],
+    ] as const) {
+      const bad = await h.call('POST', '/v1/holds/slot-ext/extend', body);
+      expect(bad.statusCode, JSON.stringify(body)).toBe(400);
+      expect(bad.json().error).toMatchObject({ code: 'validation_error', field });
+    }
+    const t = (await h.call('GET', '/v1/holds/slot-ext')).json();
+    expect(t.extensions).toHaveLength(1);
+    expect(t.emails.map((e: { kind: string }) => e.kind)).toEqual(['reservation-reminder']);
+    expect(t.life.map((e: { what: string }) => e.what)).toEqual(['created', 'extended', 'reminder due']);
+    expect((await h.call('POST', '/v1/holds/nope/extend', { ttlSeconds: 60 })).statusCode).toBe(404);
+    await h.call('POST', '/v1/holds/slot-ext/cancel');
+    const late = await h.call('POST', '/v1/holds/slot-ext/extend', { ttlSeconds: 60 });
+    expect(late.statusCode).toBe(409);
+    expect(late.json().error).toMatchObject({ code: 'hold_not_held', status: 'cancelled' });
   });
 });

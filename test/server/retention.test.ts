@@ -14,7 +14,7 @@ describe('retention API', () => {
     const res = await h.call('GET', '/v1/retention');
     expect(res.statusCode).toBe(200);
     const body = res.json();
-    expect(body.policy).toEqual({ retentionDays: 30, erasePiiAfterDays: 7, batchSize: 1000, intervalMs: 60_000 });
+    expect(body.policy).toEqual({ retentionDays: 30, erasePiiAfterDays: 7, batchSize: 1000, intervalMs: 60_000, auditRetentionDays: 365 });
     expect(body.oldestAgeSeconds.support_reservations).toBeGreaterThan(39 * 86_400);
     expect(body.oldestUnerasedAgeSeconds).toBeGreaterThan(39 * 86_400);
   });

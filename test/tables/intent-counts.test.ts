@@ -25,7 +25,7 @@ afterAll(() => db.close());
 async function expectExact() {
   // Read as status, health and metrics read them: the lane snapshot.
   const counted = (await laneStats(db.pool, db.schema)).delivery.intentsByState;
-  const actual = { pending: 0, sent: 0, rejected: 0, dead: 0, ...(await countBy(db.pool, db.schema, 'email_outbox', 'state')) };
+  const actual = { pending: 0, sent: 0, rejected: 0, dead: 0, voided: 0, missed_deadline: 0, ...(await countBy(db.pool, db.schema, 'email_outbox', 'state')) };
   expect(counted).toEqual(actual);
   return counted;
 }
@@ -46,7 +46,7 @@ async function expireDue(prefix: string, count: number): Promise<void> {
 
 describe('intent counts stay exact', () => {
   it('the migration seeds and the expiry statement counts its inserts', async () => {
-    expect(await expectExact()).toEqual({ pending: 0, sent: 0, rejected: 0, dead: 0 });
+    expect(await expectExact()).toEqual({ pending: 0, sent: 0, rejected: 0, dead: 0, voided: 0, missed_deadline: 0 });
     await expireDue('expire', 40);
     expect(await expectExact()).toMatchObject({ pending: 40 });
   });
@@ -58,7 +58,7 @@ describe('intent counts stay exact', () => {
     const outcomes: AttemptOutcome[] = ['accepted', 'rejected', 'failed', 'rate_limited', 'paused', 'abandoned'];
     await round(30, (i) => outcomes[i % outcomes.length]!, 1);
     // maxAttempts 1: failed goes dead; rate_limited, paused and abandoned stay pending.
-    expect(await expectExact()).toEqual({ pending: 10 + 15, sent: 5, rejected: 5, dead: 5 });
+    expect(await expectExact()).toEqual({ pending: 10 + 15, sent: 5, rejected: 5, dead: 5, voided: 0, missed_deadline: 0 });
   });
 
   it('an expired lease leased again, an acceptance of an intent already sent, and a fenced result', async () => {
@@ -67,12 +67,12 @@ describe('intent counts stay exact', () => {
     const leased = await intentsLease(db.pool, db.schema, { limit: 100, leaseMs: 30_000, token, provider: 'test', now: later });
     expect(leased.length).toBe(25);
     await intentsRecord(db.pool, db.schema, leased.map((intent) => result(intent, token, 'accepted')), { maxAttempts: 3, now: later });
-    expect(await expectExact()).toEqual({ pending: 0, sent: 30, rejected: 5, dead: 5 });
+    expect(await expectExact()).toEqual({ pending: 0, sent: 30, rejected: 5, dead: 5, voided: 0, missed_deadline: 0 });
     // The same acceptances again (a stale worker's report): a fact, recorded, flagged; no state moves.
     await intentsRecord(db.pool, db.schema, leased.map((intent) => result(intent, token, 'accepted')), { maxAttempts: 3, now: later });
     // A failure under a lease no longer held is fenced: nothing changes.
     await intentsRecord(db.pool, db.schema, leased.map((intent) => result(intent, token, 'failed')), { maxAttempts: 1, now: later });
-    expect(await expectExact()).toEqual({ pending: 0, sent: 30, rejected: 5, dead: 5 });
+    expect(await expectExact()).toEqual({ pending: 0, sent: 30, rejected: 5, dead: 5, voided: 0, missed_deadline: 0 });
   });
 
   it('replay moves a finished intent back to pending', async () => {
@@ -80,24 +80,24 @@ describe('intent counts stay exact', () => {
       `SELECT DISTINCT ON (state) id, state FROM ${ident(db.schema)}.email_outbox WHERE state <> 'pending' ORDER BY state, id`,
     );
     for (const row of rows) expect(await intentsReplay(db.pool, db.schema, row.id)).toBe(true);
-    expect(await expectExact()).toEqual({ pending: 3, sent: 29, rejected: 4, dead: 4 });
+    expect(await expectExact()).toEqual({ pending: 3, sent: 29, rejected: 4, dead: 4, voided: 0, missed_deadline: 0 });
     await round(10, () => 'accepted');
-    expect(await expectExact()).toEqual({ pending: 0, sent: 32, rejected: 4, dead: 4 });
+    expect(await expectExact()).toEqual({ pending: 0, sent: 32, rejected: 4, dead: 4, voided: 0, missed_deadline: 0 });
   });
 
   it('erasing an address rejects its pending intent; erase and prune batches count what they change and delete', async () => {
     await expireDue('erase-me', 3);
     expect(await expectExact()).toMatchObject({ pending: 3 });
     await eraseAddress(db.pool, 'customer+erase-me-1@example.com', { schema: db.schema });
-    expect(await expectExact()).toEqual({ pending: 2, sent: 32, rejected: 5, dead: 4 });
+    expect(await expectExact()).toEqual({ pending: 2, sent: 32, rejected: 5, dead: 4, voided: 0, missed_deadline: 0 });
 
     const future = new Date(Date.now() + 30 * 86_400_000);
     await withTransaction(db.pool, (client) => storiesErase(client, db.schema, { now: future, days: 1, limit: 1000 }));
-    expect(await expectExact()).toEqual({ pending: 2, sent: 32, rejected: 5, dead: 4 });
+    expect(await expectExact()).toEqual({ pending: 2, sent: 32, rejected: 5, dead: 4, voided: 0, missed_deadline: 0 });
     const pruned = await withTransaction(db.pool, (client) => storiesPrune(client, db.schema, { now: future, days: 1, limit: 1000 }));
     expect(pruned.counts.email_outbox).toBe(41);
     // The two pending stories are kept (invariant 12), and counted.
-    expect(await expectExact()).toEqual({ pending: 2, sent: 0, rejected: 0, dead: 0 });
+    expect(await expectExact()).toEqual({ pending: 2, sent: 0, rejected: 0, dead: 0, voided: 0, missed_deadline: 0 });
   });
 
   it('a transaction rolled back takes its counts with it', async () => {
@@ -105,12 +105,12 @@ describe('intent counts stay exact', () => {
       await client.query(`UPDATE ${ident(db.schema)}.email_outbox SET state = 'dead', finished_at = now(), lease_token = NULL, lease_expires_at = NULL`);
       throw new Error('roll back');
     }).catch(() => {});
-    expect(await expectExact()).toEqual({ pending: 2, sent: 0, rejected: 0, dead: 0 });
+    expect(await expectExact()).toEqual({ pending: 2, sent: 0, rejected: 0, dead: 0, voided: 0, missed_deadline: 0 });
   });
 
   it('TRUNCATE (cascaded from the holds) empties the counts', async () => {
     await db.pool.query(`TRUNCATE ${ident(db.schema)}.support_reservations CASCADE`);
-    expect(await expectExact()).toEqual({ pending: 0, sent: 0, rejected: 0, dead: 0 });
+    expect(await expectExact()).toEqual({ pending: 0, sent: 0, rejected: 0, dead: 0, voided: 0, missed_deadline: 0 });
   });
 
   it('several workers leasing and recording at once, with expiry running beside them', async () => {

@@ -195,13 +195,15 @@ describe('meta.json: From, Reply-To and headers per template', () => {
 });
 
 describe('the template set', () => {
-  it('needs reservation-expired, all three parts, and a template for the default locale', () => {
-    expect(loadTemplates({ files: {} }).check()).toEqual([{ file: KIND, message: expect.stringContaining('is missing') }]);
+  it('needs every message kind, all three parts, and a template for the default locale', () => {
+    expect(loadTemplates({ files: {} }).check()).toEqual(
+      ['reservation-expired', 'reservation-reminder', 'reservation-confirmed'].map((file) => ({ file, message: expect.stringContaining('is missing') })),
+    );
     const { 'reservation-expired/en/html.liquid': _html, ...noHtml } = templateFiles();
     expect(loadTemplates({ files: noHtml }).check()).toEqual([{ file: 'reservation-expired/en/html.liquid', message: expect.stringContaining('is missing') }]);
-    expect(loadTemplates({ files: templateFiles({ locale: 'de' }) }).check()).toEqual([
-      { file: KIND, message: 'has no template for the default locale en (LEASEHOLD_DEFAULT_LOCALE)' },
-    ]);
+    expect(loadTemplates({ files: templateFiles({ locale: 'de' }) }).check()).toEqual(
+      ['reservation-confirmed', 'reservation-expired', 'reservation-reminder'].map((file) => ({ file, message: 'has no template for the default locale en (LEASEHOLD_DEFAULT_LOCALE)' })),
+    );
     expect(loadTemplates({ files: templateFiles({ locale: 'de' }), defaultLocale: 'de-AT' }).check()).toEqual([]);
   });
 
@@ -227,7 +229,8 @@ describe('the shipped templates', () => {
 
   it('check clean, in English and German', () => {
     expect(shipped.check()).toEqual([]);
-    expect(shipped.list()).toEqual([{ kind: KIND, locales: [expect.objectContaining({ locale: 'de' }), expect.objectContaining({ locale: 'en' })] }]);
+    const locales = [expect.objectContaining({ locale: 'de' }), expect.objectContaining({ locale: 'en' })];
+    expect(shipped.list()).toEqual(['reservation-confirmed', KIND, 'reservation-reminder'].map((kind) => ({ kind, locales })));
   });
 
   it('are friendly, show the slot time in the customer zone, and no internal ids', () => {
@@ -248,7 +251,7 @@ describe('the shipped templates', () => {
     expect(shipped.render(KIND, input()).subject).toBe('Your reservation has expired');
     const de = shipped.render(KIND, input({ locale: 'de-AT', timeZone: 'Europe/Vienna', name: 'Jörg' }));
     expect(de).toMatchObject({ subject: 'Ihre Reservierung ist abgelaufen', templateLocale: 'de', locale: 'de-AT' });
-    expect(de.text).toMatch(/^Hallo Jörg,\n\nWir hatten eine Reservierung für Sie vorgemerkt\. Sie hätte bis 10:40 Uhr am 3\. März 2026/);
+    expect(de.text).toMatch(/^Hallo Jörg,\n\nwir hatten eine Reservierung für Sie vorgemerkt\. Die Reservierung hätte bis 10:40 Uhr am 3\. März 2026/);
     expect(de.html).toContain('<html lang="de-AT">');
   });
 });

@@ -4,6 +4,7 @@ import { ACCOUNT_NAME } from '../../model/accounts.js';
 import type { AccountView, Operations } from '../../ops.js';
 import { operationsFor } from '../../service.js';
 import type { CommandContext, ContextFactory } from '../context.js';
+import { cliActor } from '../context.js';
 import { burstArg, intentIdArg, perSecondArg, reasonArg, secondsArg } from './args.js';
 
 /**
@@ -25,7 +26,7 @@ async function withOperations(ctx: CommandContext, work: (ops: Operations) => Pr
   // As the other operator commands: a mistyped schema fails instead of being migrated into an empty one.
   const db = await ctx.database({ poolSize: 2, migrations: 'require' });
   try {
-    await work(operationsFor(ctx.config, { pool: db.pool, schema: db.schema, logger: ctx.logger }));
+    await work(operationsFor(ctx.config, { pool: db.pool, schema: db.schema, logger: ctx.logger, actor: cliActor() }));
   } finally {
     await db.close();
   }

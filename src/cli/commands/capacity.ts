@@ -39,6 +39,8 @@ const HELP: Record<WorkloadField, string> = {
   'deployment.expiryBatch': 'LEASEHOLD_EXPIRY_BATCH (default: the configured one)',
   'deployment.expiryIntervalMs': 'LEASEHOLD_EXPIRY_INTERVAL_MS (default: the configured one)',
   'deployment.attemptsPerEmail': 'send attempts per email on average (default 1)',
+  'deadlines.noticeSeconds': 'expiry and confirmation emails not sent after this many seconds (default LEASEHOLD_NOTICE_DEADLINE_S)',
+  'deadlines.reminderSeconds': 'reminders go out this many seconds before expiry, their deadline (default LEASEHOLD_REMIND_BEFORE_S)',
   'storage.bloatFactor': 'multiplier on measured row sizes for update churn (default 1.3)',
   'observability.logRetentionDays': 'days logs are kept (default 30)',
   freeTiers: 'subtract free monthly allowances (shared by the whole account)',
@@ -106,6 +108,8 @@ export function registerCapacity(program: Command, context: ContextFactory): voi
       expiryIntervalMs: config.expiryIntervalMs,
       promiseSeconds: config.emailPromiseS,
       expiryPromiseSeconds: config.expiryPromiseS,
+      noticeDeadlineSeconds: config.noticeDeadlineSeconds,
+      remindBeforeSeconds: config.remindBeforeSeconds,
     };
     const fromFile = typeof options.file === 'string' ? await readYaml(options.file, '--file') : {};
     const flags = Object.fromEntries(

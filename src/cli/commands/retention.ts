@@ -8,7 +8,9 @@ import { Pruner } from '../../retention/prune.js';
 import { type TableCounts } from '../../retention/sql.js';
 import { retentionPreview } from '../../retention/preview.js';
 import type { ContextFactory } from '../context.js';
-import { CliExit, EXIT_USAGE } from '../context.js';
+import { CliExit, cliActor, EXIT_USAGE } from '../context.js';
+import { AuditAction } from '../../model/audit-actions.js';
+import { auditInsert } from '../../tables/audit-log.js';
 import { table } from '../../format.js';
 
 /** `prune` and `erase`: the retention policy by hand (the prune worker in `start` runs it continuously). */
@@ -85,6 +87,12 @@ export function registerRetention(program: Command, context: ContextFactory): vo
           return;
         }
         const run = await new Pruner({ pool: db.pool, schema: db.schema, policy, logger: ctx.logger }).runUntilDone();
+        // Many short transactions: the run's entry, with its totals, is written once it ends.
+        await auditInsert(db.pool, db.schema, cliActor(), {
+          action: AuditAction.retentionRun,
+          target: 'prune',
+          detail: { pruned: run.pruned, erased: run.erased, rounds: run.rounds, complete: run.complete },
+        });
         if (flags.json) return ctx.out(JSON.stringify({ dryRun: false, policy, ...run }, null, 2));
         ctx.out(`pruned: ${describePolicy(policy)}`);
         for (const line of tableLines([['deleted', run.pruned], ['erased', run.erased]])) ctx.out(line);
@@ -110,7 +118,7 @@ export function registerRetention(program: Command, context: ContextFactory): vo
       const db = await ctx.database({ poolSize: 2, migrations: 'require' });
       if (flags.tenant !== undefined) {
         try {
-          const report = await eraseTenant(db.pool, flags.tenant, { schema: db.schema, logger: ctx.logger, batchSize: ctx.config.retention.batchSize });
+          const report = await eraseTenant(db.pool, flags.tenant, { schema: db.schema, logger: ctx.logger, batchSize: ctx.config.retention.batchSize, actor: cliActor() });
           if (flags.json) return ctx.out(JSON.stringify(report, null, 2));
           for (const line of tenantLines(flags.tenant, report)) ctx.out(line);
         } finally {
@@ -120,7 +128,7 @@ export function registerRetention(program: Command, context: ContextFactory): vo
       }
       const email = flags.email!;
       try {
-        const report = await eraseAddress(db.pool, email, { schema: db.schema, logger: ctx.logger });
+        const report = await eraseAddress(db.pool, email, { schema: db.schema, logger: ctx.logger, actor: cliActor() });
         if (flags.json) return ctx.out(JSON.stringify(report, null, 2));
         const changed = Object.values(report.counts).reduce((a, b) => a + b, 0);
         ctx.out(changed === 0 ? 'nothing stored for this address was left to erase' : 'erased:');

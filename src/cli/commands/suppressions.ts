@@ -2,9 +2,10 @@ import { InvalidArgumentError, type Command } from 'commander';
 import type { ValidationError } from '../../errors.js';
 import { addressHash, suppressionKey, validateAddress } from '../../model/address.js';
 import { SuppressionReason, type Suppression } from '../../model/suppression-reasons.js';
-import { suppressionsAdd, suppressionsGet, suppressionsList, suppressionsRemove } from '../../tables/suppressions.js';
+import { suppressionsGet, suppressionsList } from '../../tables/suppressions.js';
 import type { ContextFactory } from '../context.js';
-import { CliExit, EXIT_FAILURE, type CommandContext } from '../context.js';
+import { CliExit, cliActor, EXIT_FAILURE, type CommandContext } from '../context.js';
+import { Operations } from '../../ops.js';
 import { iso } from '../../format.js';
 
 /**
@@ -98,14 +99,9 @@ export function registerSuppressions(program: Command, context: ContextFactory):
     .action(async (address: string, options: { detail?: string }) => {
       const ctx = context();
       await withDatabase(ctx, async (pool, schema) => {
-        const [created] = await suppressionsAdd(pool, schema, [{ address, reason: 'manual', detail: options.detail ?? null, provider: null }]);
-        if (created) {
-          ctx.logger.info({ event: 'suppression.added', reason: 'manual', by: 'operator' }, 'address suppressed by an operator');
-          ctx.out(`suppressed: ${formatSuppression(created)}`);
-        } else {
-          const existing = await suppressionsGet(pool, schema, addressHash(address));
-          ctx.out(`already suppressed: ${existing ? formatSuppression(existing) : address}`);
-        }
+        const ops = new Operations({ pool, schema, logger: ctx.logger, initialRate: { perSecond: ctx.config.ratePerSecond, burst: ctx.config.rateBurst }, actor: cliActor() });
+        const { suppression, created } = await ops.addSuppression(address, options.detail ?? null);
+        ctx.out(created ? `suppressed: ${formatSuppression(suppression)}` : `already suppressed: ${formatSuppression(suppression)}`);
       });
     });
 
@@ -117,9 +113,9 @@ export function registerSuppressions(program: Command, context: ContextFactory):
       const ctx = context();
       const given = String(command.args[0] ?? hash);
       await withDatabase(ctx, async (pool, schema) => {
-        const removed = await suppressionsRemove(pool, schema, hash);
+        const ops = new Operations({ pool, schema, logger: ctx.logger, initialRate: { perSecond: ctx.config.ratePerSecond, burst: ctx.config.rateBurst }, actor: cliActor() });
+        const removed = await ops.removeSuppression(hash);
         if (!removed) throw new CliExit(EXIT_FAILURE, `leasehold: ${given} is not suppressed`);
-        ctx.logger.info({ event: 'suppression.removed', reason: removed.reason, by: 'operator' }, 'suppression lifted by an operator');
         ctx.out(`no longer suppressed: ${removed.address ?? `sha256:${removed.addressHash}`} (was ${removed.reason} since ${iso(removed.createdAt)})`);
       });
     });

@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import { getHold } from '../../holds/holds.js';
-import { intentIdForHold } from '../../model/hold-states.js';
+import { CONFIRMED_TEMPLATE, EXPIRED_TEMPLATE, intentIdForHold, REMINDER_TEMPLATE } from '../../model/hold-states.js';
 import { messagesSummary } from '../../tables/messages.js';
 import { validLocale, validTimeZone } from '../../model/locale.js';
 import { describeProblem } from '../../templates/source.js';
@@ -95,14 +95,28 @@ export function registerTemplates(program: Command, context: ContextFactory): vo
         try {
           const hold = await getHold(db.pool, options.hold, { schema: db.schema });
           if (!hold) throw new NotFoundError('hold', options.hold);
-          const intentId = intentIdForHold(hold.id);
+          // Each kind is its own intent (`<kind>:<hold id>`), with its own stored message.
+          const intentId = kind === EXPIRED_TEMPLATE ? intentIdForHold(hold.id) : `${kind}:${hold.id}`;
           const tenant = options.tenant ?? hold.tenant;
-          input = { intentId, holdId: hold.id, metadata: hold.metadata, expiresAt: hold.expiresAt, expiredAt: hold.expiredAt, from: ctx.config.emailFrom, tenant };
+          input = {
+            intentId,
+            holdId: hold.id,
+            metadata: hold.metadata,
+            expiresAt: hold.expiresAt,
+            expiredAt: hold.expiredAt,
+            confirmedAt: hold.confirmedAt,
+            from: ctx.config.emailFrom,
+            tenant,
+          };
           const stored = await messagesSummary(db.pool, db.schema, intentId);
           if (stored) {
             note = `note: this hold's email was rendered at ${iso(stored.renderedAt)} (version ${stored.templateVersion}); its sends use that stored message, a replay renders it again`;
-          } else if (hold.status !== 'expired') {
+          } else if (hold.status !== 'expired' && kind === EXPIRED_TEMPLATE) {
             note = `note: the hold is ${hold.status}; this is the email it would get if it expired`;
+          } else if (hold.status !== 'confirmed' && kind === CONFIRMED_TEMPLATE) {
+            note = `note: the hold is ${hold.status}; this is the email it would get if it were confirmed`;
+          } else if (hold.status !== 'held' && kind === REMINDER_TEMPLATE) {
+            note = `note: the hold is ${hold.status}; a reminder goes out only while it is held`;
           }
         } finally {
           await db.close();

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { holdTimeline, type HoldTimeline } from '../../read/timeline.js';
+import { emailWords, holdTimeline, type EmailStory, type HoldTimeline } from '../../read/timeline.js';
 import type { ContextFactory } from '../context.js';
 import { holdIdArg } from './args.js';
 import { iso, seconds, table } from '../../format.js';
@@ -9,32 +9,13 @@ const delta = (from: Date | null, to: Date | null) =>
 
 const outcomeWords = (e: { kind: string; bounceType: string | null }) => (e.bounceType ? `${e.kind} (${e.bounceType})` : e.kind);
 
-/** The five moments, every attempt and every provider event, as lines an operator reads top to bottom. */
-export function formatTimeline(t: HoldTimeline): string[] {
-  const { hold, intent, moments: m } = t;
-  const lines = [`hold ${hold.id}: ${hold.status}`];
-  lines.push(
-    ...table([
-      // The empty tenant (every hold created without one) says nothing worth a line.
-      ...(hold.tenant ? [['tenant', hold.tenant] as [string, string]] : []),
-      ['created', iso(hold.createdAt)],
-      ['1. became eligible', `${iso(m.eligibleAt)}  (expiresAt)`],
-      ['2. was expired', `${iso(m.expiredAt)}  ${delta(m.eligibleAt, m.expiredAt)}${m.expiredAt ? ' after eligible' : ''}`],
-      ['3. email available', `${iso(m.emailAvailableAt)}  ${delta(m.expiredAt, m.emailAvailableAt)}${m.emailAvailableAt ? ' after expiry' : ''}`],
-      ['4. email accepted', `${iso(m.emailAcceptedAt)}  ${delta(m.emailAvailableAt, m.emailAcceptedAt)}${m.emailAcceptedAt ? ' after available' : ''}`],
-      [`5. email ${t.outcome ? outcomeWords(t.outcome) : 'outcome'}`, t.outcome ? `${iso(m.emailOutcomeAt)}  ${delta(m.emailAcceptedAt, m.emailOutcomeAt)} after accepted (${t.outcome.provider})` : '-  (no provider event yet)'],
-    ]),
-  );
-  if (hold.confirmedAt) lines.push(`  confirmed at ${iso(hold.confirmedAt)} (no email)`);
-  if (hold.cancelledAt) lines.push(`  cancelled at ${iso(hold.cancelledAt)} (no email)`);
-  if (hold.erasedAt) lines.push(`  personal data erased at ${iso(hold.erasedAt)}`);
-  if (!intent) {
-    lines.push('no email intent' + (hold.status === 'held' ? ' yet (the hold is still held)' : ''));
-    return lines;
-  }
+/** One email's intent, rendering, attempts and provider events, as lines. */
+function emailLines(email: EmailStory): string[] {
+  const intent = email.intent;
   const flags = [
     intent.leased ? `leased until ${iso(intent.leaseExpiresAt)}` : '',
     intent.state === 'pending' ? `next attempt at ${iso(intent.availableAt)}` : '',
+    intent.sendBy ? `deadline ${iso(intent.sendBy)}` : '',
     intent.replays > 0 ? `replayed ${intent.replays}x` : '',
     intent.possibleDuplicate ? 'POSSIBLE DUPLICATE' : '',
     intent.receipt ? `receipt ${intent.receipt}` : '',
@@ -42,14 +23,18 @@ export function formatTimeline(t: HoldTimeline): string[] {
     intent.state === 'pending' && intent.pinnedAccount ? `held to account ${intent.pinnedAccount} (an unknown outcome there)` : '',
     intent.lastError ? `last error: ${intent.lastError}` : '',
   ].filter(Boolean);
-  lines.push(`intent ${intent.id}: ${intent.state}, ${intent.attempts} attempt(s)${flags.length ? '; ' + flags.join('; ') : ''}`);
-  const sent = t.message;
-  lines.push(
-    sent
-      ? `  subject ${JSON.stringify(sent.subject)}  (${sent.template}/${sent.templateLocale}, ${sent.locale}, ${sent.timeZone}, version ${sent.templateVersion}, rendered ${iso(sent.renderedAt)})`
-      : `  subject not rendered yet (rendered at the next send${intent.replays > 0 ? ', from the current templates' : ''})`,
-  );
-  for (const a of t.attempts) {
+  const lines = [`${emailWords(email.kind)} ${intent.id}: ${intent.state}, ${intent.attempts} attempt(s)${flags.length ? '; ' + flags.join('; ') : ''}`];
+  const sent = email.message;
+  if (intent.state === 'voided' || intent.state === 'missed_deadline') {
+    lines.push(`  never sent, and never will be (${intent.state === 'voided' ? 'voided' : 'missed its deadline'})`);
+  } else {
+    lines.push(
+      sent
+        ? `  subject ${JSON.stringify(sent.subject)}  (${sent.template}/${sent.templateLocale}, ${sent.locale}, ${sent.timeZone}, version ${sent.templateVersion}, rendered ${iso(sent.renderedAt)})`
+        : `  subject not rendered yet (rendered at the next send${intent.replays > 0 ? ', from the current templates' : ''})`,
+    );
+  }
+  for (const a of email.attempts) {
     const provider = [a.providerStatus, a.providerCode].filter((x) => x !== null).join(' ');
     const detail = [
       // The account it went through (and its provider), where accounts were recorded.
@@ -63,11 +48,59 @@ export function formatTimeline(t: HoldTimeline): string[] {
     ].filter(Boolean);
     lines.push(`  #${a.attempt} ${iso(a.startedAt)}  ${(a.outcome ?? 'in flight').padEnd(13)} ${detail.join('  ')}`);
   }
-  if (t.events.length > 0) lines.push(`provider events (${t.events.length}):`);
-  for (const e of t.events) {
+  if (email.events.length > 0) lines.push(`  provider events (${email.events.length}):`);
+  for (const e of email.events) {
     const detail = [e.provider, e.providerType ?? '', `message ${e.messageId}`, e.reason ?? ''].filter(Boolean);
-    lines.push(`  ${iso(e.occurredAt)}  ${outcomeWords(e).padEnd(13)} ${detail.join('  ')}`);
+    lines.push(`    ${iso(e.occurredAt)}  ${outcomeWords(e).padEnd(13)} ${detail.join('  ')}`);
   }
+  return lines;
+}
+
+/**
+ * The hold's life in time order, then the design brief's five moments of
+ * its expiry email (or why there is none), then every email's attempts and
+ * provider events, as lines an operator reads top to bottom.
+ */
+export function formatTimeline(t: HoldTimeline): string[] {
+  const { hold, moments: m } = t;
+  const lines = [`hold ${hold.id}: ${hold.status}`];
+  // The empty tenant (every hold created without one) says nothing worth a line.
+  if (hold.tenant) lines.push(`  tenant  ${hold.tenant}`);
+  lines.push('life:');
+  for (const e of t.life) lines.push(`  ${iso(e.at)}  ${e.what}${e.detail ? `  (${e.detail})` : ''}`);
+  if (hold.erasedAt) lines.push(`  personal data erased at ${iso(hold.erasedAt)}`);
+  if (m.eligibleAt === null) {
+    const how = hold.confirmedAt ? `confirmed at ${iso(hold.confirmedAt)}` : `cancelled at ${iso(hold.cancelledAt)}`;
+    lines.push(`no expiry email: the hold was ${how}, before its deadline ${iso(hold.expiresAt)}, so none will be sent`);
+  } else {
+    const replayed = m.emailFirstAcceptedAt && m.emailAcceptedAt && m.emailFirstAcceptedAt.getTime() !== m.emailAcceptedAt.getTime();
+    lines.push('expiry email:');
+    lines.push(
+      ...table([
+        ['1. became eligible', `${iso(m.eligibleAt)}  (expiresAt)`],
+        ['2. was expired', `${iso(m.expiredAt)}  ${delta(m.eligibleAt, m.expiredAt)}${m.expiredAt ? ' after eligible' : ''}`],
+        ['3. email available', `${iso(m.emailAvailableAt)}  ${delta(m.expiredAt, m.emailAvailableAt)}${m.emailAvailableAt ? ' after expiry' : ''}`],
+        ...(replayed
+          ? ([
+              ['4. email accepted', `${iso(m.emailFirstAcceptedAt)}  ${delta(m.emailAvailableAt, m.emailFirstAcceptedAt)} after available (first send)`],
+              ['   and again', `${iso(m.emailAcceptedAt)}  ${delta(m.emailAvailableAt, m.emailAcceptedAt)} after available (replay)`],
+            ] as Array<[string, string]>)
+          : ([['4. email accepted', `${iso(m.emailAcceptedAt)}  ${delta(m.emailAvailableAt, m.emailAcceptedAt)}${m.emailAcceptedAt ? ' after available' : ''}`]] as Array<
+              [string, string]
+            >)),
+        [
+          `5. email ${t.outcome ? outcomeWords(t.outcome) : 'outcome'}`,
+          t.outcome
+            ? `${iso(m.emailOutcomeAt)}  ${delta(m.emailAcceptedAt, m.emailOutcomeAt)} after accepted (${t.outcome.provider})`
+            : m.emailAcceptedAt
+              ? '-  (no provider event yet)'
+              : '-',
+        ],
+      ]),
+    );
+    if (!t.intent) lines.push('  no email intent yet (the hold is still held)');
+  }
+  for (const email of t.emails) lines.push(...emailLines(email));
   return lines;
 }
 

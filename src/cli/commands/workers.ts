@@ -32,9 +32,20 @@ export async function runService(ctx: CommandContext, parts: ServiceParts, optio
     throw error;
   }
   const running = service;
+  // SIGHUP reads LEASEHOLD_API_TOKENS_FILE again; a broken file is refused
+  // in one line and the tokens in force stay as they were.
+  const reload = () => {
+    if (!running.reloadTokens) return;
+    running.reloadTokens().then(
+      (names) => logger.info({ event: 'tokens.reloaded', tokens: names }, 'API tokens reloaded'),
+      (error: unknown) => logger.error({ event: 'tokens.reload_failed', error: (error as Error).message }, 'API tokens not reloaded; the old ones stay in force'),
+    );
+  };
+  process.on('SIGHUP', reload);
   await new Promise<void>((resolve) => {
     onShutdownSignals(
       async () => {
+        process.off('SIGHUP', reload);
         await running.stop();
         await db.close();
       },

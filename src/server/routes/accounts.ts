@@ -1,7 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import { ACCOUNT_NAME } from '../../model/accounts.js';
 import { storableText } from '../../text.js';
-import { expectNoBody, parse, type ApiContext } from '../context.js';
+import { expectNoBody, opsOf, parse, type ApiContext } from '../context.js';
+import { access } from '../auth.js';
 import { pauseBody, policyBody } from './delivery.js';
 
 type NameParams = { Params: { name: string } };
@@ -22,17 +23,18 @@ export const accountNameSchema = storableText().regex(
  * controls of one account (its rate limit, its pause) that
  * /v1/rate-limit and /v1/delivery/* have for the first one and the fleet.
  */
-export function accountRoutes(app: FastifyInstance, { ops }: ApiContext): void {
+export function accountRoutes(app: FastifyInstance, ctx: ApiContext): void {
+  const { ops } = ctx;
   const nameOf = (params: NameParams['Params']) => parse(accountNameSchema, params.name, 'name');
 
-  app.get('/accounts', async () => ({ failover: ops.accounts.failover, accounts: await ops.listAccounts() }));
+  app.get('/accounts', access('read', 'fleet'), async () => ({ failover: ops.accounts.failover, accounts: await ops.listAccounts() }));
 
-  app.get<NameParams>('/accounts/:name', async (request) => ops.getAccount(nameOf(request.params)));
+  app.get<NameParams>('/accounts/:name', access('read', 'fleet'), async (request) => ops.getAccount(nameOf(request.params)));
 
-  app.put<NameParams>('/accounts/:name/rate-limit', async (request) => {
+  app.put<NameParams>('/accounts/:name/rate-limit', access('operate', 'fleet'), async (request) => {
     const name = nameOf(request.params);
     const body = parse(policyBody, request.body);
-    return ops.setRateLimit(
+    return opsOf(request, ctx).setRateLimit(
       {
         ...(body.perSecond !== undefined ? { perSecond: body.perSecond } : {}),
         ...(body.burst !== undefined ? { burst: body.burst } : {}),
@@ -42,18 +44,18 @@ export function accountRoutes(app: FastifyInstance, { ops }: ApiContext): void {
   });
 
   // The account's own pause: its intents fail over to the next account; the fleet's pause (/v1/delivery) is untouched.
-  app.post<NameParams>('/accounts/:name/pause', async (request) => {
+  app.post<NameParams>('/accounts/:name/pause', access('operate', 'fleet'), async (request) => {
     const name = nameOf(request.params);
     const body = parse(pauseBody, request.body);
-    return ops.pauseAccount(name, {
+    return opsOf(request, ctx).pauseAccount(name, {
       ...(body?.reason !== undefined ? { reason: body.reason } : {}),
       ...(body?.forSeconds !== undefined ? { forSeconds: body.forSeconds } : {}),
     });
   });
 
-  app.post<NameParams>('/accounts/:name/resume', async (request) => {
+  app.post<NameParams>('/accounts/:name/resume', access('operate', 'fleet'), async (request) => {
     const name = nameOf(request.params);
     expectNoBody(request.body);
-    return ops.resumeAccount(name);
+    return opsOf(request, ctx).resumeAccount(name);
   });
 }

@@ -15,25 +15,56 @@ const CHART_ASSETS: Record<string, { file: string; type: string }> = {
 };
 
 /**
+ * The page's Content-Security-Policy: nothing inline (no script, no style
+ * attribute), nothing from elsewhere, no framing, no form posting anywhere,
+ * so text an attacker got into the data (a provider's error, a pause
+ * reason) could not run even if it ever became markup.
+ */
+export const DASHBOARD_CSP = [
+  "default-src 'none'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "connect-src 'self'",
+  "img-src 'self' data:",
+  "base-uri 'none'",
+  "form-action 'none'",
+  "frame-ancestors 'none'",
+].join('; ');
+
+/** The page and its own script and styles (public/), each a file: the CSP allows nothing inline. */
+const PAGE_FILES: Record<string, { file: string; type: string }> = {
+  '/': { file: 'dashboard.html', type: 'text/html; charset=utf-8' },
+  '/dashboard': { file: 'dashboard.html', type: 'text/html; charset=utf-8' },
+  '/dashboard.js': { file: 'dashboard.js', type: 'text/javascript; charset=utf-8' },
+  '/dashboard.css': { file: 'dashboard.css', type: 'text/css; charset=utf-8' },
+};
+
+/**
  * The operator dashboard: one static page (public/dashboard.html) that reads
  * and acts through /v1 with the operator's token, so it needs no privileges
- * of its own and is served openly.
+ * of its own and is served openly. What it shows depends on the token's
+ * role (GET /v1/token): a read token gets no controls, and the API refuses
+ * them anyway.
  */
 export function dashboardRoutes(app: FastifyInstance): void {
-  let page: Promise<string> | undefined;
-  const serve = async (_request: unknown, reply: import('fastify').FastifyReply) => {
-    page ??= readFile(path.join(packageRoot(), 'public', 'dashboard.html'), 'utf8');
-    return reply
-      .type('text/html; charset=utf-8')
-      .header(
-        'content-security-policy',
-        "default-src 'self'; script-src 'self' 'unsafe-inline'; style-src 'self' 'unsafe-inline'; connect-src 'self'; img-src 'self' data:",
-      )
-      .header('x-frame-options', 'DENY')
-      .send(await page);
-  };
-  app.get('/', serve);
-  app.get('/dashboard', serve);
+  const files = new Map<string, Promise<string>>();
+  for (const [url, { file, type }] of Object.entries(PAGE_FILES)) {
+    app.get(url, async (_request, reply) => {
+      let body = files.get(file);
+      if (!body) {
+        body = readFile(path.join(packageRoot(), 'public', file), 'utf8');
+        files.set(file, body);
+      }
+      return reply
+        .type(type)
+        .header('content-security-policy', DASHBOARD_CSP)
+        .header('x-frame-options', 'DENY')
+        .header('x-content-type-options', 'nosniff')
+        .header('referrer-policy', 'no-referrer')
+        .header('cache-control', 'no-store')
+        .send(await body);
+    });
+  }
 
   const require = createRequire(import.meta.url);
   const assets = new Map<string, Promise<Buffer>>();

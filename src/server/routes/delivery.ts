@@ -2,7 +2,8 @@ import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { MAX_PAUSE_SECONDS } from '../../ops.js';
 import { storableText } from '../../text.js';
-import { expectNoBody, parse, type ApiContext } from '../context.js';
+import { expectNoBody, opsOf, parse, type ApiContext } from '../context.js';
+import { access } from '../auth.js';
 
 /** The reason's length rule is the pause's own (validatePauseReason): one rule for API, CLI and library. */
 export const pauseBody = z
@@ -21,27 +22,28 @@ export const pauseBody = z
 /** Either half alone keeps the other half of the current policy, as the CLI's flags do. */
 export const policyBody = z.object({ perSecond: z.number('must be a number').optional(), burst: z.number('must be a number').optional() }).strict();
 
-export function deliveryRoutes(app: FastifyInstance, { ops }: ApiContext): void {
-  app.get('/delivery', async () => ops.delivery());
+export function deliveryRoutes(app: FastifyInstance, ctx: ApiContext): void {
+  const { ops } = ctx;
+  app.get('/delivery', access('read', 'fleet'), async () => ops.delivery());
 
-  app.post('/delivery/pause', async (request) => {
+  app.post('/delivery/pause', access('operate', 'fleet'), async (request) => {
     const body = parse(pauseBody, request.body);
-    return ops.pause({
+    return opsOf(request, ctx).pause({
       ...(body?.reason !== undefined ? { reason: body.reason } : {}),
       ...(body?.forSeconds !== undefined ? { forSeconds: body.forSeconds } : {}),
     });
   });
 
-  app.post('/delivery/resume', async (request) => {
+  app.post('/delivery/resume', access('operate', 'fleet'), async (request) => {
     expectNoBody(request.body);
-    return (await ops.resume()).after;
+    return (await opsOf(request, ctx).resume()).after;
   });
 
-  app.get('/rate-limit', async () => ops.rateLimit());
+  app.get('/rate-limit', access('read', 'fleet'), async () => ops.rateLimit());
 
-  app.put('/rate-limit', async (request) => {
+  app.put('/rate-limit', access('operate', 'fleet'), async (request) => {
     const body = parse(policyBody, request.body);
-    return ops.setRateLimit({
+    return opsOf(request, ctx).setRateLimit({
       ...(body.perSecond !== undefined ? { perSecond: body.perSecond } : {}),
       ...(body.burst !== undefined ? { burst: body.burst } : {}),
     });

@@ -7,6 +7,9 @@ import { retentionOldest, retentionPreview } from '../../retention/preview.js';
 import { ValidationError } from '../../errors.js';
 import { ApiError } from '../errors.js';
 import { parse, type ApiContext } from '../context.js';
+import { access, actorOf } from '../auth.js';
+import { AuditAction } from '../../model/audit-actions.js';
+import { auditInsert } from '../../tables/audit-log.js';
 
 export const pruneBody = z.object({ dryRun: z.boolean('must be true or false').optional() }).strict().optional().nullable();
 export const erasureBody = z
@@ -36,22 +39,30 @@ export function retentionRoutes(app: FastifyInstance, ctx: ApiContext): void {
   const { pool, schema, logger, metrics } = ctx;
   const policy = ctx.config.retention ?? DEFAULT_RETENTION;
 
-  app.get('/retention', async () => ({ policy, ...(await retentionOldest(pool, schema)) }));
+  app.get('/retention', access('read', 'fleet'), async () => ({ policy, ...(await retentionOldest(pool, schema)) }));
 
-  app.post('/retention/prune', async (request) => {
+  app.post('/retention/prune', access('admin', 'fleet'), async (request) => {
     const body = parse(pruneBody, request.body);
     if (body?.dryRun) {
       const preview = await retentionPreview(pool, schema, { now: null, retentionDays: policy.retentionDays, erasePiiAfterDays: policy.erasePiiAfterDays });
+      await auditInsert(pool, schema, actorOf(request), { action: AuditAction.retentionRun, target: 'dry-run', detail: { dryRun: true } });
       return { dryRun: true, policy, ...preview };
     }
     const run = await unlessLocked(() => new Pruner({ pool, schema, policy, logger, metrics }).runUntilDone({ budgetMs: API_PRUNE_BUDGET_MS }));
+    // A run is many short transactions (one per batch): its entry, with the totals, is written once it ends.
+    await auditInsert(pool, schema, actorOf(request), {
+      action: AuditAction.retentionRun,
+      target: 'prune',
+      detail: { pruned: run.pruned, erased: run.erased, rounds: run.rounds, complete: run.complete },
+    });
     return { dryRun: false, policy, ...run };
   });
 
-  app.post('/erasures', async (request) => {
+  app.post('/erasures', access('admin', 'fleet'), async (request) => {
     const body = parse(erasureBody, request.body ?? {});
     if ('tenant' in body && 'email' in body) throw new ValidationError('tenant', 'give either email or tenant, not both');
-    if ('tenant' in body) return unlessLocked(() => eraseTenant(pool, body.tenant, { schema, logger, metrics, batchSize: policy.batchSize }));
-    return unlessLocked(() => eraseAddress(pool, body.email, { schema, logger, metrics }));
+    const actor = actorOf(request);
+    if ('tenant' in body) return unlessLocked(() => eraseTenant(pool, body.tenant, { schema, logger, metrics, batchSize: policy.batchSize, actor }));
+    return unlessLocked(() => eraseAddress(pool, body.email, { schema, logger, metrics, actor }));
   });
 }

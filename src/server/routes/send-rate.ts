@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { attemptsPerSecond, SEND_RATE_MAX_SECONDS } from '../../tables/attempts.js';
 import { parse, type ApiContext } from '../context.js';
+import { access } from '../auth.js';
 
 export const sendRateQuery = z
   .object({
@@ -19,5 +20,5 @@ export const sendRateQuery = z
  * limiter counts them: what the dashboard's send chart draws against the limit.
  */
 export function sendRateRoutes(app: FastifyInstance, ctx: ApiContext): void {
-  app.get('/status/sends', async (request) => attemptsPerSecond(ctx.pool, ctx.schema, parse(sendRateQuery, request.query).seconds));
+  app.get('/status/sends', access('read', 'fleet'), async (request) => attemptsPerSecond(ctx.pool, ctx.schema, parse(sendRateQuery, request.query).seconds));
 }

@@ -4,7 +4,8 @@ import { NotFoundError } from '../../errors.js';
 import { addressHash, suppressionKey, validateAddress } from '../../model/address.js';
 import { SuppressionReason } from '../../model/suppression-reasons.js';
 import { suppressionsAdd, suppressionsGet, suppressionsList, suppressionsRemove } from '../../tables/suppressions.js';
-import { pageQuery, parse, type ApiContext } from '../context.js';
+import { opsOf, pageQuery, parse, type ApiContext } from '../context.js';
+import { access } from '../auth.js';
 
 const REASONS = Object.values(SuppressionReason) as [SuppressionReason, ...SuppressionReason[]];
 
@@ -40,7 +41,8 @@ type AddressParams = { Params: { address: string } };
 export function suppressionRoutes(app: FastifyInstance, ctx: ApiContext): void {
   const { pool, schema, logger, metrics } = ctx;
 
-  app.get('/suppressions', async (request) => {
+  // Fleet-wide: the list is shared by every tenant (a suppressed address is never sent to, whoever's hold it is).
+  app.get('/suppressions', access('read', 'fleet'), async (request) => {
     const query = parse(suppressionsListQuery, request.query);
     return suppressionsList(pool, schema, {
       limit: query.limit,
@@ -49,24 +51,19 @@ export function suppressionRoutes(app: FastifyInstance, ctx: ApiContext): void {
     });
   });
 
-  app.post('/suppressions', async (request, reply) => {
+  app.post('/suppressions', access('operate', 'fleet'), async (request, reply) => {
     const body = parse(suppressionAddBody, request.body ?? {});
     const address = validateAddress(body.address);
-    const [created] = await suppressionsAdd(pool, schema, [{ address, reason: 'manual', detail: body.detail ?? null, provider: null }]);
-    if (created) {
-      metrics.suppressionsAdded.inc({ reason: 'manual' });
-      logger.info({ event: 'suppression.added', reason: 'manual', by: 'operator' }, 'address suppressed by an operator');
-      return reply.code(201).send(created);
-    }
-    // Already suppressed: the existing entry (its first reason stands).
-    return reply.code(200).send(await suppressionsGet(pool, schema, addressHash(address)));
+    // Already suppressed: the existing entry (its first reason stands), 200, and nothing is recorded.
+    const { suppression, created } = await opsOf(request, ctx).addSuppression(address, body.detail ?? null);
+    if (created) metrics.suppressionsAdded.inc({ reason: 'manual' });
+    return reply.code(created ? 201 : 200).send(suppression);
   });
 
-  app.delete<AddressParams>('/suppressions/:address', async (request) => {
+  app.delete<AddressParams>('/suppressions/:address', access('operate', 'fleet'), async (request) => {
     const hash = suppressionKey(request.params.address);
-    const removed = await suppressionsRemove(pool, schema, hash);
+    const removed = await opsOf(request, ctx).removeSuppression(hash);
     if (!removed) throw new NotFoundError('suppression', request.params.address.slice(0, 320));
-    logger.info({ event: 'suppression.removed', reason: removed.reason, by: 'operator' }, 'suppression lifted by an operator');
     return { removed };
   });
 }

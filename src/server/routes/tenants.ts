@@ -2,7 +2,8 @@ import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { NotFoundError } from '../../errors.js';
 import { tenantSchema } from '../../model/hold-input.js';
-import { pageQuery, parse, type ApiContext } from '../context.js';
+import { checkTenant, opsOf, pageQuery, parse, type ApiContext } from '../context.js';
+import { access } from '../auth.js';
 
 type TenantParams = { Params: { tenant: string } };
 
@@ -23,43 +24,50 @@ export const tenantPauseBody = z.object({ reason: z.string({ error: 'must be a s
  * the tenant rule is a 400 naming `tenant`. The body's `account` must be a
  * configured account (400 naming `account`).
  */
-export function tenantRoutes(app: FastifyInstance, { ops }: ApiContext): void {
+export function tenantRoutes(app: FastifyInstance, ctx: ApiContext): void {
+  const { ops } = ctx;
   const tenantOf = (params: TenantParams['Params']) => parse(tenantSchema(), params.tenant, 'tenant');
+  /** The path's tenant, when the request's token may reach it; another tenant is a 404. */
+  const ownTenant = (request: import('fastify').FastifyRequest<TenantParams>) => {
+    const tenant = tenantOf(request.params);
+    checkTenant(request, tenant, 'tenant', tenant);
+    return tenant;
+  };
 
-  app.get('/tenants', async (request) => {
+  app.get('/tenants', access('read', 'fleet'), async (request) => {
     const query = parse(tenantPoliciesListQuery, request.query);
     const page = await ops.tenantPolicies({ limit: query.limit, ...(query.cursor ? { cursor: query.cursor } : {}) });
     // The tenants with email waiting, largest backlog first (`top`, default 20).
     return { ...page, backlog: await ops.tenantsBacklog(query.top) };
   });
 
-  app.post<TenantParams>('/tenants/:tenant/pause', async (request) => {
-    const tenant = tenantOf(request.params);
+  app.post<TenantParams>('/tenants/:tenant/pause', access('operate', 'tenant'), async (request) => {
+    const tenant = ownTenant(request);
     const body = parse(tenantPauseBody, request.body ?? {});
-    return ops.pauseTenant(tenant, ...(body.reason !== undefined ? [body.reason] : []));
+    return opsOf(request, ctx).pauseTenant(tenant, ...(body.reason !== undefined ? [body.reason] : []));
   });
 
-  app.post<TenantParams>('/tenants/:tenant/resume', async (request) => {
-    return ops.resumeTenant(tenantOf(request.params));
+  app.post<TenantParams>('/tenants/:tenant/resume', access('operate', 'tenant'), async (request) => {
+    return opsOf(request, ctx).resumeTenant(ownTenant(request));
   });
 
-  app.get<TenantParams>('/tenants/:tenant', async (request) => {
-    const tenant = tenantOf(request.params);
+  app.get<TenantParams>('/tenants/:tenant', access('read', 'tenant'), async (request) => {
+    const tenant = ownTenant(request);
     const policy = await ops.tenantPolicy(tenant);
     if (!policy) throw new NotFoundError('tenant policy', tenant);
     return policy;
   });
 
-  app.put<TenantParams>('/tenants/:tenant', async (request, reply) => {
+  app.put<TenantParams>('/tenants/:tenant', access('admin', 'fleet'), async (request, reply) => {
     const tenant = tenantOf(request.params);
-    const { policy, created } = await ops.setTenantPolicy(tenant, request.body ?? {});
+    const { policy, created } = await opsOf(request, ctx).setTenantPolicy(tenant, request.body ?? {});
     if (created) reply.header('location', `/v1/tenants/${encodeURIComponent(tenant)}`);
     return reply.code(created ? 201 : 200).send(policy);
   });
 
-  app.delete<TenantParams>('/tenants/:tenant', async (request, reply) => {
+  app.delete<TenantParams>('/tenants/:tenant', access('admin', 'fleet'), async (request, reply) => {
     const tenant = tenantOf(request.params);
-    await ops.deleteTenantPolicy(tenant);
+    await opsOf(request, ctx).deleteTenantPolicy(tenant);
     return reply.code(204).send();
   });
 }

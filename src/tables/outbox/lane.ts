@@ -28,15 +28,36 @@ import { SUPPRESSION_LEASE_COLUMNS, suppressionFromLeaseRow, suppressionKeyInSql
  * customer_email, tenant and expired_at of holds just expired), id
  * `<prefix><hold id>`, with its hold's tenant (so the delivery lane can tell
  * tenants apart from the outbox alone); the unique key is the final guard
- * against a second intent for one hold. Returns id and reservation_id of the
+ * against a second intent for one hold. Its deadline (send_by) is
+ * `deadlineSeconds` after the expiry (NULL: none, LEASEHOLD_NOTICE_DEADLINE_S).
+ * Returns id and reservation_id of the
  * intents created.
  */
-export const intentsInsertExpired = (s: string, expired: string, prefix: string, template: string): string =>
-  `INSERT INTO ${s}.email_outbox (id, reservation_id, tenant, recipient, template, state, available_at, created_at)
-   SELECT ${prefix} || e.id, e.id, e.tenant, e.customer_email, ${template}, 'pending', e.expired_at, e.expired_at
+export const intentsInsertExpired = (s: string, expired: string, prefix: string, template: string, deadlineSeconds: string): string =>
+  `INSERT INTO ${s}.email_outbox (id, reservation_id, tenant, recipient, template, state, available_at, created_at, send_by)
+   SELECT ${prefix} || e.id, e.id, e.tenant, e.customer_email, ${template}, 'pending', e.expired_at, e.expired_at,
+          e.expired_at + make_interval(secs => ${deadlineSeconds})
      FROM ${expired} e
    ON CONFLICT (id) DO NOTHING
    RETURNING id, reservation_id`;
+
+/**
+ * Insert the reminder of each row of `holds` (a CTE with id, customer_email,
+ * tenant, expires_at and remind_before_seconds of holds just created) that
+ * asks for one and still has a moment before its deadline to send it: id
+ * `reservation-reminder:<hold id>`, due remind_before_seconds before the
+ * hold's expiry, which is its deadline (send_by). As create_hold does
+ * (migrations/0024_hold_lifecycle.sql).
+ */
+export const intentsInsertReminder = (s: string, holds: string, now: string): string =>
+  `INSERT INTO ${s}.email_outbox (id, reservation_id, tenant, recipient, template, state, available_at, created_at, send_by)
+   SELECT 'reservation-reminder:' || h.id, h.id, h.tenant, h.customer_email, 'reservation-reminder', 'pending',
+          h.expires_at - make_interval(secs => h.remind_before_seconds), h.expires_at - make_interval(secs => h.remind_before_seconds),
+          h.expires_at
+     FROM ${holds} h
+    WHERE h.remind_before_seconds IS NOT NULL AND h.expires_at - make_interval(secs => h.remind_before_seconds) > ${now}
+   ON CONFLICT (id) DO NOTHING
+   RETURNING id`;
 
 export interface LeasedIntent {
   id: string;
@@ -50,6 +71,7 @@ export interface LeasedIntent {
   replays: number;
   holdExpiresAt: Date;
   holdExpiredAt: Date | null;
+  holdConfirmedAt: Date | null;
   leaseExpiresAt: Date;
   /** The previous lease expired without a result: its holder died or stalled. */
   leaseWasExpired: boolean;
@@ -189,7 +211,7 @@ export async function intentsLease(
      ), refunded AS (
        ${rateLimiterRefundInLease(s, '$10', '(coalesce($6::int, 0) - (SELECT count(*) FROM leased)::int)', '$7::timestamptz')}
      )
-     SELECT l.*, r.expires_at AS hold_expires_at, r.expired_at AS hold_expired_at,
+     SELECT l.*, r.expires_at AS hold_expires_at, r.expired_at AS hold_expired_at, r.confirmed_at AS hold_confirmed_at,
             ${batchPositionSql(s, 'l.batch_id', 'l.id')} AS batch_position,
             CASE WHEN m.intent_id IS NULL THEN r.metadata END AS metadata,
             ${MESSAGE_LEASE_COLUMNS}, ${SUPPRESSION_LEASE_COLUMNS}
@@ -231,6 +253,7 @@ export async function intentsLease(
     replays: row['replays'] as number,
     holdExpiresAt: row['hold_expires_at'] as Date,
     holdExpiredAt: row['hold_expired_at'] as Date | null,
+    holdConfirmedAt: (row['hold_confirmed_at'] as Date | null) ?? null,
     leaseExpiresAt: row['lease_expires_at'] as Date,
     leaseWasExpired: row['lease_was_expired'] as boolean,
     previousOutcomeUnknown: row['previous_outcome_unknown'] as boolean,
@@ -440,4 +463,55 @@ export async function intentsRecord(
     ],
   );
   return rows;
+}
+
+export interface SweptIntent {
+  id: string;
+  holdId: string;
+  template: string;
+  tenant: string;
+  /** voided (a reminder whose hold was confirmed or cancelled) or missed_deadline. */
+  state: 'voided' | 'missed_deadline';
+}
+
+/**
+ * End up to `limit` pending intents whose deadline (send_by) has passed and
+ * that no live lease holds (nor an open batch, whose members go out
+ * together or not at all): never sent. A reminder whose hold was confirmed
+ * or cancelled meanwhile (it was in flight then, and came back unsent) is
+ * voided; every other one missed its deadline. Oldest deadline first,
+ * through email_outbox_deadline (migration 0024), skipping rows other
+ * statements hold.
+ */
+export async function intentsSweepDeadlines(db: Queryable, schema: string, now: Date | null, limit: number): Promise<SweptIntent[]> {
+  const s = ident(schema);
+  const { rows } = await db.query<{ id: string; reservation_id: string; template: string; tenant: string; state: SweptIntent['state'] }>(
+    `WITH clock AS (
+       SELECT coalesce($1::timestamptz, now()) AS now
+     ), past AS (
+       SELECT o.id FROM ${s}.email_outbox o, clock
+        WHERE o.state = 'pending' AND o.send_by IS NOT NULL AND o.send_by <= clock.now AND o.batch_id IS NULL
+          AND (o.lease_token IS NULL OR o.lease_expires_at <= clock.now)
+        ORDER BY o.send_by
+        LIMIT $2
+          FOR UPDATE OF o SKIP LOCKED
+     ), swept AS (
+       UPDATE ${s}.email_outbox o
+        SET state = CASE WHEN o.template = 'reservation-reminder' AND r.status IN ('confirmed', 'cancelled') THEN 'voided' ELSE 'missed_deadline' END,
+            finished_at = clock.now,
+            last_error = CASE WHEN o.template = 'reservation-reminder' AND r.status IN ('confirmed', 'cancelled')
+                              THEN 'its hold was ' || r.status || ' first'
+                              ELSE 'not sent by its deadline ' || to_char(o.send_by AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') END,
+            lease_token = NULL, lease_expires_at = NULL
+       FROM past, clock, ${s}.support_reservations r
+      WHERE o.id = past.id AND r.id = o.reservation_id
+      RETURNING o.id, o.reservation_id, o.template, o.tenant, o.state
+     ), closed AS (
+       -- A dead worker's lease: its attempt never reported back.
+       ${attemptsCloseExpired(s, 'ARRAY(SELECT id FROM swept)', '(SELECT now FROM clock)')}
+     )
+     SELECT * FROM swept`,
+    [now, limit],
+  );
+  return rows.map((r) => ({ id: r.id, holdId: r.reservation_id, template: r.template, tenant: r.tenant, state: r.state }));
 }

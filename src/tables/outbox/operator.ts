@@ -18,6 +18,7 @@ interface IntentRow {
   tenant: string;
   template: string;
   state: IntentState;
+  send_by: Date | null;
   attempts: number;
   failed_attempts: number;
   available_at: Date;
@@ -37,7 +38,7 @@ interface IntentRow {
 }
 
 // The recipient is deliberately not selected: nothing on the read side needs it.
-const INTENT_COLUMNS = `id, reservation_id, tenant, template, state, attempts, failed_attempts, available_at, created_at,
+const INTENT_COLUMNS = `id, reservation_id, tenant, template, state, send_by, attempts, failed_attempts, available_at, created_at,
   sent_at, finished_at, receipt, last_error, lease_token, lease_expires_at, lease_expirations, replays, possible_duplicate,
   account, pinned_account, sent_account`;
 
@@ -48,6 +49,7 @@ export function intentFromRow(row: IntentRow): Intent {
     tenant: row.tenant,
     template: row.template,
     state: row.state,
+    sendBy: row.send_by,
     attempts: row.attempts,
     failedAttempts: row.failed_attempts,
     availableAt: row.available_at,
@@ -72,12 +74,13 @@ export async function intentsGet(db: Queryable, schema: string, id: string): Pro
   return rows[0] && intentFromRow(rows[0]);
 }
 
-export async function intentsGetByHold(db: Queryable, schema: string, holdId: string): Promise<Intent | undefined> {
+/** A hold's intents (one per kind: reminder, expiry, confirmation), in the order they became available. */
+export async function intentsOfHold(db: Queryable, schema: string, holdId: string): Promise<Intent[]> {
   const { rows } = await db.query<IntentRow>(
-    `SELECT ${INTENT_COLUMNS} FROM ${ident(schema)}.email_outbox WHERE reservation_id = $1`,
+    `SELECT ${INTENT_COLUMNS} FROM ${ident(schema)}.email_outbox WHERE reservation_id = $1 ORDER BY created_at, id`,
     [holdId],
   );
-  return rows[0] && intentFromRow(rows[0]);
+  return rows.map(intentFromRow);
 }
 
 export interface IntentPage {
