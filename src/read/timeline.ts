@@ -109,7 +109,9 @@ async function emailStory(db: Queryable, schema: string, intent: Intent): Promis
 }
 
 function lifeOf(hold: Hold, extensions: HoldExtension[], emails: EmailStory[]): LifeEvent[] {
-  const life: LifeEvent[] = [{ at: hold.createdAt, what: 'created', detail: `expires at ${hold.expiresAt.toISOString()}` }];
+  // The deadline it was created with: before the first extension, if any.
+  const created = extensions[0]?.from ?? hold.expiresAt;
+  const life: LifeEvent[] = [{ at: hold.createdAt, what: 'created', detail: `expires at ${created.toISOString()}` }];
   for (const e of extensions) life.push({ at: e.at, what: 'extended', detail: `from ${e.from.toISOString()} to ${e.to.toISOString()}` });
   if (hold.expiredAt) life.push({ at: hold.expiredAt, what: 'expired' });
   if (hold.confirmedAt) life.push({ at: hold.confirmedAt, what: 'confirmed' });
