@@ -48,7 +48,33 @@ CREATE TABLE hold_extensions (
   CONSTRAINT hold_extensions_later CHECK (to_expires_at > from_expires_at)
 );
 
--- 5. The SQL entry points. create_hold gets ttl_seconds (so that running
+-- 5. A hold's reminder, written where a hold asks for one and its deadline
+--    leaves a moment before it to send it: by create_hold and by the
+--    library's createHold (src/tables/holds.ts holdsInsert) when the hold is
+--    created, by extend_hold_ when an extension leaves room for a reminder
+--    the creation had to skip. Due remind_before_seconds before expiry, its
+--    deadline the expiry. Returns whether it wrote one.
+CREATE FUNCTION reminder_write_(hold support_reservations, acted_at timestamptz)
+RETURNS boolean
+LANGUAGE plpgsql
+VOLATILE
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+  remind_at timestamptz := hold.expires_at - make_interval(secs => hold.remind_before_seconds);
+BEGIN
+  IF hold.remind_before_seconds IS NULL OR remind_at <= acted_at THEN
+    RETURN false;
+  END IF;
+  INSERT INTO email_outbox AS o (id, reservation_id, tenant, recipient, template, state, available_at, created_at, send_by)
+  VALUES ('reservation-reminder:' || hold.id, hold.id, hold.tenant, hold.customer_email, 'reservation-reminder', 'pending',
+          remind_at, remind_at, hold.expires_at)
+  ON CONFLICT (id) DO NOTHING;
+  RETURN FOUND;
+END
+$$;
+
+-- 6. The SQL entry points. create_hold gets ttl_seconds (so that running
 --    the same call again in a new transaction is the same hold: the
 --    request is "60 s from creation", not an instant that moves with now()),
 --    every argument a default (so `id` may be left out rather than passed
@@ -162,13 +188,7 @@ BEGIN
   IF FOUND THEN
     -- The reminder, when there is still a moment before the deadline to send
     -- it (the same rule as createHold's holdsInsert).
-    IF hold.remind_before_seconds IS NOT NULL AND hold.expires_at - make_interval(secs => hold.remind_before_seconds) > now() THEN
-      INSERT INTO email_outbox AS o (id, reservation_id, tenant, recipient, template, state, available_at, created_at, send_by)
-      VALUES ('reservation-reminder:' || hold.id, hold.id, hold.tenant, hold.customer_email, 'reservation-reminder', 'pending',
-              hold.expires_at - make_interval(secs => hold.remind_before_seconds),
-              hold.expires_at - make_interval(secs => hold.remind_before_seconds), hold.expires_at)
-      ON CONFLICT (id) DO NOTHING;
-    END IF;
+    PERFORM reminder_write_(hold, now());
     RETURN hold;
   END IF;
   -- A concurrent create of the same id committed first.
@@ -333,11 +353,8 @@ BEGIN
        SET available_at = greatest(acted_at, remind_at), created_at = greatest(acted_at, remind_at), send_by = deadline
      WHERE o.reservation_id = hold.id AND o.template = 'reservation-reminder' AND o.state = 'pending'
        AND o.lease_token IS NULL AND o.batch_id IS NULL;
-    IF NOT FOUND AND remind_at > acted_at THEN
-      INSERT INTO email_outbox AS o (id, reservation_id, tenant, recipient, template, state, available_at, created_at, send_by)
-      VALUES ('reservation-reminder:' || hold.id, hold.id, hold.tenant, hold.customer_email, 'reservation-reminder', 'pending',
-              remind_at, remind_at, deadline)
-      ON CONFLICT (id) DO NOTHING;
+    IF NOT FOUND THEN
+      PERFORM reminder_write_(hold, acted_at);
     END IF;
   END IF;
   RETURN hold;

@@ -222,3 +222,20 @@ export async function runHoldCall(execute: () => PromiseLike<unknown>): Promise<
   if (!row) throw new TypeError('leasehold: the hold function returned no row');
   return holdFromDriverRow(row);
 }
+
+/** The four hold functions of one ORM helper, given how it runs a call on its transaction type `T`. */
+export interface HoldHelpers<T> {
+  createHold(tx: T, input: CreateHoldArgs, options?: HoldCallOptions): Promise<Hold>;
+  confirmHold(tx: T, id: string, options?: HoldCallOptions & ConfirmHoldArgs): Promise<Hold>;
+  cancelHold(tx: T, id: string, options?: HoldCallOptions): Promise<Hold>;
+  extendHold(tx: T, id: string, change: ExtendHoldArgs, options?: HoldCallOptions): Promise<Hold>;
+}
+
+export function holdHelpers<T>(run: (tx: T, c: FunctionCall, options: HoldCallOptions) => Promise<Hold>): HoldHelpers<T> {
+  return {
+    createHold: (tx, input, options = {}) => run(tx, createHoldCall(input), options),
+    confirmHold: (tx, id, options = {}) => run(tx, confirmHoldCall(id, options), options),
+    cancelHold: (tx, id, options = {}) => run(tx, cancelHoldCall(id), options),
+    extendHold: (tx, id, change, options = {}) => run(tx, extendHoldCall(id, change), options),
+  };
+}

@@ -1,10 +1,7 @@
 import { sql, type SQL } from 'drizzle-orm';
 import type { Hold } from '../model/hold-states.js';
 import {
-  cancelHoldCall,
-  confirmHoldCall,
-  createHoldCall,
-  extendHoldCall,
+  holdHelpers,
   runHoldCall,
   schemaOf,
   type ConfirmHoldArgs,
@@ -45,10 +42,4 @@ function run(tx: DrizzleExecutor, c: FunctionCall, options: HoldCallOptions): Pr
 
 export type { CreateHoldArgs, ExtendHoldArgs, ConfirmHoldArgs, HoldCallOptions };
 
-export const createHold = (tx: DrizzleExecutor, input: CreateHoldArgs, options: HoldCallOptions = {}): Promise<Hold> =>
-  run(tx, createHoldCall(input), options);
-export const confirmHold = (tx: DrizzleExecutor, id: string, options: HoldCallOptions & ConfirmHoldArgs = {}): Promise<Hold> =>
-  run(tx, confirmHoldCall(id, options), options);
-export const cancelHold = (tx: DrizzleExecutor, id: string, options: HoldCallOptions = {}): Promise<Hold> => run(tx, cancelHoldCall(id), options);
-export const extendHold = (tx: DrizzleExecutor, id: string, change: ExtendHoldArgs, options: HoldCallOptions = {}): Promise<Hold> =>
-  run(tx, extendHoldCall(id, change), options);
+export const { createHold, confirmHold, cancelHold, extendHold } = holdHelpers<DrizzleExecutor>(run);

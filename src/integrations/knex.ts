@@ -1,9 +1,6 @@
 import type { Hold } from '../model/hold-states.js';
 import {
-  cancelHoldCall,
-  confirmHoldCall,
-  createHoldCall,
-  extendHoldCall,
+  holdHelpers,
   runHoldCall,
   schemaOf,
   statement,
@@ -37,10 +34,4 @@ function run(trx: KnexExecutor, c: FunctionCall, options: HoldCallOptions): Prom
 
 export type { CreateHoldArgs, ExtendHoldArgs, ConfirmHoldArgs, HoldCallOptions };
 
-export const createHold = (trx: KnexExecutor, input: CreateHoldArgs, options: HoldCallOptions = {}): Promise<Hold> =>
-  run(trx, createHoldCall(input), options);
-export const confirmHold = (trx: KnexExecutor, id: string, options: HoldCallOptions & ConfirmHoldArgs = {}): Promise<Hold> =>
-  run(trx, confirmHoldCall(id, options), options);
-export const cancelHold = (trx: KnexExecutor, id: string, options: HoldCallOptions = {}): Promise<Hold> => run(trx, cancelHoldCall(id), options);
-export const extendHold = (trx: KnexExecutor, id: string, change: ExtendHoldArgs, options: HoldCallOptions = {}): Promise<Hold> =>
-  run(trx, extendHoldCall(id, change), options);
+export const { createHold, confirmHold, cancelHold, extendHold } = holdHelpers<KnexExecutor>(run);

@@ -1,10 +1,7 @@
 import { CompiledQuery, type QueryResult } from 'kysely';
 import type { Hold } from '../model/hold-states.js';
 import {
-  cancelHoldCall,
-  confirmHoldCall,
-  createHoldCall,
-  extendHoldCall,
+  holdHelpers,
   runHoldCall,
   schemaOf,
   statement,
@@ -38,10 +35,4 @@ function run(trx: KyselyExecutor, c: FunctionCall, options: HoldCallOptions): Pr
 
 export type { CreateHoldArgs, ExtendHoldArgs, ConfirmHoldArgs, HoldCallOptions };
 
-export const createHold = (trx: KyselyExecutor, input: CreateHoldArgs, options: HoldCallOptions = {}): Promise<Hold> =>
-  run(trx, createHoldCall(input), options);
-export const confirmHold = (trx: KyselyExecutor, id: string, options: HoldCallOptions & ConfirmHoldArgs = {}): Promise<Hold> =>
-  run(trx, confirmHoldCall(id, options), options);
-export const cancelHold = (trx: KyselyExecutor, id: string, options: HoldCallOptions = {}): Promise<Hold> => run(trx, cancelHoldCall(id), options);
-export const extendHold = (trx: KyselyExecutor, id: string, change: ExtendHoldArgs, options: HoldCallOptions = {}): Promise<Hold> =>
-  run(trx, extendHoldCall(id, change), options);
+export const { createHold, confirmHold, cancelHold, extendHold } = holdHelpers<KyselyExecutor>(run);

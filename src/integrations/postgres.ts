@@ -1,9 +1,6 @@
 import type { Hold } from '../model/hold-states.js';
 import {
-  cancelHoldCall,
-  confirmHoldCall,
-  createHoldCall,
-  extendHoldCall,
+  holdHelpers,
   runHoldCall,
   schemaOf,
   statement,
@@ -39,10 +36,4 @@ function run(tx: PostgresJsExecutor, c: FunctionCall, options: HoldCallOptions):
 
 export type { CreateHoldArgs, ExtendHoldArgs, ConfirmHoldArgs, HoldCallOptions };
 
-export const createHold = (tx: PostgresJsExecutor, input: CreateHoldArgs, options: HoldCallOptions = {}): Promise<Hold> =>
-  run(tx, createHoldCall(input), options);
-export const confirmHold = (tx: PostgresJsExecutor, id: string, options: HoldCallOptions & ConfirmHoldArgs = {}): Promise<Hold> =>
-  run(tx, confirmHoldCall(id, options), options);
-export const cancelHold = (tx: PostgresJsExecutor, id: string, options: HoldCallOptions = {}): Promise<Hold> => run(tx, cancelHoldCall(id), options);
-export const extendHold = (tx: PostgresJsExecutor, id: string, change: ExtendHoldArgs, options: HoldCallOptions = {}): Promise<Hold> =>
-  run(tx, extendHoldCall(id, change), options);
+export const { createHold, confirmHold, cancelHold, extendHold } = holdHelpers<PostgresJsExecutor>(run);

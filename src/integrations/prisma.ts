@@ -1,9 +1,6 @@
 import type { Hold } from '../model/hold-states.js';
 import {
-  cancelHoldCall,
-  confirmHoldCall,
-  createHoldCall,
-  extendHoldCall,
+  holdHelpers,
   runHoldCall,
   schemaOf,
   statement,
@@ -39,10 +36,4 @@ function run(tx: PrismaExecutor, c: FunctionCall, options: HoldCallOptions): Pro
 
 export type { CreateHoldArgs, ExtendHoldArgs, ConfirmHoldArgs, HoldCallOptions };
 
-export const createHold = (tx: PrismaExecutor, input: CreateHoldArgs, options: HoldCallOptions = {}): Promise<Hold> =>
-  run(tx, createHoldCall(input), options);
-export const confirmHold = (tx: PrismaExecutor, id: string, options: HoldCallOptions & ConfirmHoldArgs = {}): Promise<Hold> =>
-  run(tx, confirmHoldCall(id, options), options);
-export const cancelHold = (tx: PrismaExecutor, id: string, options: HoldCallOptions = {}): Promise<Hold> => run(tx, cancelHoldCall(id), options);
-export const extendHold = (tx: PrismaExecutor, id: string, change: ExtendHoldArgs, options: HoldCallOptions = {}): Promise<Hold> =>
-  run(tx, extendHoldCall(id, change), options);
+export const { createHold, confirmHold, cancelHold, extendHold } = holdHelpers<PrismaExecutor>(run);

@@ -16,6 +16,20 @@ export const DEFAULT_TENANT = '';
 export const MAX_TTL_SECONDS = 30 * 24 * 3600;
 export const MAX_METADATA_BYTES = 16 * 1024;
 
+/** A hold's deadline: ISO 8601 with a zone, or a Date (the library). */
+const deadlineSchema = onFirstUse((z) =>
+  z.union([z.iso.datetime({ offset: true, message: 'must be an ISO 8601 date-time with a time zone' }), z.date()]),
+);
+
+/** A span of a hold's life in whole seconds, 1 to 30 days (ttlSeconds, remindBeforeSeconds). */
+const secondsSchema = onFirstUse((z) =>
+  z
+    .number('must be a number')
+    .int('must be a whole number of seconds')
+    .min(1, 'must be at least 1')
+    .max(MAX_TTL_SECONDS, `must be at most ${MAX_TTL_SECONDS} (30 days)`),
+);
+
 export const holdIdSchema = onFirstUse(() => storableText().regex(HOLD_ID_PATTERN, `must be ${ID_RULE_MESSAGE}`));
 
 /** The tenant a hold belongs to (API body and `?tenant=` filters, library, CLI). */
@@ -31,26 +45,13 @@ export const createHoldSchema = onFirstUse((z) =>
     .object({
       id: holdIdSchema().optional(),
       customerEmail: storableText().max(254, 'must be at most 254 characters').pipe(z.email('must be an email address')),
-      expiresAt: z
-        .union([z.iso.datetime({ offset: true, message: 'must be an ISO 8601 date-time with a time zone' }), z.date()])
-        .optional(),
-      ttlSeconds: z
-        .number('must be a number')
-        .int('must be a whole number of seconds')
-        .min(1, 'must be at least 1')
-        .max(MAX_TTL_SECONDS, `must be at most ${MAX_TTL_SECONDS} (30 days)`)
-        .optional(),
+      expiresAt: deadlineSchema().optional(),
+      ttlSeconds: secondsSchema().optional(),
       metadata: z.record(z.string(), z.unknown()).optional(),
       /** Whose hold this is, for a backend serving many customers of its own; default '' (the empty tenant). */
       tenant: tenantSchema().optional(),
       /** Send a reminder this many seconds before the hold expires (default: the service's LEASEHOLD_REMIND_BEFORE_S, off). */
-      remindBeforeSeconds: z
-        .number('must be a number')
-        .int('must be a whole number of seconds')
-        .min(1, 'must be at least 1')
-        .max(MAX_TTL_SECONDS, `must be at most ${MAX_TTL_SECONDS} (30 days)`)
-        .nullable()
-        .optional(),
+      remindBeforeSeconds: secondsSchema().nullable().optional(),
       /** Send a confirmation email when the hold is confirmed (default: LEASEHOLD_NOTIFY_ON_CONFIRM, off). */
       notifyOnConfirm: z.boolean('must be true or false').optional(),
     })
@@ -61,15 +62,8 @@ export const createHoldSchema = onFirstUse((z) =>
 export const extendHoldSchema = onFirstUse((z) =>
   z
     .object({
-      expiresAt: z
-        .union([z.iso.datetime({ offset: true, message: 'must be an ISO 8601 date-time with a time zone' }), z.date()])
-        .optional(),
-      ttlSeconds: z
-        .number('must be a number')
-        .int('must be a whole number of seconds')
-        .min(1, 'must be at least 1')
-        .max(MAX_TTL_SECONDS, `must be at most ${MAX_TTL_SECONDS} (30 days)`)
-        .optional(),
+      expiresAt: deadlineSchema().optional(),
+      ttlSeconds: secondsSchema().optional(),
     })
     .strict(),
 );

@@ -1,7 +1,7 @@
 import type { Queryable } from '../db/pool.js';
 import { ident } from '../db/pool.js';
 import { EXPIRED_INTENT_PREFIX, EXPIRED_TEMPLATE, type Hold, type HoldStatus } from '../model/hold-states.js';
-import { intentsInsertExpired, intentsInsertReminder } from './outbox.js';
+import { intentsInsertExpired } from './outbox.js';
 import { afterCursorSql, cursorTimeSql, decodeCursor, pageOf } from '../model/cursor.js';
 import { HOLD_ID_PATTERN } from '../model/hold-input.js';
 
@@ -67,7 +67,7 @@ export interface HoldInsert {
  * (hold_request_hash, migrations/0011_create_hold.sql), the one the SQL entry
  * point create_hold computes too, so a retry through either path is recognised.
  * The hold's reminder, when it asks for one, is written in the same
- * statement (intentsInsertReminder).
+ * statement (reminder_write_, migration 0024).
  */
 export async function holdsInsert(db: Queryable, schema: string, hold: HoldInsert, now: Date | null): Promise<HoldRow | undefined> {
   const s = ident(schema);
@@ -82,7 +82,8 @@ export async function holdsInsert(db: Queryable, schema: string, hold: HoldInser
        ON CONFLICT (id) DO NOTHING
        RETURNING *
      ), reminder AS (
-       ${intentsInsertReminder(s, 'created', 'coalesce($4::timestamptz, now())')}
+       -- The same function create_hold and extend_hold_ write it with (migration 0024).
+       SELECT ${s}.reminder_write_(c, coalesce($4::timestamptz, now())) FROM created c
      )
      SELECT * FROM created WHERE (SELECT count(*) FROM reminder) >= 0`,
     [

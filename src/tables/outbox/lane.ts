@@ -41,24 +41,6 @@ export const intentsInsertExpired = (s: string, expired: string, prefix: string,
    ON CONFLICT (id) DO NOTHING
    RETURNING id, reservation_id`;
 
-/**
- * Insert the reminder of each row of `holds` (a CTE with id, customer_email,
- * tenant, expires_at and remind_before_seconds of holds just created) that
- * asks for one and still has a moment before its deadline to send it: id
- * `reservation-reminder:<hold id>`, due remind_before_seconds before the
- * hold's expiry, which is its deadline (send_by). As create_hold does
- * (migrations/0024_hold_lifecycle.sql).
- */
-export const intentsInsertReminder = (s: string, holds: string, now: string): string =>
-  `INSERT INTO ${s}.email_outbox (id, reservation_id, tenant, recipient, template, state, available_at, created_at, send_by)
-   SELECT 'reservation-reminder:' || h.id, h.id, h.tenant, h.customer_email, 'reservation-reminder', 'pending',
-          h.expires_at - make_interval(secs => h.remind_before_seconds), h.expires_at - make_interval(secs => h.remind_before_seconds),
-          h.expires_at
-     FROM ${holds} h
-    WHERE h.remind_before_seconds IS NOT NULL AND h.expires_at - make_interval(secs => h.remind_before_seconds) > ${now}
-   ON CONFLICT (id) DO NOTHING
-   RETURNING id`;
-
 export interface LeasedIntent {
   id: string;
   holdId: string;
