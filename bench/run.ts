@@ -23,11 +23,12 @@ import { countTriggers } from './count-triggers.js';
 import { batchDrain } from './batch-drain.js';
 import { leaseCost } from './lease-cost.js';
 import { tenantLatency } from './tenant-latency.js';
+import { tracingOverhead } from './tracing-overhead.js';
 import { packageRoot } from '../src/runtime/package-root.js';
 
 process.env.LOG_LEVEL ??= 'silent';
 
-const benchmarks: Benchmark[] = [expiryThroughput, expiryLateness, deliveryThroughput, deliveryLimiter, deliveryLatency, prune, compare, statusCost, countTriggers, importTime, batchDrain, leaseCost, tenantLatency];
+const benchmarks: Benchmark[] = [expiryThroughput, expiryLateness, deliveryThroughput, deliveryLimiter, deliveryLatency, prune, compare, statusCost, countTriggers, importTime, batchDrain, leaseCost, tenantLatency, tracingOverhead];
 
 // The repository root, from dist/bench/run.js or (under tsx) bench/run.ts.
 const root = packageRoot();

@@ -58,6 +58,7 @@ export {
   type HoldOptions,
   type HoldDefaults,
   type ConfirmOptions,
+  type CreateOptions,
   type CreateHoldResult,
 } from './holds/holds.js';
 export type { CreateHoldInput, ExtendHoldInput } from './model/hold-input.js';

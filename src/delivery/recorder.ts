@@ -2,6 +2,7 @@ import type pg from 'pg';
 import { isConnectionError } from '../errors.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
+import { annotate, ATTR, capped, DB_SYSTEM, inSpan, MESSAGING_SYSTEM } from '../observability/tracing.js';
 import type { Clock } from '../runtime/clock.js';
 import { deliveryPause } from '../tables/delivery-control.js';
 import { intentsRecord, type AttemptResult, type RecordedResult } from '../tables/outbox.js';
@@ -42,18 +43,45 @@ const MAX_KEPT_ROUNDS = 20;
  * moved on since changes only its attempt.
  */
 export class RoundRecorder {
-  private readonly kept: Array<{ results: AttemptResult[]; holdIds: Map<string, string> }> = [];
+  private readonly kept: Array<{ results: AttemptResult[]; holdIds: Map<string, string>; traces: Map<string, string | null> }> = [];
 
   constructor(private readonly options: RecorderOptions) {}
 
-  async record(results: AttemptResult[], holdIds: Map<string, string>): Promise<void> {
+  /** Record a round's results; `traces` are the holds' stored traceparents by intent id, for the record span's links. */
+  async record(results: AttemptResult[], holdIds: Map<string, string>, traces: Map<string, string | null> = new Map()): Promise<void> {
+    const { schema } = this.options;
+    const attributes = {
+      [ATTR.dbSystem]: DB_SYSTEM,
+      [ATTR.dbNamespace]: schema,
+      [ATTR.dbCollection]: 'email_outbox',
+      [ATTR.dbOperation]: 'UPDATE',
+      [ATTR.dbQuerySummary]: 'intentsRecord',
+      [ATTR.messagingSystem]: MESSAGING_SYSTEM,
+      [ATTR.messagingOperationType]: 'settle',
+      [ATTR.messagingBatchCount]: results.length,
+    };
+    const holds = () =>
+      results.map((r) => ({ traceparent: traces.get(r.id), holdId: holdIds.get(r.id) ?? '', intentId: r.id, attempt: r.attempt }));
+    await inSpan('record', { kind: 'client', attributes, holds }, async (span) => {
+      annotate(span, () => ({
+        // The round's distinct outcomes.
+        [ATTR.outcome]: capped(results.map((r) => r.outcome)),
+        [ATTR.account]: capped(results.map((r) => r.account ?? DEFAULT_ACCOUNT)),
+        [ATTR.intentIds]: capped(results.map((r) => r.id)),
+        [ATTR.holdIds]: capped(results.flatMap((r) => (holdIds.has(r.id) ? [holdIds.get(r.id)!] : []))),
+      }));
+      await this.recordRound(results, holdIds, traces);
+    });
+  }
+
+  private async recordRound(results: AttemptResult[], holdIds: Map<string, string>, traces: Map<string, string | null>): Promise<void> {
     const { pool, schema, maxAttempts, clock, logger } = this.options;
     let recorded: RecordedResult[];
     try {
       recorded = await intentsRecord(pool, schema, results, { maxAttempts, now: clock.now() });
     } catch (error) {
       if (isConnectionError(error)) {
-        this.kept.push({ results, holdIds });
+        this.kept.push({ results, holdIds, traces });
         // Bounded: past this, the oldest are left to their leases' expiry, as before.
         if (this.kept.length > MAX_KEPT_ROUNDS) this.kept.shift();
         logger.warn({ event: 'delivery.record_deferred', results: results.length }, 'results not recorded (connection lost); recording them again next round');
@@ -67,8 +95,8 @@ export class RoundRecorder {
   /** Record what record() kept after a lost connection, oldest first; on failure it is kept again and this throws. */
   async recordKept(): Promise<void> {
     while (this.kept.length > 0) {
-      const { results, holdIds } = this.kept.shift()!;
-      await this.record(results, holdIds);
+      const { results, holdIds, traces } = this.kept.shift()!;
+      await this.record(results, holdIds, traces);
     }
   }
 

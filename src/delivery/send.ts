@@ -8,7 +8,8 @@ import type { AttemptOutcome } from '../model/intent-states.js';
 import { failureDelayMs, rateLimitDelayMs, defaultRetryPolicy, type RetryPolicy } from './retry-policy.js';
 import { emailMessageFor, type PreparedMessage } from './messages.js';
 import { nextAccount } from './routing.js';
-import type { SendRequest } from './requests.js';
+import { membersOf, type SendRequest } from './requests.js';
+import { annotate, ATTR, capped, inSpan, MESSAGING_SYSTEM, outcomeOf as oneOutcome, type Attributes } from '../observability/tracing.js';
 
 /** What sending needs of the round and the worker. */
 export interface SendSetting {
@@ -52,8 +53,49 @@ export async function sendRequest(
   messages: ReadonlyMap<string, PreparedMessage>,
   setting: SendSetting,
 ): Promise<AttemptResult[]> {
-  if (request.kind === 'single') return [await sendSingle(request.intent, account, messages, setting)];
-  return sendBatch(request, account, messages, setting);
+  const members = membersOf(request);
+  const spec = {
+    kind: 'client' as const,
+    lazy: () => sendSpanAttributes(account, members),
+    holds: () => members.map((m) => ({ traceparent: m.holdTraceparent, holdId: m.holdId, intentId: m.id, attempt: m.attempts })),
+  };
+  return inSpan('send', spec, async (span) => {
+    const results = request.kind === 'single' ? [await sendSingle(request.intent, account, messages, setting)] : await sendBatch(request, account, messages, setting);
+    annotate(span, () => {
+      const attributes: Attributes = { [ATTR.outcome]: oneOutcome(results.map((r) => r.outcome)) ?? 'none' };
+      const status = oneOutcome(results.map((r) => String(r.providerStatus ?? '')));
+      if (account.gateway.endpoint && status && status !== 'mixed') attributes[ATTR.httpStatus] = Number(status);
+      if (results[0]?.batchId) attributes['leasehold.batch.id'] = results[0].batchId;
+      return attributes;
+    });
+    return results;
+  });
+}
+
+/** The send span's attributes: which account and provider, how many emails; HTTP's where the adapter knows its endpoint. Ids only. */
+function sendSpanAttributes(account: SendAccount, members: readonly LeasedIntent[]): Attributes {
+  const attributes: Attributes = {
+    [ATTR.messagingSystem]: MESSAGING_SYSTEM,
+    [ATTR.messagingOperationType]: 'send',
+    [ATTR.messagingDestination]: account.name,
+    [ATTR.messagingBatchCount]: members.length,
+    [ATTR.account]: account.name,
+    [ATTR.provider]: account.gateway.name,
+    [ATTR.intentIds]: capped(members.map((m) => m.id)),
+    [ATTR.holdIds]: capped(members.map((m) => m.holdId)),
+  };
+  if (members.length === 1) {
+    attributes[ATTR.intentId] = members[0]!.id;
+    attributes[ATTR.holdId] = members[0]!.holdId;
+    attributes[ATTR.attempt] = members[0]!.attempts;
+  }
+  const endpoint = account.gateway.endpoint;
+  if (endpoint) {
+    attributes[ATTR.httpMethod] = endpoint.method;
+    attributes[ATTR.serverAddress] = endpoint.address;
+    attributes[ATTR.serverPort] = endpoint.port;
+  }
+  return attributes;
 }
 
 async function sendSingle(

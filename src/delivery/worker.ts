@@ -24,6 +24,7 @@ import { shippedTemplates, type Templates } from '../templates/templates.js';
 import type { DeliveryEvents } from './events.js';
 import { LeaseReclaimer } from './reclaimer.js';
 import { DeadlineSweeper } from './deadlines.js';
+import { leaseInSpan } from './spans.js';
 import type { SweptIntent } from '../tables/outbox.js';
 import { RoundRecorder } from './recorder.js';
 
@@ -329,7 +330,7 @@ export class DeliveryWorker extends LoopWorker<DeliveryEvents> {
     const { pool } = this.options;
     await this.ensureLimiters();
     const token = randomUUID();
-    const lease = await this.legs.lease(slots, token, this.options.presence?.owner);
+    const lease = await leaseInSpan(this.schema, slots, () => this.legs.lease(slots, token, this.options.presence?.owner));
     // A slot is a provider request in flight: the lease needs at most `requests`.
     release(slots - lease.requests);
     if (lease.permits === 0) {
@@ -387,7 +388,8 @@ export class DeliveryWorker extends LoopWorker<DeliveryEvents> {
     results.push(...sent.flat());
     if (results.length === 0) return { permits, leased: 0, outcomes: {}, blocked: 'idle' };
     const holdIds = new Map(leased.map((l) => [l.intent.id, l.intent.holdId]));
-    await this.recorder.record(results, holdIds);
+    const traces = new Map(leased.map((l) => [l.intent.id, l.intent.holdTraceparent ?? null]));
+    await this.recorder.record(results, holdIds, traces);
     await plan.suppressInactive(results, leased);
     // Intents this round moved to another account are due there now.
     for (const r of results) if (r.moveTo) this.legs.wake(r.moveTo);

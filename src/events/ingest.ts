@@ -2,6 +2,7 @@ import type pg from 'pg';
 import { withTransaction } from '../db/pool.js';
 import { silentLogger, type Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
+import { ATTR, inSpan, type Attributes } from '../observability/tracing.js';
 import { looksLikeAddress, normalizeAddress } from '../model/address.js';
 import { SuppressionReason } from '../model/suppression-reasons.js';
 import { suppressionsAdd, type NewSuppression } from '../tables/suppressions.js';
@@ -35,6 +36,7 @@ export async function ingestEvents(
 ): Promise<IngestResult> {
   const logger = options.logger ?? silentLogger;
   if (events.length === 0) return { received: 0, stored: 0, duplicates: 0, unmatched: 0, suppressed: 0 };
+  const started = new Date();
   const { inserted, suppressed } = await withTransaction(pool, async (client) => {
     const inserted = await eventsInsert(client, schema, events);
     const wanted: NewSuppression[] = [];
@@ -55,6 +57,29 @@ export async function ingestEvents(
 
   for (const row of inserted) {
     const event = events[row.ord]!;
+    // One span per new event, over its ingestion, linked to the hold its intent is for.
+    await inSpan(
+      'ingest',
+      {
+        kind: 'consumer',
+        startTime: started,
+        lazy: () => {
+          const attributes: Attributes = {
+            [ATTR.messagingSystem]: event.provider,
+            [ATTR.messagingOperationType]: 'process',
+            [ATTR.messagingMessageId]: event.providerEventId,
+            [ATTR.provider]: event.provider,
+            [ATTR.eventKind]: event.kind,
+            [ATTR.outcome]: row.intent_id ? 'matched' : 'unmatched',
+          };
+          if (row.intent_id) attributes[ATTR.intentId] = row.intent_id;
+          if (row.hold_id) attributes[ATTR.holdId] = row.hold_id;
+          return attributes;
+        },
+        holds: () => (row.hold_id ? [{ traceparent: row.traceparent, holdId: row.hold_id, ...(row.intent_id ? { intentId: row.intent_id } : {}) }] : []),
+      },
+      async () => {},
+    );
     options.metrics?.emailEvents.inc({ provider: event.provider, kind: event.kind });
     // Ids and kinds only: never the recipient or the diagnostic text (it may quote the message).
     logger.info(

@@ -9,6 +9,7 @@ import { LoopWorker, ServiceLoop, type TickResult } from '../runtime/loop.js';
 import type { Logger } from '../observability/logger.js';
 import { defaultLibraryLogger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
+import { annotate, ATTR, capped, DB_SYSTEM, inSpan, linkHolds, MESSAGING_SYSTEM } from '../observability/tracing.js';
 import { holdsDueOutlook, holdsExpireDue, type ExpiredHold } from '../tables/holds.js';
 
 export interface ExpiryWorkerOptions {
@@ -62,6 +63,8 @@ export class ExpiryWorker extends LoopWorker<ExpiryEvents> {
   private readonly intervalMs: number;
   /** Current back-off while due holds are left behind (0 when none are). */
   private dueRetryMs = 0;
+  /** The expire span's constant attributes: one statement that expires holds and creates their intents (messages). */
+  private readonly spanAttributes;
 
   constructor(private readonly options: ExpiryWorkerOptions) {
     super();
@@ -71,6 +74,16 @@ export class ExpiryWorker extends LoopWorker<ExpiryEvents> {
     this.logger = options.logger ?? defaultLibraryLogger();
     this.faults = options.faults ?? noFaults;
     this.intervalMs = options.intervalMs ?? DEFAULTS.expiryIntervalMs;
+    this.spanAttributes = {
+      [ATTR.dbSystem]: DB_SYSTEM,
+      [ATTR.dbNamespace]: this.schema,
+      [ATTR.dbCollection]: 'support_reservations',
+      [ATTR.dbOperation]: 'UPDATE',
+      [ATTR.dbQuerySummary]: 'holdsExpireDue',
+      [ATTR.messagingSystem]: MESSAGING_SYSTEM,
+      [ATTR.messagingOperationType]: 'create',
+      [ATTR.messagingDestination]: 'email_outbox',
+    };
     this.loop = new ServiceLoop({
       name: 'expiry',
       intervalMs: this.intervalMs,
@@ -85,11 +98,22 @@ export class ExpiryWorker extends LoopWorker<ExpiryEvents> {
   async runOnce(): Promise<ExpiryRun> {
     const started = process.hrtime.bigint();
     const now = this.clock.now();
-    const expired = await withTransaction(this.options.pool, async (client) => {
-      // The statement also NOTIFYs intentsChannel when it created intents:
-      // delivered at commit (never for a rolled-back batch), it wakes delivery workers.
-      const rows = await holdsExpireDue(client, this.schema, this.batchSize, now, intentsChannel(this.schema), this.options.noticeDeadlineSeconds ?? null);
-      if (rows.length > 0) await this.faults.at('expiry.locked', { holds: rows.map((r) => r.id) });
+    const expired = await inSpan('expire', { kind: 'client', attributes: this.spanAttributes }, async (span) => {
+      const rows = await withTransaction(this.options.pool, async (client) => {
+        // The statement also NOTIFYs intentsChannel when it created intents:
+        // delivered at commit (never for a rolled-back batch), it wakes delivery workers.
+        const rows = await holdsExpireDue(client, this.schema, this.batchSize, now, intentsChannel(this.schema), this.options.noticeDeadlineSeconds ?? null);
+        if (rows.length > 0) await this.faults.at('expiry.locked', { holds: rows.map((r) => r.id) });
+        return rows;
+      });
+      // Each expired hold's link back to the span that created it.
+      linkHolds(span, () => rows.map((r) => ({ traceparent: r.traceparent, holdId: r.id, ...(r.intent_id ? { intentId: r.intent_id } : {}) })));
+      annotate(span, () => ({
+        [ATTR.messagingBatchCount]: rows.length,
+        [ATTR.batchSize]: this.batchSize,
+        [ATTR.holdIds]: capped(rows.map((r) => r.id)),
+        [ATTR.intentIds]: capped(rows.flatMap((r) => (r.intent_id ? [r.intent_id] : []))),
+      }));
       return rows;
     });
     const seconds = Number(process.hrtime.bigint() - started) / 1e9;

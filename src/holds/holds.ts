@@ -1,6 +1,7 @@
 import type { Queryable } from '../db/pool.js';
 import { HoldNotHeldError, IdempotencyConflictError, NotFoundError, ValidationError } from '../errors.js';
 import type { Clock } from '../runtime/clock.js';
+import { activeTraceparent, validTraceparent } from '../observability/tracing.js';
 import { holdFromRow, holdsExtend, holdsGet, holdsGetForRetry, holdsInsert, holdsSettle, type HoldInsert, type HoldRow } from '../tables/holds.js';
 import type { Hold } from '../model/hold-states.js';
 import {
@@ -38,6 +39,18 @@ export interface ConfirmOptions extends HoldOptions {
   noticeDeadlineSeconds?: number | null;
 }
 
+/** How a hold is created: its defaults, and the trace it belongs to. */
+export interface CreateOptions extends HoldOptions {
+  defaults?: HoldDefaults;
+  /**
+   * The W3C traceparent to store on the hold (e.g. the API's `traceparent`
+   * request header); one that is not valid is ignored, as W3C Trace
+   * Context says. Absent or ignored: the span active now, if any
+   * (observability/tracing.ts); null: none.
+   */
+  traceparent?: string | null;
+}
+
 export interface CreateHoldResult {
   hold: Hold;
   /** False when this was an idempotent retry of an earlier create. */
@@ -57,7 +70,7 @@ const schemaOf = (options: HoldOptions) => options.schema ?? 'leasehold';
 export async function createHold(
   db: Queryable,
   input: CreateHoldInput,
-  options: HoldOptions & { defaults?: HoldDefaults } = {},
+  options: CreateOptions = {},
 ): Promise<CreateHoldResult> {
   const now = options.clock?.now() ?? null;
   const valid = validateCreateHold(input);
@@ -71,6 +84,8 @@ export async function createHold(
     tenant: valid.tenant,
     remindBeforeSeconds: valid.remindBeforeSeconds === undefined ? (options.defaults?.remindBeforeSeconds ?? null) : valid.remindBeforeSeconds,
     notifyOnConfirm: valid.notifyOnConfirm ?? options.defaults?.notifyOnConfirm ?? false,
+    // The thread its expire, lease, send, record and event spans link back to.
+    traceparent: options.traceparent === null ? null : (validTraceparent(options.traceparent) ?? activeTraceparent() ?? null),
   };
   try {
     checkExpiresAt(valid, now ?? new Date());

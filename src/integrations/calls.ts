@@ -148,6 +148,7 @@ export function holdFromDriverRow(row: Record<string, unknown>): Hold {
     tenant: (column(row, 'tenant') as string | undefined) ?? '',
     remind_before_seconds: toNumber(column(row, 'remind_before_seconds')),
     notify_on_confirm: Boolean(column(row, 'notify_on_confirm')),
+    traceparent: (column(row, 'traceparent') as string | null | undefined) ?? null,
   };
   return holdFromRow(normal);
 }

@@ -118,6 +118,19 @@ export interface BatchResult {
   keyUnusable?: boolean;
 }
 
+/** An HTTP provider's API host (EmailGateway.endpoint). */
+export interface HttpEndpoint {
+  address: string;
+  port: number;
+  method: 'POST';
+}
+
+/** The endpoint of a provider's base URL. */
+export function httpEndpoint(baseUrl: string): HttpEndpoint {
+  const url = new URL(baseUrl);
+  return { address: url.hostname, port: url.port ? Number(url.port) : url.protocol === 'http:' ? 80 : 443, method: 'POST' };
+}
+
 export interface EmailGateway {
   /** `sandbox`, `resend`, `postmark`, `ses`, `smtp`. */
   readonly name: string;
@@ -142,6 +155,12 @@ export interface EmailGateway {
   readonly batchIdempotent?: boolean;
   /** How long the provider keeps a batch's key (Resend: 24 h); past it a pinned batch's members go singly, flagged. */
   readonly batchKeyLifetimeMs?: number;
+  /**
+   * Where an HTTP provider's requests go (its host and port), for the send
+   * span's `server.address` and `http.*` attributes; absent where the
+   * adapter cannot tell (an SDK choosing its regional endpoint, SMTP).
+   */
+  readonly endpoint?: HttpEndpoint;
   /** Send 2..maxBatch messages in one request; one result per member. */
   sendBatch?(members: BatchMember[], context: BatchContext): Promise<BatchResult>;
   close?(): Promise<void>;

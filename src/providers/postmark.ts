@@ -1,7 +1,18 @@
 import { createHash } from 'node:crypto';
 import { ServerClient, type Message, type Models } from 'postmark';
 import { classifyPostmarkError } from './classify-postmark.js';
-import type { BatchContext, BatchMember, BatchMemberResult, BatchResult, EmailGateway, EmailMessage, SendContext, SendResult } from './gateway.js';
+import {
+  httpEndpoint,
+  type BatchContext,
+  type BatchMember,
+  type BatchMemberResult,
+  type BatchResult,
+  type EmailGateway,
+  type EmailMessage,
+  type HttpEndpoint,
+  type SendContext,
+  type SendResult,
+} from './gateway.js';
 import { isAbortError, neverSent } from './provider-common.js';
 
 export interface PostmarkGatewayOptions {
@@ -59,12 +70,14 @@ export class PostmarkGateway implements EmailGateway {
   readonly maxBatch = POSTMARK_MAX_BATCH;
   /** No key for a batch either: each member of an unknown batch is looked up on its own. */
   readonly batchIdempotent = false;
+  readonly endpoint: HttpEndpoint;
   private readonly useHttps: boolean;
   private readonly requestHost: string;
   private consecutiveRateLimits = 0;
 
   constructor(private readonly options: PostmarkGatewayOptions) {
     const url = new URL(options.baseUrl ?? 'https://api.postmarkapp.com');
+    this.endpoint = httpEndpoint(url.href);
     this.useHttps = url.protocol === 'https:';
     this.requestHost = `${url.host}${url.pathname.replace(/\/+$/, '')}`;
   }

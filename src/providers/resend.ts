@@ -1,6 +1,6 @@
 import { Resend, type CreateBatchEmailOptions } from 'resend';
 import { classifyResendError } from './classify-resend.js';
-import type { BatchContext, BatchMember, BatchResult, EmailGateway, EmailMessage, SendContext, SendResult } from './gateway.js';
+import { httpEndpoint, type BatchContext, type BatchMember, type BatchResult, type EmailGateway, type EmailMessage, type HttpEndpoint, type SendContext, type SendResult } from './gateway.js';
 import { tagSafe } from './provider-common.js';
 import { resendBatchResults } from './resend-batch.js';
 
@@ -56,9 +56,11 @@ export class ResendGateway implements EmailGateway {
   readonly maxBatch = RESEND_MAX_BATCH;
   readonly batchIdempotent = true;
   readonly batchKeyLifetimeMs = RESEND_KEY_LIFETIME_MS;
+  readonly endpoint: HttpEndpoint;
   private readonly client: Resend;
 
   constructor(options: ResendGatewayOptions) {
+    this.endpoint = httpEndpoint(options.baseUrl ?? 'https://api.resend.com');
     this.client = new Resend(options.apiKey, { baseUrl: (options.baseUrl ?? 'https://api.resend.com').replace(/\/+$/, '') });
   }
 

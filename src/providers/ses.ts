@@ -1,6 +1,6 @@
 import { SESv2Client, SendEmailCommand } from '@aws-sdk/client-sesv2';
 import { classifySesError } from './classify-ses.js';
-import type { EmailGateway, EmailMessage, SendContext, SendResult } from './gateway.js';
+import { httpEndpoint, type EmailGateway, type EmailMessage, type HttpEndpoint, type SendContext, type SendResult } from './gateway.js';
 import { neverSent, tagSafe } from './provider-common.js';
 
 export interface SesGatewayOptions {
@@ -23,9 +23,12 @@ export interface SesGatewayOptions {
 export class SesGateway implements EmailGateway {
   readonly name = 'ses';
   readonly idempotent = false;
+  /** The configured endpoint, else the region's (SESv2: email.<region>.amazonaws.com). */
+  readonly endpoint: HttpEndpoint;
   private readonly client: SESv2Client;
 
   constructor(private readonly options: SesGatewayOptions) {
+    this.endpoint = httpEndpoint(options.endpoint ?? `https://email.${options.region}.amazonaws.com`);
     this.client = new SESv2Client({
       region: options.region,
       maxAttempts: 1,

@@ -12,6 +12,8 @@ export interface InsertedEvent {
   hold_id: string | null;
   /** The matched intent's recipient, for suppression when the payload names none; never logged. */
   recipient: string | null;
+  /** The matched hold's stored W3C traceparent (migration 0026), for the ingest span's link; never logged. */
+  traceparent: string | null;
 }
 
 /**
@@ -41,11 +43,12 @@ export async function eventsInsert(db: Queryable, schema: string, events: Provid
        ON CONFLICT (provider, provider_event_id) DO NOTHING
        RETURNING provider, provider_event_id, intent_id
      )
-     SELECT (min(m.ord) - 1)::int AS ord, i.intent_id, o.reservation_id AS hold_id, o.recipient
+     SELECT (min(m.ord) - 1)::int AS ord, i.intent_id, o.reservation_id AS hold_id, o.recipient, r.traceparent
        FROM inserted i
        JOIN matched m ON m.provider = i.provider AND m.event_id = i.provider_event_id
        LEFT JOIN ${s}.email_outbox o ON o.id = i.intent_id
-      GROUP BY i.provider, i.provider_event_id, i.intent_id, o.reservation_id, o.recipient
+       LEFT JOIN ${s}.support_reservations r ON r.id = o.reservation_id
+      GROUP BY i.provider, i.provider_event_id, i.intent_id, o.reservation_id, o.recipient, r.traceparent
       ORDER BY 1`,
     [
       col((e) => e.provider),

@@ -29,6 +29,8 @@ export interface HoldRow {
   /** migrations/0024_hold_lifecycle.sql */
   remind_before_seconds: number | null;
   notify_on_confirm: boolean;
+  /** The W3C traceparent of the span it was created in, or null (migrations/0026_hold_traceparent.sql). */
+  traceparent: string | null;
 }
 
 export function holdFromRow(row: HoldRow): Hold {
@@ -59,6 +61,8 @@ export interface HoldInsert {
   tenant: string;
   remindBeforeSeconds: number | null;
   notifyOnConfirm: boolean;
+  /** The creating span's W3C traceparent (observability/tracing.ts), or null; not part of the request's fingerprint. */
+  traceparent: string | null;
 }
 
 /**
@@ -74,11 +78,11 @@ export async function holdsInsert(db: Queryable, schema: string, hold: HoldInser
   const { rows } = await db.query<HoldRow>(
     `WITH created AS (
        INSERT INTO ${s}.support_reservations
-         (id, customer_email, status, expires_at, created_at, metadata, request_hash, tenant, remind_before_seconds, notify_on_confirm)
+         (id, customer_email, status, expires_at, created_at, metadata, request_hash, tenant, remind_before_seconds, notify_on_confirm, traceparent)
        VALUES ($1, $2, 'held',
                coalesce($3::timestamptz, coalesce($4::timestamptz, now()) + make_interval(secs => $5::int)),
                coalesce($4::timestamptz, now()), $6::jsonb,
-               ${s}.hold_request_hash($2, $3::timestamptz, $5::int, $6::jsonb), $7, $8::int, $9::boolean)
+               ${s}.hold_request_hash($2, $3::timestamptz, $5::int, $6::jsonb), $7, $8::int, $9::boolean, $10::text)
        ON CONFLICT (id) DO NOTHING
        RETURNING *
      ), reminder AS (
@@ -96,6 +100,7 @@ export async function holdsInsert(db: Queryable, schema: string, hold: HoldInser
       hold.tenant,
       hold.remindBeforeSeconds,
       hold.notifyOnConfirm,
+      hold.traceparent,
     ],
   );
   return rows[0];
@@ -226,6 +231,8 @@ export interface ExpiredHold {
   intent_id: string | null;
   expires_at: Date;
   expired_at: Date;
+  /** The hold's stored traceparent, for the expire span's link to it. */
+  traceparent: string | null;
 }
 
 /**
@@ -270,7 +277,7 @@ export async function holdsExpireDue(
           SET status = 'expired', expired_at = clock.now
          FROM clock
         WHERE r.ctid = ANY (ARRAY(SELECT due.ctid FROM due)) AND (r.status = 'held') IS TRUE
-        RETURNING r.id, r.customer_email, r.tenant, r.expires_at, r.expired_at
+        RETURNING r.id, r.customer_email, r.tenant, r.expires_at, r.expired_at, r.traceparent
      ), intents AS (
        ${intentsInsertExpired(s, 'expired', '$4::text', '$5::text', '$6::int')}
      ), notified AS (
@@ -283,7 +290,7 @@ export async function holdsExpireDue(
      -- at 1M rows in the table); an uncorrelated IN is a hashed subplan.
      SELECT e.id,
             CASE WHEN e.id IN (SELECT i.reservation_id FROM intents i) THEN $4::text || e.id END AS intent_id,
-            e.expires_at, e.expired_at
+            e.expires_at, e.expired_at, e.traceparent
        FROM expired e
       WHERE (SELECT count(*) FROM notified) >= 0`,
     [limit, now, notifyChannel, EXPIRED_INTENT_PREFIX, EXPIRED_TEMPLATE, noticeDeadlineSeconds],

@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { DEFAULTS } from '../../config.js';
 import { onShutdownSignals } from '../../runtime/shutdown.js';
+import { startTracing, tracingFromEnv } from '../../runtime/tracing-sdk.js';
 import { prepareService, startService, type ServiceParts } from '../../service.js';
 import type { CommandContext, ContextFactory } from '../context.js';
 import { hostArg } from './args.js';
@@ -17,10 +18,21 @@ export async function runService(ctx: CommandContext, parts: ServiceParts, optio
   // Provider variables, templates and webhook secrets are checked before
   // anything connects: a mistake exits 2 without touching the database.
   const prepared = await prepareService(config, parts);
+  // OpenTelemetry, only when OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT asks for it:
+  // a missing SDK package exits 2 here too, before anything connects.
+  const tracingSettings = tracingFromEnv(config.env);
+  const tracing = tracingSettings ? await startTracing(tracingSettings, logger) : undefined;
   // At most this many pooled connections (LEASEHOLD_POOL_SIZE), plus the
   // delivery lane's LISTEN session: the budget docs/operations.md adds up.
   const poolSize = config.poolSize ?? (parts.delivery || parts.expiry ? DEFAULTS.poolSizeLanes : DEFAULTS.poolSizeApi);
-  const db = await ctx.database({ poolSize, migrations: 'apply' });
+  let db;
+  try {
+    db = await ctx.database({ poolSize, migrations: 'apply' });
+  } catch (error) {
+    await tracing?.shutdown();
+    throw error;
+  }
+  const database = db;
   let service;
   try {
     service = await startService(prepared, { pool: db.pool, schema: db.schema, logger }, {
@@ -29,6 +41,7 @@ export async function runService(ctx: CommandContext, parts: ServiceParts, optio
     });
   } catch (error) {
     await db.close();
+    await tracing?.shutdown();
     throw error;
   }
   const running = service;
@@ -47,7 +60,9 @@ export async function runService(ctx: CommandContext, parts: ServiceParts, optio
       async () => {
         process.off('SIGHUP', reload);
         await running.stop();
-        await db.close();
+        await database.close();
+        // The lanes have drained: their last spans are exported now.
+        await tracing?.shutdown();
       },
       logger,
       // Forced (second signal or timeout): leave now, whatever is still open.

@@ -57,7 +57,13 @@ export function holdRoutes(app: FastifyInstance, ctx: ApiContext): void {
   };
 
   app.post('/holds', access('operate', 'tenant', HOLDS_UNAUDITED), async (request, reply) => {
-    const { hold, created } = await createHold(pool, scopedCreate(request), { schema, defaults });
+    // W3C Trace Context: a traceparent header is stored on the hold (one that is not valid is ignored, never refused).
+    const traceparent = request.headers.traceparent;
+    const { hold, created } = await createHold(pool, scopedCreate(request), {
+      schema,
+      defaults,
+      ...(typeof traceparent === 'string' ? { traceparent } : {}),
+    });
     if (created) logger.info({ event: 'hold.created', holdId: hold.id, tenant: hold.tenant, expiresAt: hold.expiresAt }, 'hold created');
     reply.header('location', `/v1/holds/${encodeURIComponent(hold.id)}`);
     return reply.code(created ? 201 : 200).send(hold);

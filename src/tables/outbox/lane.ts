@@ -85,6 +85,8 @@ export interface LeasedIntent {
   sendAlone: boolean;
   /** Whose hold it is ('' : the empty tenant). */
   tenant: string;
+  /** The hold's stored W3C traceparent (migration 0026), for the lane's spans to link to; null: none. */
+  holdTraceparent?: string | null;
 }
 
 /**
@@ -194,6 +196,7 @@ export async function intentsLease(
        ${rateLimiterRefundInLease(s, '$10', '(coalesce($6::int, 0) - (SELECT count(*) FROM leased)::int)', '$7::timestamptz')}
      )
      SELECT l.*, r.expires_at AS hold_expires_at, r.expired_at AS hold_expired_at, r.confirmed_at AS hold_confirmed_at,
+            r.traceparent AS hold_traceparent,
             ${batchPositionSql(s, 'l.batch_id', 'l.id')} AS batch_position,
             CASE WHEN m.intent_id IS NULL THEN r.metadata END AS metadata,
             ${MESSAGE_LEASE_COLUMNS}, ${SUPPRESSION_LEASE_COLUMNS}
@@ -248,6 +251,7 @@ export async function intentsLease(
     batchPosition: (row['batch_position'] as number | null) ?? null,
     sendAlone: row['send_alone'] as boolean,
     tenant: row['tenant'] as string,
+    holdTraceparent: (row['hold_traceparent'] as string | null) ?? null,
   }));
 }
 

@@ -1,0 +1,36 @@
+import { annotate, ATTR, capped, DB_SYSTEM, inSpan, linkHolds, MESSAGING_SYSTEM } from '../observability/tracing.js';
+import type { LegsLease } from './legs.js';
+
+/**
+ * A delivery round's lease as an OpenTelemetry span (observability/tracing.ts):
+ * the take and lease statements on the outbox, linked to each leased
+ * intent's hold (its stored traceparent), with the ids, accounts and
+ * outcome. Without a registered SDK it only runs `lease`.
+ */
+export function leaseInSpan(schema: string, slots: number, lease: () => Promise<LegsLease>): Promise<LegsLease> {
+  const attributes = {
+    [ATTR.dbSystem]: DB_SYSTEM,
+    [ATTR.dbNamespace]: schema,
+    [ATTR.dbCollection]: 'email_outbox',
+    [ATTR.dbOperation]: 'UPDATE',
+    [ATTR.dbQuerySummary]: 'intentsLease',
+    [ATTR.messagingSystem]: MESSAGING_SYSTEM,
+    [ATTR.messagingOperationType]: 'receive',
+    [ATTR.messagingDestination]: 'email_outbox',
+  };
+  return inSpan('lease', { kind: 'client', attributes }, async (span) => {
+    const taken = await lease();
+    linkHolds(span, () =>
+      taken.leased.map(({ intent }) => ({ traceparent: intent.holdTraceparent, holdId: intent.holdId, intentId: intent.id, attempt: intent.attempts })),
+    );
+    annotate(span, () => ({
+      [ATTR.messagingBatchCount]: taken.leased.length,
+      [ATTR.batchSize]: slots,
+      [ATTR.account]: capped(taken.leased.map((l) => l.account)),
+      [ATTR.intentIds]: capped(taken.leased.map((l) => l.intent.id)),
+      [ATTR.holdIds]: capped(taken.leased.map((l) => l.intent.holdId)),
+      [ATTR.outcome]: taken.permits === 0 ? (taken.blocked ?? 'rate-limit') : 'leased',
+    }));
+    return taken;
+  });
+}
