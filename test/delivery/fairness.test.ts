@@ -157,6 +157,15 @@ describe('fair lease at scale', () => {
       // triggers, which nothing here reads) where the role may, as the
       // embedded server's superuser may; check them elsewhere.
       await client.query(`SET LOCAL session_replication_role = replica`).catch(() => client.query('ROLLBACK').then(() => client.query('BEGIN')));
+      // Built once after the load (a sorted build) rather than kept up row by
+      // row: the same indexes, by their own definitions, in a third of the time.
+      const { rows: indexes } = await client.query<{ name: string; def: string }>(
+        `SELECT i.indexname AS name, i.indexdef AS def FROM pg_indexes i
+          WHERE i.schemaname = $1 AND i.tablename IN ('email_outbox', 'support_reservations')
+            AND NOT EXISTS (SELECT 1 FROM pg_constraint c WHERE c.conname = i.indexname AND c.connamespace = $1::regnamespace)`,
+        [db.schema],
+      );
+      for (const index of indexes) await client.query(`DROP INDEX ${s}.${ident(index.name)}`);
       await client.query(
         `INSERT INTO ${s}.support_reservations (id, customer_email, expires_at, status, expired_at, request_hash, tenant)
          SELECT 'big-' || i, 'c@example.com', now() - interval '1 minute', 'expired', now() - interval '1 minute', 'x', 'tenant-' || (i % 10000)
@@ -168,6 +177,7 @@ describe('fair lease at scale', () => {
                 now() - make_interval(secs => i % 600), now() - interval '1 minute', 'tenant-' || (i % 10000)
            FROM generate_series(1, 1000000) i`,
       );
+      for (const index of indexes) await client.query(index.def);
       await client.query('COMMIT');
     });
     await db.pool.query(`ANALYZE ${s}.email_outbox`);
