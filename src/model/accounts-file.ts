@@ -1,6 +1,4 @@
-import { createRequire } from 'node:module';
-import type { parse as Parse } from 'yaml';
-import { ConfigError } from '../errors.js';
+import { configFileDocument, configFileFailure } from './config-file.js';
 import { onFirstUse } from '../zod.js';
 import { ACCOUNT_NAME, ACCOUNT_PROVIDERS, type Account, type AccountProvider, type Accounts } from './accounts.js';
 import { BURST_RULE, isValidPerSecond, MAX_BURST, PER_SECOND_RULE } from './delivery-policy.js';
@@ -39,9 +37,6 @@ const PROVIDER_SETTINGS: Record<AccountProvider, { required: string[]; optional:
   smtp: { required: ['url'], optional: ['maxConnections', 'maxMessages'], secret: ['url'], numeric: ['maxConnections', 'maxMessages'] },
 };
 
-/** yaml, loaded on first use (as zod is, src/zod.ts): the library entry reaches this module through the registry but never reads a file. */
-let parseYaml: typeof Parse | undefined;
-const yaml = (): typeof Parse => (parseYaml ??= (createRequire(import.meta.url)('yaml') as { parse: typeof Parse }).parse);
 
 const COMMON_FIELDS = ['name', 'provider', 'rate', 'dailyQuota', 'batch', 'from'];
 const REFERENCE = /^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$/;
@@ -76,15 +71,8 @@ function fieldOf(path: ReadonlyArray<PropertyKey>): string {
  * LEASEHOLD_ACCOUNTS_FILE); `env` resolves the `${VAR}` references.
  */
 export function parseAccounts(text: string, env: Readonly<Record<string, string | undefined>>, source = 'LEASEHOLD_ACCOUNTS_FILE'): Accounts {
-  const fail = (field: string, message: string): never => {
-    throw new ConfigError(source, field ? `${field}: ${message}` : message);
-  };
-  let doc: unknown;
-  try {
-    doc = yaml()(text);
-  } catch (error) {
-    return fail('', `not valid YAML: ${(error as Error).message.split('\n')[0]}`);
-  }
+  const fail = configFileFailure(source);
+  const doc = configFileDocument(text, source);
   const parsed = fileSchema().safeParse(doc);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;

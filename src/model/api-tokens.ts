@@ -1,7 +1,5 @@
 import { createHash } from 'node:crypto';
-import { createRequire } from 'node:module';
-import type { parse as Parse } from 'yaml';
-import { ConfigError } from '../errors.js';
+import { configFileDocument, configFileFailure } from './config-file.js';
 import { TENANT_PATTERN } from './hold-input.js';
 
 /**
@@ -56,8 +54,6 @@ export function tokenProblem(token: string): string | undefined {
   return undefined;
 }
 
-let parseYaml: typeof Parse | undefined;
-const yaml = (): typeof Parse => (parseYaml ??= (createRequire(import.meta.url)('yaml') as { parse: typeof Parse }).parse);
 
 const FIELDS = ['name', 'role', 'tenants', 'expiresAt', 'sha256'];
 
@@ -67,15 +63,8 @@ const FIELDS = ['name', 'role', 'tenants', 'expiresAt', 'sha256'];
  * file is refused at start and on reload, never half applied.
  */
 export function parseTokensFile(text: string, source = 'LEASEHOLD_API_TOKENS_FILE'): ApiTokenEntry[] {
-  const fail = (field: string, message: string): never => {
-    throw new ConfigError(source, field ? `${field}: ${message}` : message);
-  };
-  let doc: unknown;
-  try {
-    doc = yaml()(text);
-  } catch (error) {
-    return fail('', `not valid YAML: ${(error as Error).message.split('\n')[0]}`);
-  }
+  const fail = configFileFailure(source);
+  const doc = configFileDocument(text, source);
   if (doc === null || typeof doc !== 'object' || Array.isArray(doc)) return fail('', 'must be a mapping with a `tokens` list');
   const extra = Object.keys(doc).filter((key) => key !== 'tokens');
   if (extra.length > 0) fail(extra[0]!, 'is not a field of the tokens file (tokens)');
