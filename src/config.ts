@@ -255,6 +255,42 @@ export interface Config {
   env: Readonly<Record<string, string | undefined>>;
 }
 
+/** LEASEHOLD_* variables read outside the schema above: by the test suite, the benchmarks and opt-in checks. */
+const OTHER_VARIABLES = [
+  'LEASEHOLD_TEST_DATABASE_URL',
+  'LEASEHOLD_BENCH_DATABASE_URL',
+  'LEASEHOLD_CAPACITY_PRINT',
+  'LEASEHOLD_NETNS_TEST',
+  'LEASEHOLD_TEST_MISSING_PACKAGE',
+];
+
+/** Edit distance, for "did you mean" (short names only: the variables are under 40 characters). */
+function distance(a: string, b: string): number {
+  let row = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const next = [i];
+    for (let j = 1; j <= b.length; j++) next[j] = Math.min(row[j]! + 1, next[j - 1]! + 1, row[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    row = next;
+  }
+  return row[b.length]!;
+}
+
+/**
+ * LEASEHOLD_* variables in `env` that nothing reads, each with the known
+ * name it is closest to (when within three edits): a mistyped name is
+ * otherwise silently ignored, and its default silently used.
+ */
+export function unknownVariables(env: Readonly<Record<string, string | undefined>>): Array<{ name: string; didYouMean?: string }> {
+  const known = [...Object.keys(schema().shape), ...OTHER_VARIABLES].filter((k) => k.startsWith('LEASEHOLD_'));
+  return Object.keys(env)
+    .filter((name) => name.startsWith('LEASEHOLD_') && !known.includes(name))
+    .sort()
+    .map((name) => {
+      const [best] = known.map((k) => ({ k, d: distance(name, k) })).sort((x, y) => x.d - y.d);
+      return best && best.d <= 3 ? { name, didYouMean: best.k } : { name };
+    });
+}
+
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
   // Empty strings mean "unset", as in most shells' `VAR= cmd`.
   const cleaned = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== ''));

@@ -28,8 +28,9 @@ export class ValidationError extends LeaseholdError {
 }
 
 export class NotFoundError extends LeaseholdError {
-  constructor(what: string, id: string) {
-    super('not_found', `${what} ${JSON.stringify(id)} does not exist`, 404);
+  /** `hint`: what the caller may have meant, appended to the message (e.g. `did you mean reservation-expired:slot-1?`). */
+  constructor(what: string, id: string, hint?: string) {
+    super('not_found', `${what} ${JSON.stringify(id)} does not exist${hint ? `; ${hint}` : ''}`, 404);
   }
 }
 

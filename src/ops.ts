@@ -13,7 +13,7 @@ import type { Suppression } from './model/suppression-reasons.js';
 import { suppressionsAdd, suppressionsGet, suppressionsRemove } from './tables/suppressions.js';
 import { deliveryControlGet, deliveryPause, deliveryResume, type DeliveryControl } from './tables/delivery-control.js';
 import { messagesDiscardFinished } from './tables/messages.js';
-import { intentsGet, intentsMove, intentsPendingByAccount, intentsReplay } from './tables/outbox.js';
+import { intentsGet, intentsMove, intentsOfHold, intentsPendingByAccount, intentsReplay } from './tables/outbox.js';
 import { attemptsLastMinuteByAccount } from './tables/attempts.js';
 import {
   rateLimiterEnsure,
@@ -291,6 +291,11 @@ export class Operations {
   async replay(intentId: string): Promise<Intent> {
     const intent = await this.audited(async (ops, audit) => {
       const before = await intentsGet(ops.pool, ops.schema, intentId);
+      if (!before && !intentId.includes(':')) {
+        // A hold id where an intent id belongs: name the hold's intents.
+        const ofHold = await intentsOfHold(ops.pool, ops.schema, intentId);
+        if (ofHold.length > 0) throw new NotFoundError('intent', intentId, `did you mean ${ofHold.map((i) => i.id).join(' or ')}?`);
+      }
       const intent = await replayIntent(ops.pool, intentId, { schema: ops.schema, now: ops.clock.now() });
       await audit({
         action: AuditAction.intentReplay,

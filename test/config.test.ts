@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { loadConfig } from '../src/config.js';
+import { loadConfig, unknownVariables } from '../src/config.js';
 import { ConfigError } from '../src/errors.js';
 
 describe('configuration', () => {
@@ -148,5 +148,24 @@ describe('configuration', () => {
     } catch (error) {
       expect((error as Error).message).not.toContain('secret');
     }
+  });
+});
+
+describe('unknown LEASEHOLD_* variables', () => {
+  it('are named, with the setting a typo was probably meant for; known ones and other prefixes are not', () => {
+    expect(
+      unknownVariables({
+        LEASEHOLD_RATE_PER_SECOND: '5',
+        LEASEHOLD_RATE_PER_SECCOND: '5',
+        LEASEHOLD_SOMETHING_ELSE_ENTIRELY: 'x',
+        LEASEHOLD_TEST_DATABASE_URL: 'postgres://x',
+        PORT: '1',
+        DATABASE_URL: 'postgres://x',
+      }),
+    ).toEqual([
+      { name: 'LEASEHOLD_RATE_PER_SECCOND', didYouMean: 'LEASEHOLD_RATE_PER_SECOND' },
+      { name: 'LEASEHOLD_SOMETHING_ELSE_ENTIRELY' },
+    ]);
+    expect(unknownVariables({ LEASEHOLD_SCHEMA: 'x', LEASEHOLD_API_TOKEN: 'y' })).toEqual([]);
   });
 });

@@ -1,5 +1,5 @@
 import { userInfo } from 'node:os';
-import { loadConfig, type Config } from '../config.js';
+import { loadConfig, unknownVariables, type Config } from '../config.js';
 import type { AuditActor } from '../model/audit-actions.js';
 import { openDatabase, type Database } from '../db/database.js';
 import { ConfigError, LeaseholdError, MissingPackageError, SchemaNotMigratedError, TemplatesBrokenError } from '../errors.js';
@@ -42,6 +42,12 @@ export function createContext(env: Record<string, string | undefined>, out: (lin
   // Logs go to stderr so command output on stdout stays clean for scripts:
   // JSON lines, or readable lines when stderr is a terminal.
   const logger = createLogger({ level: config.logLevel, destination: process.stderr, pretty: wantsPrettyLogs(process.stderr) });
+  for (const unknown of unknownVariables(env)) {
+    logger.warn(
+      { event: 'config.unknown_variable', variable: unknown.name, ...(unknown.didYouMean ? { didYouMean: unknown.didYouMean } : {}) },
+      `${unknown.name} is not a leasehold setting and is ignored${unknown.didYouMean ? ` (did you mean ${unknown.didYouMean}?)` : ''}`,
+    );
+  }
   return {
     config,
     logger,

@@ -26,7 +26,7 @@ import { packageVersion } from '../runtime/version.js';
 export function buildProgram(context: ContextFactory): Command {
   const program = new Command('leasehold')
     .description('Durable hold expiry and rate-limited email notification on PostgreSQL')
-    .version(packageVersion(), '-V, --version', 'print the version')
+    .version(packageVersion(), '-v, --version', 'print the version (also -V)')
     .showHelpAfterError('(run with --help for usage)')
     .exitOverride();
   registerMigrate(program, context);
@@ -54,7 +54,8 @@ export async function main(argv: string[], env: Record<string, string | undefine
   let context: CommandContext | undefined;
   const program = buildProgram(() => (context ??= createContext(env, out)));
   try {
-    await program.parseAsync(argv);
+    // -V, the flag of earlier versions, still prints the version (commander takes one short flag).
+    await program.parseAsync(argv[2] === '-V' && argv.length === 3 ? [...argv.slice(0, 2), '--version'] : argv);
     return EXIT_OK;
   } catch (error) {
     if (error instanceof CommanderError) {

@@ -3,7 +3,7 @@ import { DEFAULTS } from '../config.js';
 import { intentsChannel, Listener } from '../db/listener.js';
 import { migrate as migrateSchema, type MigrateResult } from '../db/migrate.js';
 import type { Queryable } from '../db/pool.js';
-import { ValidationError } from '../errors.js';
+import { NotFoundError, ValidationError } from '../errors.js';
 import { ingestEvents as ingest, type IngestResult } from '../events/ingest.js';
 import { addressHash, validateAddress } from '../model/address.js';
 import { DEFAULT_PAGE_LIMIT, MAX_PAGE_LIMIT } from '../model/cursor.js';
@@ -144,9 +144,16 @@ export function getSuppression(db: Queryable, email: string, options: LibraryOpt
   return suppressionsGet(db, schemaOf(options), addressHash(validateAddress(email, 'email')));
 }
 
-/** Lift a suppression; undefined when the address was not suppressed. */
-export function removeSuppression(db: Queryable, email: string, options: LibraryOptions = {}): Promise<Suppression | undefined> {
-  return operations(db, options).removeSuppression(addressHash(validateAddress(email, 'email')));
+/**
+ * Lift a suppression. An address that was not suppressed is a change to a
+ * missing row: NotFoundError, as every change of the library (named by the
+ * address's hash, so an application that logs the error logs no address).
+ */
+export async function removeSuppression(db: Queryable, email: string, options: LibraryOptions = {}): Promise<Suppression> {
+  const hash = addressHash(validateAddress(email, 'email'));
+  const removed = await operations(db, options).removeSuppression(hash);
+  if (!removed) throw new NotFoundError('suppression', hash);
+  return removed;
 }
 
 export function listSuppressions(

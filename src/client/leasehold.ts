@@ -65,7 +65,8 @@ export interface Leasehold {
   suppressions: {
     add(email: string, options?: { detail?: string }): Promise<Suppression>;
     get(email: string): Promise<Suppression | undefined>;
-    remove(email: string): Promise<Suppression | undefined>;
+    /** NotFoundError when the address was not suppressed. */
+    remove(email: string): Promise<Suppression>;
     list(filter?: { reason?: SuppressionReason; limit?: number; cursor?: string }): Promise<SuppressionPage>;
   };
   /** Tenant policies (cap, weight, account, sender): stored and validated, not yet enforced by the delivery lane. */

@@ -23,7 +23,7 @@ const hasScript = spawnSync('script', ['--version']).status === 0;
 describe('leasehold --version', () => {
   it('prints the package version and exits 0', async () => {
     const { version } = JSON.parse(await readFile(path.join(path.dirname(cliPath), '..', 'package.json'), 'utf8')) as { version: string };
-    for (const flag of ['--version', '-V']) {
+    for (const flag of ['--version', '-v', '-V']) {
       const result = await runCli([flag], {});
       expect(result.code).toBe(0);
       expect(result.stdout.trim()).toBe(version);

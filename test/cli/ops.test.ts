@@ -108,6 +108,10 @@ describe('pause, resume, replay, rate-limit', () => {
     const again = await cli('replay', 'reservation-expired:tr-1');
     expect(again.code).toBe(1);
     expect(again.stderr).toContain('already pending');
+    // A hold id where the intent id belongs: the answer names the hold's intents.
+    const holdId = await cli('replay', 'tr-1');
+    expect(holdId.code).toBe(1);
+    expect(holdId.stderr).toContain('intent "tr-1" does not exist; did you mean reservation-expired:tr-1?');
   });
 
   it('rate-limit shows the policy, sets both, or one keeping the other', async () => {

@@ -69,6 +69,13 @@ describe('one convention', () => {
     expect(await lh.suppressions.get('nobody@example.com')).toBeUndefined();
     await expect(lh.holds.confirm('lib-missing')).rejects.toBeInstanceOf(NotFoundError);
     await expect(lh.intents.replay(intentIdForHold('lib-missing'))).rejects.toBeInstanceOf(NotFoundError);
+    await expect(lh.holds.extend('lib-missing', { ttlSeconds: 60 })).rejects.toBeInstanceOf(NotFoundError);
+    // Lifting a suppression that is not there is a change to a missing row; the error names the hash, not the address.
+    const notSuppressed = await lh.suppressions.remove('nobody@example.com').catch((e: Error) => e);
+    expect(notSuppressed).toBeInstanceOf(NotFoundError);
+    expect((notSuppressed as Error).message).not.toContain('nobody@example.com');
+    await lh.suppressions.add('gone@example.com');
+    expect(await lh.suppressions.remove('gone@example.com')).toMatchObject({ reason: 'manual' });
     expect((await lh.holds.cancel('lib-1')).status).toBe('cancelled');
   });
 
