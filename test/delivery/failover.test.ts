@@ -61,7 +61,9 @@ const worker = (extra: Partial<ConstructorParameters<typeof DeliveryWorker>[0]> 
       { name: 'backup', gateway: new PostmarkGateway({ serverToken: backup.serverToken, baseUrl: backup.url }), batch: 1 },
     ],
     initialRate: { perSecond: 1000, burst: 1000 },
-    sendTimeoutMs: 400,
+    // Long enough that a loaded machine's local answer never times out (a clean-clone CI run timed one out at 400 ms);
+    // the timeout story sets its own.
+    sendTimeoutMs: 2000,
     leaseMs: 5000,
     random: () => 0.5,
     ...extra,
@@ -136,7 +138,7 @@ describe('failover between two accounts', () => {
 
   it('the primary times out after the request left: that intent is not failed over, and is settled on the primary', async () => {
     const [pinned] = await expireHolds(db, `ftimeout-${++label}`, 1);
-    const w = worker();
+    const w = worker({ sendTimeoutMs: 400 });
     primary.processingMs = 900; // arrives, is delivered, answers after the send timeout
     expect((await w.runOnce()).outcomes).toEqual({ failed: 1 });
     await new Promise((r) => setTimeout(r, 1000)); // the stand-in finishes the send it received
