@@ -1,5 +1,6 @@
 import type { Queryable } from '../db/pool.js';
-import { HoldNotHeldError, IdempotencyConflictError, NotFoundError, ValidationError } from '../errors.js';
+import { HoldNotHeldError, IdempotencyConflictError, NotFoundError } from '../errors.js';
+import { holdFunctionError } from './function-errors.js';
 import type { Clock } from '../runtime/clock.js';
 import { activeTraceparent, validTraceparent } from '../observability/tracing.js';
 import { holdFromRow, holdsExtend, holdsGet, holdsGetForRetry, holdsInsert, holdsSettle, type HoldInsert, type HoldRow } from '../tables/holds.js';
@@ -128,14 +129,9 @@ async function holdChange(db: Queryable, schema: string, holdId: string, change:
   try {
     row = await change();
   } catch (error) {
-    const code = (error as { code?: string }).code;
-    if (code === '22023') {
-      const message = (error as Error).message;
-      const field = /^(\w+):/.exec(message)?.[1] ?? 'body';
-      const camel = field === 'expires_at' ? 'expiresAt' : field === 'ttl_seconds' ? 'ttlSeconds' : field;
-      throw new ValidationError(camel, message.slice(field.length + 2));
-    }
-    throw error;
+    const { code, message, column } = error as { code?: string; message?: string; column?: string };
+    const translated = code === '22023' && message ? holdFunctionError({ code, message, ...(column ? { column } : {}) }) : undefined;
+    throw translated ?? error;
   }
   if (row) return holdFromRow(row);
   const current = await holdsGet(db, schema, holdId);

@@ -1,4 +1,5 @@
-import { HoldNotHeldError, IdempotencyConflictError, LeaseholdError, NotFoundError, ValidationError } from '../errors.js';
+import { LeaseholdError } from '../errors.js';
+import { holdFunctionError } from '../holds/function-errors.js';
 import type { Hold, HoldStatus } from '../model/hold-states.js';
 import { ident } from '../db/pool.js';
 import { holdFromRow, type HoldRow } from '../tables/holds.js';
@@ -182,33 +183,15 @@ function databaseError(error: unknown, depth = 0): { code: string; message: stri
 }
 
 /**
- * The SQL functions' errors as the library's: 22023 ValidationError (the
- * field is the message's prefix, "expires_at: must be in the future"), 23505
- * IdempotencyConflictError, P0002 NotFoundError, 55000 HoldNotHeldError,
- * each with the driver's error as `cause`. Anything else is returned as it
- * was. (Knex puts the statement before the message, hence the searches.)
+ * The SQL functions' errors as the library's (holds/function-errors.ts),
+ * with the driver's error as `cause`, wherever the driver wrapped it.
+ * Anything else is returned as it was.
  */
 export function leaseholdErrorFrom(error: unknown): unknown {
   if (error instanceof LeaseholdError) return error;
   const db = databaseError(error);
-  if (!db) return error;
-  const withCause = <E extends Error>(e: E): E => Object.assign(e, { cause: error });
-  let m: RegExpMatchArray | null;
-  if (db.code === '22023') {
-    m = db.message.match(/([a-z_]+): (.*)$/s);
-    const field = db.column ?? m?.[1];
-    if (!field) return error;
-    const at = db.message.lastIndexOf(`${field}: `);
-    return withCause(new ValidationError(field, at >= 0 ? db.message.slice(at + field.length + 2) : db.message));
-  }
-  if (db.code === '23505' && (m = db.message.match(/id: hold "(.*)" already exists with different content$/s))) {
-    return withCause(new IdempotencyConflictError(m[1]!));
-  }
-  if (db.code === 'P0002' && (m = db.message.match(/id: no hold "(.*)"$/s))) return withCause(new NotFoundError('hold', m[1]!));
-  if (db.code === '55000' && (m = db.message.match(/id: hold "(.*)" is ([a-z_]+), not held$/s))) {
-    return withCause(new HoldNotHeldError(m[1]!, m[2]!));
-  }
-  return error;
+  const translated = db && holdFunctionError(db);
+  return translated ? Object.assign(translated, { cause: error }) : error;
 }
 
 /** Run one call through `execute` and read back its hold, the errors translated. */

@@ -114,7 +114,7 @@ export function describeOrmHolds<Tx>(name: string, connect: (db: TestDatabase) =
       };
       const invalid = await attempt((tx) => orm.createHold(tx, { customerEmail: 'not an address', ttlSeconds: 60 }, options));
       expect(invalid).toBeInstanceOf(ValidationError);
-      expect(invalid).toMatchObject({ field: 'customer_email', message: 'customer_email: must be an email address' });
+      expect(invalid).toMatchObject({ field: 'customerEmail', message: 'customerEmail: must be an email address' });
       await orm.transaction(async (tx) => void (await orm.createHold(tx, { id: 'h-taken', customerEmail: 'di@example.com', ttlSeconds: 60 }, options)));
       expect(await attempt((tx) => orm.createHold(tx, { id: 'h-taken', customerEmail: 'other@example.com', ttlSeconds: 60 }, options))).toBeInstanceOf(
         IdempotencyConflictError,
