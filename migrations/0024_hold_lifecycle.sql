@@ -236,9 +236,9 @@ $$;
 -- tens of milliseconds, measured: 1,000 confirm-vs-expire races took 30 s
 -- that way and 0.6 s this way).
 --
--- Settling voids the hold's pending reminder that no live lease holds (one
--- in flight goes out; its deadline becomes now, so if it comes back unsent
--- the delivery lane's sweep voids it) and, for a confirmation the hold asked for, writes the
+-- Settling voids the hold's pending reminder that no lease holds (one in
+-- flight goes out; its deadline becomes now, so if it comes back unsent, or
+-- its worker died, the delivery lane's sweep voids it) and, for a confirmation the hold asked for, writes the
 -- `reservation-confirmed` intent, due at once, with the notice deadline.
 CREATE FUNCTION settle_hold_(hold_id text, to_status text, notice_deadline_seconds integer, acted_at timestamptz)
 RETURNS support_reservations
@@ -258,13 +258,17 @@ BEGIN
   IF NOT FOUND THEN
     RETURN NULL;
   END IF;
-  UPDATE email_outbox o
-     SET state = 'voided', finished_at = acted_at, last_error = 'its hold was ' || to_status || ' first'
-   WHERE o.reservation_id = hold.id AND o.template = 'reservation-reminder' AND o.state = 'pending'
-     AND (o.lease_token IS NULL OR o.lease_expires_at <= acted_at) AND o.batch_id IS NULL;
-  -- One in flight may go out; if it comes back unsent, its deadline has passed and the sweep voids it.
-  UPDATE email_outbox o SET send_by = least(o.send_by, acted_at)
-   WHERE o.reservation_id = hold.id AND o.template = 'reservation-reminder' AND o.state = 'pending';
+  -- Only a hold that asked for a reminder has one: the rest settle with no statement on the outbox.
+  IF hold.remind_before_seconds IS NOT NULL THEN
+    UPDATE email_outbox o
+       SET state = 'voided', finished_at = acted_at, last_error = 'its hold was ' || to_status || ' first'
+     WHERE o.reservation_id = hold.id AND o.template = 'reservation-reminder' AND o.state = 'pending'
+       AND o.lease_token IS NULL AND o.batch_id IS NULL;
+    -- One under a lease may be in flight and go out; if it comes back unsent (or its
+    -- worker died), its deadline has passed and the sweep voids it, closing the attempt.
+    UPDATE email_outbox o SET send_by = least(o.send_by, acted_at)
+     WHERE o.reservation_id = hold.id AND o.template = 'reservation-reminder' AND o.state = 'pending';
+  END IF;
   IF to_status = 'confirmed' AND hold.notify_on_confirm THEN
     INSERT INTO email_outbox AS o (id, reservation_id, tenant, recipient, template, state, available_at, created_at, send_by)
     VALUES ('reservation-confirmed:' || hold.id, hold.id, hold.tenant, hold.customer_email, 'reservation-confirmed', 'pending',

@@ -9,6 +9,8 @@ import { ManualClock } from '../../src/runtime/clock.js';
 import { createMetrics } from '../../src/observability/metrics.js';
 import { silentLogger } from '../../src/observability/logger.js';
 import { ident } from '../../src/db/pool.js';
+import { intentsLease } from '../../src/tables/outbox.js';
+import { randomUUID } from 'node:crypto';
 import { HoldNotHeldError, ValidationError } from '../../src/errors.js';
 import { testDatabase, type TestDatabase } from '../helpers/database.js';
 import { ScriptedGateway } from '../helpers/scripted-gateway.js';
@@ -201,6 +203,22 @@ describe("a hold's reminder, expiry and confirmation", () => {
     expect(await s.states()).toEqual({ 'reservation-reminder': 'pending' });
     for (const t of [5.9, 6]) await s.at(t);
     expect(await s.sent()).toEqual([{ kind: 'reservation-reminder', at: 6 }]);
+  });
+
+  it('a reminder under a lease when its hold is confirmed is not voided then; once its lease runs out unsent, the sweep voids it and closes its attempt', async () => {
+    const s = await scenario();
+    await createHold(db.pool, { id: s.id, customerEmail: 'ana@example.com', ttlSeconds: 6, remindBeforeSeconds: 4 }, s.opts);
+    s.clock.set(s.clock.now().getTime() + 2000);
+    // A worker leases the reminder and dies before sending it.
+    const leased = await intentsLease(db.pool, db.schema, { limit: 5, leaseMs: 1000, token: randomUUID(), provider: 'x', now: s.clock.now() });
+    expect(leased.map((i) => i.id)).toEqual([`reservation-reminder:${s.id}`]);
+    await confirmHold(db.pool, s.id, s.opts);
+    expect(await s.states()).toEqual({ 'reservation-reminder': 'pending' });
+    await s.at(3.5); // the lease has run out
+    expect(await s.states()).toEqual({ 'reservation-reminder': 'voided' });
+    expect(s.gateway.calls).toHaveLength(0);
+    const { rows } = await db.pool.query(`SELECT outcome FROM ${ident(db.schema)}.email_attempts WHERE intent_id = $1`, [`reservation-reminder:${s.id}`]);
+    expect(rows).toEqual([{ outcome: 'lease_expired' }]);
   });
 
   it('bad extend input names the field', async () => {

@@ -25,14 +25,10 @@ export async function runService(ctx: CommandContext, parts: ServiceParts, optio
   // At most this many pooled connections (LEASEHOLD_POOL_SIZE), plus the
   // delivery lane's LISTEN session: the budget docs/operations.md adds up.
   const poolSize = config.poolSize ?? (parts.delivery || parts.expiry ? DEFAULTS.poolSizeLanes : DEFAULTS.poolSizeApi);
-  let db;
-  try {
-    db = await ctx.database({ poolSize, migrations: 'apply' });
-  } catch (error) {
+  const db = await ctx.database({ poolSize, migrations: 'apply' }).catch(async (error: unknown) => {
     await tracing?.shutdown();
     throw error;
-  }
-  const database = db;
+  });
   let service;
   try {
     service = await startService(prepared, { pool: db.pool, schema: db.schema, logger }, {
@@ -60,7 +56,7 @@ export async function runService(ctx: CommandContext, parts: ServiceParts, optio
       async () => {
         process.off('SIGHUP', reload);
         await running.stop();
-        await database.close();
+        await db.close();
         // The lanes have drained: their last spans are exported now.
         await tracing?.shutdown();
       },
