@@ -122,14 +122,14 @@ export async function tenantPolicyDelete(db: Queryable, schema: string, tenant: 
 }
 
 /**
- * SQL expression for the fair lease (tables/outbox/lane.ts): the weight of
+ * SQL expression for the fair lease (tables/outbox/fair.ts): the weight of
  * tenant `tenant` (an SQL text expression), 1 for a tenant without a policy.
  */
 export const tenantWeightSql = (s: string, tenant: string): string =>
   `coalesce((SELECT p.weight FROM ${s}.tenant_policies p WHERE p.tenant = ${tenant}), 1)`;
 
 /**
- * CTE fragments for the fair lease's tenant caps (tables/outbox/lane.ts).
+ * CTE fragments for the fair lease's tenant caps (tables/outbox/fair.ts).
  * `tenant_caps`: the capped tenants among `tenants` (a CTE with a tenant
  * column), locked (a lease of that tenant in another process waits here,
  * so their takes add up), with the permits refilled at `now`: the account
