@@ -15,7 +15,9 @@ import { singleAccount, type AccountsInput } from './accounts.js';
 import type { Workload } from './input.js';
 import type { PriceTable } from './prices.js';
 import type { RowCounts, RowsReport, StatementRates, StatementsReport, Verdict } from './reports.js';
+import { deadlineRisks, type DeadlineRisk } from './deadlines.js';
 
+export type { DeadlineRisk };
 export type { RowCounts, RowsReport, StatementRates, StatementsReport, Verdict };
 
 /**
@@ -52,29 +54,6 @@ export interface BurstReport {
   /** Each kind whose emails carry a deadline: would the burst's emails make it (LEASEHOLD_NOTICE_DEADLINE_S, LEASEHOLD_REMIND_BEFORE_S)? */
   deadlines: DeadlineRisk[];
   formula: string;
-}
-
-export interface DeadlineRisk {
-  kind: 'reservation-expired' | 'reservation-reminder';
-  deadlineSeconds: number;
-  verdict: 'meets' | 'misses';
-  /** Emails of the burst still queued past the deadline: never sent (they end missed_deadline). */
-  missedEmails: number;
-}
-
-/**
- * How many of a burst's emails wait longer than `deadline`: the k-th
- * (k > limiter burst) leaves at (k - burst) / drain and fell due at
- * k * window / holds, so it waits longer once k passes
- * (deadline + burst / drain) / (1 / drain - window / holds).
- */
-export function missedByDeadline(b: Pick<BurstReport, 'holds' | 'windowSeconds' | 'limiterBurst' | 'drainRatePerSecond' | 'drainSeconds'>, deadline: number): number {
-  if (b.drainSeconds === null) return b.holds;
-  const slope = 1 / b.drainRatePerSecond - b.windowSeconds / b.holds;
-  if (slope <= 0) return 0;
-  const first = (deadline + b.limiterBurst / b.drainRatePerSecond) / slope;
-  // Emails past index `first` wait longer (the one at it waits exactly the deadline).
-  return Math.max(0, Math.min(b.holds, b.holds - Math.floor(first + 1e-9)));
 }
 
 export interface SteadyReport {
@@ -186,17 +165,7 @@ export function burstReport(w: Workload, emailsPerRequest = 1): BurstReport | nu
     expiryCatchUpSeconds,
     expiryPromiseSeconds: w.expiryPromiseSeconds,
     expiryVerdict: expiryCatchUpSeconds <= w.expiryPromiseSeconds ? 'meets' : 'misses',
-    deadlines: (
-      [
-        ['reservation-expired', w.deadlines.noticeSeconds],
-        ['reservation-reminder', w.deadlines.reminderSeconds],
-      ] as const
-    )
-      .filter((d): d is readonly [DeadlineRisk['kind'], number] => d[1] !== undefined)
-      .map(([kind, deadlineSeconds]) => {
-        const missedEmails = missedByDeadline({ holds, windowSeconds, limiterBurst: w.provider.burst, drainRatePerSecond: drainRate, drainSeconds }, deadlineSeconds);
-        return { kind, deadlineSeconds, verdict: missedEmails === 0 ? 'meets' : 'misses', missedEmails };
-      }),
+    deadlines: deadlineRisks(w.deadlines, { holds, windowSeconds, limiterBurst: w.provider.burst, drainRatePerSecond: drainRate, drainSeconds }),
     formula:
       'drain = max(0, burst holds - limiter burst) / (min(limit, delivery capacity) - average email rate); ' +
       'oldest age = max(0, drain - burst window), holds falling due evenly over the window and the bucket full when it starts',
