@@ -22,8 +22,8 @@ import { roundsInFlight, roundSize, type RateLimitPolicy } from '../model/delive
 import type { RetryPolicy } from './retry-policy.js';
 import { shippedTemplates, type Templates } from '../templates/templates.js';
 import type { DeliveryEvents } from './events.js';
-import { LeaseReclaimer } from './reclaimer.js';
-import { DeadlineSweeper } from './deadlines.js';
+import type { DeadlineSweeper } from './deadlines.js';
+import { sideLoopsOf } from './side-loops.js';
 import { leaseInSpan } from './spans.js';
 import type { SweptIntent } from '../tables/outbox.js';
 import { RoundRecorder } from './recorder.js';
@@ -146,9 +146,9 @@ function batchSizeOf(account: DeliveryAccount): number {
 export class DeliveryWorker extends LoopWorker<DeliveryEvents> {
   protected readonly loop: ServiceLoop;
   private readonly extraLoops: ServiceLoop[];
-  private readonly reclaimLoop: ServiceLoop | undefined;
+  /** The deadline sweep and the reclaim (delivery/side-loops.ts). */
+  private readonly housekeeping: readonly ServiceLoop[];
   private readonly deadlines: DeadlineSweeper;
-  private readonly deadlineLoop: ServiceLoop;
   private readonly slots: Slots;
   private readonly schema: string;
   private readonly accounts: readonly WorkerAccount[];
@@ -253,45 +253,9 @@ export class DeliveryWorker extends LoopWorker<DeliveryEvents> {
     );
     this.loop = first!;
     this.extraLoops = more;
-    this.deadlines = new DeadlineSweeper({
-      db: () => options.presence?.session ?? options.pool,
-      schema: this.schema,
-      logger: this.logger,
-      metrics: options.metrics,
-      clock: options.clock,
-    });
-    this.deadlineLoop = new ServiceLoop({
-      name: 'delivery.deadlines',
-      intervalMs: DEFAULTS.deadlineSweepIntervalMs,
-      logger: this.logger,
-      tick: () => this.deadlines.tick(),
-      tickTimeoutMs: DEFAULTS.tickTimeoutMs,
-    });
-    const reclaimIntervalMs = options.reclaimIntervalMs ?? DEFAULTS.reclaimIntervalMs;
-    if (reclaimIntervalMs > 0) {
-      const reclaimer = new LeaseReclaimer({
-        pool: options.pool,
-        // The presence session, while held: the reclaim never waits for a pooled connection behind the rounds.
-        session: () => options.presence?.session,
-        schema: this.schema,
-        graceMs: options.reclaimGraceMs ?? DEFAULTS.reclaimGraceMs,
-        logger: this.logger,
-        ...(options.metrics ? { metrics: options.metrics } : {}),
-        // The reclaimed intents are due now: a round picks them up at once.
-        onReclaimed: () => this.wake(),
-      });
-      this.reclaimLoop = new ServiceLoop({
-        name: 'delivery.reclaim',
-        intervalMs: reclaimIntervalMs,
-        // A reclaim is what ends a dead worker's wait: never back off long
-        // (its statements are small; after a purge or a restart the pool's
-        // next connection usually works at once).
-        maxBackoffMs: 250,
-        logger: this.logger,
-        tick: () => reclaimer.tick(),
-        tickTimeoutMs: DEFAULTS.tickTimeoutMs,
-      });
-    }
+    const side = sideLoopsOf(options, this.schema, this.logger, () => this.wake());
+    this.deadlines = side.deadlines;
+    this.housekeeping = side.loops;
   }
 
   protected override get loops(): readonly ServiceLoop[] {
@@ -299,7 +263,7 @@ export class DeliveryWorker extends LoopWorker<DeliveryEvents> {
   }
 
   protected override get sideLoops(): readonly ServiceLoop[] {
-    return this.reclaimLoop ? [this.reclaimLoop, this.deadlineLoop] : [this.deadlineLoop];
+    return this.housekeeping;
   }
 
   /** End the intents whose deadline passed unsent, now (the worker does it every DEFAULTS.deadlineSweepIntervalMs). */
