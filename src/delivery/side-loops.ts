@@ -3,7 +3,10 @@ import type { Logger } from '../observability/logger.js';
 import { ServiceLoop } from '../runtime/loop.js';
 import { DeadlineSweeper } from './deadlines.js';
 import { LeaseReclaimer } from './reclaimer.js';
-import type { DeliveryWorkerOptions } from './worker.js';
+import type pg from 'pg';
+import type { Queryable } from '../db/pool.js';
+import type { Metrics } from '../observability/metrics.js';
+import type { Clock } from '../runtime/clock.js';
 
 /**
  * What a delivery worker runs beside its rounds, each on a loop of its own:
@@ -13,8 +16,18 @@ import type { DeliveryWorkerOptions } from './worker.js';
  * the worker's presence session while it holds one, so neither waits for a
  * pooled connection behind the rounds.
  */
+/** The delivery worker's options these loops read (DeliveryWorkerOptions, worker.ts, documents each). */
+export interface SideLoopOptions {
+  pool: pg.Pool;
+  presence?: { readonly session?: Queryable | undefined };
+  metrics?: Metrics;
+  clock?: Clock;
+  reclaimIntervalMs?: number;
+  reclaimGraceMs?: number;
+}
+
 export function sideLoopsOf(
-  options: DeliveryWorkerOptions,
+  options: SideLoopOptions,
   schema: string,
   logger: Logger,
   /** Leases were reclaimed: their intents are due now. */
