@@ -215,7 +215,13 @@ export interface HoldHelpers<T> {
   extendHold(tx: T, id: string, change: ExtendHoldArgs, options?: HoldCallOptions): Promise<Hold>;
 }
 
-export function holdHelpers<T>(run: (tx: T, c: FunctionCall, options: HoldCallOptions) => Promise<Hold>): HoldHelpers<T> {
+/**
+ * The four hold functions of one ORM helper, given how it executes one
+ * call's statement on its transaction type `T` (the schema resolved, the
+ * result read back and the errors translated here).
+ */
+export function holdHelpers<T>(execute: (tx: T, c: FunctionCall, schema: string) => PromiseLike<unknown>): HoldHelpers<T> {
+  const run = (tx: T, c: FunctionCall, options: HoldCallOptions) => runHoldCall(() => execute(tx, c, schemaOf(options)));
   return {
     createHold: (tx, input, options = {}) => run(tx, createHoldCall(input), options),
     confirmHold: (tx, id, options = {}) => run(tx, confirmHoldCall(id, options), options),

@@ -1,15 +1,5 @@
 import { sql, type SQL } from 'drizzle-orm';
-import type { Hold } from '../model/hold-states.js';
-import {
-  holdHelpers,
-  runHoldCall,
-  schemaOf,
-  type ConfirmHoldArgs,
-  type CreateHoldArgs,
-  type ExtendHoldArgs,
-  type FunctionCall,
-  type HoldCallOptions,
-} from './calls.js';
+import { holdHelpers, type FunctionCall } from './calls.js';
 
 /**
  * leasehold/drizzle: holds inside a Drizzle transaction, on either of its
@@ -36,10 +26,6 @@ function toSql(c: FunctionCall, schema: string): SQL {
   return sql`SELECT * FROM ${sql.identifier(schema)}.${sql.raw(c.fn)}(${args})`;
 }
 
-function run(tx: DrizzleExecutor, c: FunctionCall, options: HoldCallOptions): Promise<Hold> {
-  return runHoldCall(() => tx.execute(toSql(c, schemaOf(options))));
-}
+export type { CreateHoldArgs, ExtendHoldArgs, ConfirmHoldArgs, HoldCallOptions } from './calls.js';
 
-export type { CreateHoldArgs, ExtendHoldArgs, ConfirmHoldArgs, HoldCallOptions };
-
-export const { createHold, confirmHold, cancelHold, extendHold } = holdHelpers<DrizzleExecutor>(run);
+export const { createHold, confirmHold, cancelHold, extendHold } = holdHelpers<DrizzleExecutor>((tx, c, schema) => tx.execute(toSql(c, schema)));

@@ -1,15 +1,4 @@
-import type { Hold } from '../model/hold-states.js';
-import {
-  holdHelpers,
-  runHoldCall,
-  schemaOf,
-  statement,
-  type ConfirmHoldArgs,
-  type CreateHoldArgs,
-  type ExtendHoldArgs,
-  type FunctionCall,
-  type HoldCallOptions,
-} from './calls.js';
+import { holdHelpers, statement } from './calls.js';
 
 /**
  * leasehold/knex: holds inside a Knex transaction (the `pg` client).
@@ -27,11 +16,9 @@ export interface KnexExecutor {
   raw(sql: string, bindings: readonly unknown[]): PromiseLike<unknown>;
 }
 
-function run(trx: KnexExecutor, c: FunctionCall, options: HoldCallOptions): Promise<Hold> {
-  const { text, values } = statement(c, schemaOf(options), () => '?');
-  return runHoldCall(() => trx.raw(text, values));
-}
+export type { CreateHoldArgs, ExtendHoldArgs, ConfirmHoldArgs, HoldCallOptions } from './calls.js';
 
-export type { CreateHoldArgs, ExtendHoldArgs, ConfirmHoldArgs, HoldCallOptions };
-
-export const { createHold, confirmHold, cancelHold, extendHold } = holdHelpers<KnexExecutor>(run);
+export const { createHold, confirmHold, cancelHold, extendHold } = holdHelpers<KnexExecutor>((trx, c, schema) => {
+  const { text, values } = statement(c, schema, () => '?');
+  return trx.raw(text, values);
+});

@@ -1,16 +1,5 @@
 import { CompiledQuery, type QueryResult } from 'kysely';
-import type { Hold } from '../model/hold-states.js';
-import {
-  holdHelpers,
-  runHoldCall,
-  schemaOf,
-  statement,
-  type ConfirmHoldArgs,
-  type CreateHoldArgs,
-  type ExtendHoldArgs,
-  type FunctionCall,
-  type HoldCallOptions,
-} from './calls.js';
+import { holdHelpers, statement } from './calls.js';
 
 /**
  * leasehold/kysely: holds inside a Kysely transaction.
@@ -28,11 +17,9 @@ export interface KyselyExecutor {
   executeQuery<R>(query: CompiledQuery<R>): Promise<QueryResult<R>>;
 }
 
-function run(trx: KyselyExecutor, c: FunctionCall, options: HoldCallOptions): Promise<Hold> {
-  const { text, values } = statement(c, schemaOf(options));
-  return runHoldCall(() => trx.executeQuery(CompiledQuery.raw(text, values)));
-}
+export type { CreateHoldArgs, ExtendHoldArgs, ConfirmHoldArgs, HoldCallOptions } from './calls.js';
 
-export type { CreateHoldArgs, ExtendHoldArgs, ConfirmHoldArgs, HoldCallOptions };
-
-export const { createHold, confirmHold, cancelHold, extendHold } = holdHelpers<KyselyExecutor>(run);
+export const { createHold, confirmHold, cancelHold, extendHold } = holdHelpers<KyselyExecutor>((trx, c, schema) => {
+  const { text, values } = statement(c, schema);
+  return trx.executeQuery(CompiledQuery.raw(text, values));
+});

@@ -1,15 +1,4 @@
-import type { Hold } from '../model/hold-states.js';
-import {
-  holdHelpers,
-  runHoldCall,
-  schemaOf,
-  statement,
-  type ConfirmHoldArgs,
-  type CreateHoldArgs,
-  type ExtendHoldArgs,
-  type FunctionCall,
-  type HoldCallOptions,
-} from './calls.js';
+import { holdHelpers, statement } from './calls.js';
 
 /**
  * leasehold/postgres: holds inside a postgres.js (`postgres` package)
@@ -29,11 +18,9 @@ export interface PostgresJsExecutor {
   unsafe(query: string, parameters: any[]): PromiseLike<unknown>;
 }
 
-function run(tx: PostgresJsExecutor, c: FunctionCall, options: HoldCallOptions): Promise<Hold> {
-  const { text, values } = statement(c, schemaOf(options));
-  return runHoldCall(() => tx.unsafe(text, values));
-}
+export type { CreateHoldArgs, ExtendHoldArgs, ConfirmHoldArgs, HoldCallOptions } from './calls.js';
 
-export type { CreateHoldArgs, ExtendHoldArgs, ConfirmHoldArgs, HoldCallOptions };
-
-export const { createHold, confirmHold, cancelHold, extendHold } = holdHelpers<PostgresJsExecutor>(run);
+export const { createHold, confirmHold, cancelHold, extendHold } = holdHelpers<PostgresJsExecutor>((tx, c, schema) => {
+  const { text, values } = statement(c, schema);
+  return tx.unsafe(text, values);
+});

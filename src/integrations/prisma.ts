@@ -1,15 +1,4 @@
-import type { Hold } from '../model/hold-states.js';
-import {
-  holdHelpers,
-  runHoldCall,
-  schemaOf,
-  statement,
-  type ConfirmHoldArgs,
-  type CreateHoldArgs,
-  type ExtendHoldArgs,
-  type FunctionCall,
-  type HoldCallOptions,
-} from './calls.js';
+import { holdHelpers, statement } from './calls.js';
 
 /**
  * leasehold/prisma: holds inside a Prisma interactive transaction.
@@ -29,11 +18,9 @@ export interface PrismaExecutor {
   $queryRawUnsafe<T = unknown>(query: string, ...values: any[]): PromiseLike<T>;
 }
 
-function run(tx: PrismaExecutor, c: FunctionCall, options: HoldCallOptions): Promise<Hold> {
-  const { text, values } = statement(c, schemaOf(options));
-  return runHoldCall(() => tx.$queryRawUnsafe(text, ...values));
-}
+export type { CreateHoldArgs, ExtendHoldArgs, ConfirmHoldArgs, HoldCallOptions } from './calls.js';
 
-export type { CreateHoldArgs, ExtendHoldArgs, ConfirmHoldArgs, HoldCallOptions };
-
-export const { createHold, confirmHold, cancelHold, extendHold } = holdHelpers<PrismaExecutor>(run);
+export const { createHold, confirmHold, cancelHold, extendHold } = holdHelpers<PrismaExecutor>((tx, c, schema) => {
+  const { text, values } = statement(c, schema);
+  return tx.$queryRawUnsafe(text, ...values);
+});
