@@ -5,6 +5,7 @@ import { ConfigError, ValidationError } from './errors.js';
 import { checkEraseWithinRetention, DEFAULT_RETENTION, MAX_PRUNE_BATCH, parseErasePiiAfterDays, parseRetentionDays, type RetentionPolicy } from './model/retention-policy.js';
 import { validLocale, validTimeZone } from './model/locale.js';
 import { onFirstUse } from './zod.js';
+import { describeZodError } from './model/zod-issues.js';
 import { DEFAULT_AUDIT_RETENTION_DAYS } from './model/audit-actions.js';
 
 const HOST_NAME = /^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/;
@@ -296,10 +297,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   const cleaned = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== ''));
   const parsed = schema().safeParse(cleaned);
   if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
-    const variable = String(issue.path[0] ?? 'environment');
+    const { path, message } = describeZodError(parsed.error, { schema: schema(), input: cleaned });
+    const variable = String(path[0] ?? 'environment');
     const got = SECRET_VARIABLES.has(variable) ? '' : ` (got ${JSON.stringify(cleaned[variable] ?? null)})`;
-    throw new ConfigError(variable, `${issue.message}${got}`);
+    throw new ConfigError(variable, `${message}${got}`);
   }
   const e = parsed.data;
   const sendTimeoutMs = e.LEASEHOLD_SEND_TIMEOUT_MS ?? DEFAULTS.sendTimeoutMs(e.LEASEHOLD_LEASE_MS);

@@ -21,7 +21,8 @@ import { ApiTokens } from './server/auth.js';
 import type { AuditActor } from './model/audit-actions.js';
 import { rateLimiterEnsure } from './tables/rate-limiter.js';
 import { describeProblem } from './templates/source.js';
-import { loadTemplates, type Templates } from './templates/templates.js';
+import type { Templates } from './templates/templates.js';
+import { templatesFromConfig } from './templates/configured.js';
 
 /**
  * The composition root: the one place that builds leasehold's parts from a
@@ -59,14 +60,8 @@ export interface PreparedService {
   tokenEntries: Awaited<ReturnType<typeof ApiTokens.readFile>> | undefined;
 }
 
-/** The templates this configuration sends with: LEASEHOLD_TEMPLATES_DIR, or the shipped ones. */
-export function templatesFromConfig(config: Config): Templates {
-  return loadTemplates({
-    ...(config.templatesDir ? { dir: config.templatesDir } : {}),
-    defaultLocale: config.defaultLocale,
-    defaultTimeZone: config.defaultTimeZone,
-  });
-}
+/** The templates this configuration sends with (the CLI builds them without loading this module). */
+export { templatesFromConfig };
 
 /** The configured templates, or TemplatesBrokenError naming the first problem: found before any message is. */
 export function checkedTemplates(config: Config): Templates {

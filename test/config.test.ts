@@ -43,7 +43,7 @@ describe('configuration', () => {
     ['LEASEHOLD_API_TOKEN', 'short', '16'],
     ['LEASEHOLD_HOST', 'not a host', 'IP address or a host name'],
     ['LEASEHOLD_HOST', 'http://127.0.0.1', 'IP address or a host name'],
-    ['LOG_LEVEL', 'loud', 'Invalid option'],
+    ['LOG_LEVEL', 'loud', 'must be one of fatal, error, warn, info, debug, trace, silent'],
     ['LEASEHOLD_RETENTION_DAYS', '0', 'whole number of days from 1 to 3650, or off (got "0")'],
     ['LEASEHOLD_RETENTION_DAYS', 'a month', 'or off (got "a month")'],
     ['LEASEHOLD_RETENTION_DAYS', '3651', 'from 1 to 3650'],

@@ -1,6 +1,8 @@
 import { z } from 'zod';
 import { MAX_BURST, MAX_PER_SECOND } from '../model/delivery-policy.js';
 import { ValidationError } from '../errors.js';
+import { describeZodError } from '../model/zod-issues.js';
+import { FLAGS, type WorkloadField } from './flags.js';
 
 /**
  * The workload the capacity model reads: from a YAML file, from flags (which
@@ -12,35 +14,8 @@ import { ValidationError } from '../errors.js';
 export const PROVIDERS = ['sandbox', 'resend', 'postmark', 'ses', 'smtp'] as const;
 export type ProviderName = (typeof PROVIDERS)[number];
 
-/** Flags (as the CLI spells them) for each field, so an error names both. */
-export const FLAGS = {
-  'volume.emailsPerDay': '--emails-per-day',
-  'volume.expiredShare': '--expired-share',
-  'burst.holds': '--burst-holds',
-  'burst.windowSeconds': '--burst-window',
-  holdWindowSeconds: '--hold-window',
-  retentionDays: '--retention-days',
-  promiseSeconds: '--promise',
-  expiryPromiseSeconds: '--expiry-promise',
-  'provider.name': '--provider',
-  'provider.perSecond': '--per-second',
-  'provider.burst': '--burst',
-  'provider.dailyQuota': '--daily-quota',
-  'provider.latencyMs': '--latency-ms',
-  'deployment.workers': '--workers',
-  'deployment.deliveryBatch': '--delivery-batch',
-  'deployment.deliveryConcurrency': '--delivery-concurrency',
-  'deployment.expiryBatch': '--expiry-batch',
-  'deployment.expiryIntervalMs': '--expiry-interval-ms',
-  'deployment.attemptsPerEmail': '--attempts-per-email',
-  'deadlines.noticeSeconds': '--notice-deadline',
-  'deadlines.reminderSeconds': '--remind-before',
-  'storage.bloatFactor': '--bloat-factor',
-  'observability.logRetentionDays': '--log-retention-days',
-  freeTiers: '--free-tiers',
-} as const;
-
-export type WorkloadField = keyof typeof FLAGS;
+/** The flags live in flags.ts, which the CLI reads for its help without loading zod. */
+export { FLAGS, type WorkloadField };
 
 /** Defaults taken from the running configuration (src/config.ts), not from this file. */
 export interface ConfigDefaults {
@@ -186,15 +161,12 @@ export function parseWorkload(raw: unknown, defaults: ConfigDefaults): Workload 
   if (raw === undefined || raw === null) raw = {};
   if (!isPlain(raw)) throw new ValidationError('workload', 'must be a mapping of fields (see capacity/workload.example.yaml)');
   // Without a volume section the one required field is still named.
-  const parsed = workloadSchema(defaults).safeParse({ volume: {}, ...raw }, { reportInput: true });
+  const input = { volume: {}, ...raw };
+  const schema = workloadSchema(defaults);
+  const parsed = schema.safeParse(input);
   if (parsed.success) return parsed.data;
-  // A misspelt field is reported as such, not as the field it failed to set.
-  const issue = parsed.error.issues.find((i) => i.code === 'unrecognized_keys') ?? parsed.error.issues[0]!;
-  if (issue.code === 'unrecognized_keys') {
-    return fail([...issue.path, issue.keys[0]!], 'unknown field');
-  }
-  if (issue.code === 'invalid_type' && issue.input === undefined) return fail(issue.path, 'required');
-  return fail(issue.path, issue.message);
+  const { path, message } = describeZodError(parsed.error, { schema, input });
+  return fail(path, message);
 }
 
 function fail(path: PropertyKey[], message: string): never {

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { ValidationError } from '../errors.js';
+import { describeZodError } from '../model/zod-issues.js';
 import { PROVIDERS } from './input.js';
 
 /**
@@ -81,13 +82,8 @@ export type EmailPlan = z.output<typeof emailPlan>;
 
 /** Validate a parsed price table; throws ValidationError naming the field (prefixed `prices:`). */
 export function parsePrices(raw: unknown): PriceTable {
-  const parsed = pricesSchema.safeParse(raw, { reportInput: true });
+  const parsed = pricesSchema.safeParse(raw);
   if (parsed.success) return parsed.data;
-  // A misspelt field is reported as such, not as the field it failed to set.
-  const issue = parsed.error.issues.find((i) => i.code === 'unrecognized_keys') ?? parsed.error.issues[0]!;
-  const path = issue.code === 'unrecognized_keys' ? [...issue.path, issue.keys[0]!] : issue.path;
-  const field = `price table ${path.map(String).join('.') || '(top level)'}`;
-  if (issue.code === 'unrecognized_keys') throw new ValidationError(field, 'unknown field');
-  if (issue.code === 'invalid_type' && issue.input === undefined) throw new ValidationError(field, 'required');
-  throw new ValidationError(field, issue.message);
+  const { path, message } = describeZodError(parsed.error, { schema: pricesSchema, input: raw });
+  throw new ValidationError(`price table ${path.map(String).join('.') || '(top level)'}`, message);
 }

@@ -1,5 +1,6 @@
 import { configFileDocument, configFileFailure } from './config-file.js';
 import { onFirstUse } from '../zod.js';
+import { describeZodError } from './zod-issues.js';
 import { ACCOUNT_NAME, ACCOUNT_PROVIDERS, type Account, type AccountProvider, type Accounts } from './accounts.js';
 import { BURST_RULE, isValidPerSecond, MAX_BURST, PER_SECOND_RULE } from './delivery-policy.js';
 
@@ -75,9 +76,8 @@ export function parseAccounts(text: string, env: Readonly<Record<string, string 
   const doc = configFileDocument(text, source);
   const parsed = fileSchema().safeParse(doc);
   if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
-    const known = issue.code === 'unrecognized_keys' ? ` (unknown: ${issue.keys.join(', ')})` : '';
-    return fail(fieldOf(issue.path), `${issue.message}${known}`);
+    const { path, message } = describeZodError(parsed.error, { schema: fileSchema(), input: doc });
+    return fail(fieldOf(path), message);
   }
   const seen = new Set<string>();
   const accounts = parsed.data.accounts.map((raw, i): Account => {

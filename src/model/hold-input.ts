@@ -3,6 +3,7 @@ import type { z } from 'zod';
 import { ValidationError } from '../errors.js';
 import { checkJsonValue, storableText } from '../text.js';
 import { onFirstUse } from '../zod.js';
+import { describeZodError, zodValidationError, type IssueContext } from './zod-issues.js';
 
 /** The id rule, shared by hold ids and tenants (and mirrored by the CHECKs and create_hold in migrations/). */
 const ID_RULE = '[A-Za-z0-9][A-Za-z0-9._:-]{0,127}';
@@ -73,7 +74,7 @@ export type ExtendHoldInput = z.input<ReturnType<typeof extendHoldSchema>>;
 /** A valid extend request: the new deadline as an instant, or seconds from now. */
 export function validateExtendHold(input: unknown): { expiresAt: Date | null; ttlSeconds: number | null } {
   const parsed = extendHoldSchema().safeParse(input);
-  if (!parsed.success) throw toValidationError(parsed.error);
+  if (!parsed.success) throw toValidationError(parsed.error, '', { schema: extendHoldSchema(), input });
   const v = parsed.data;
   if ((v.expiresAt === undefined) === (v.ttlSeconds === undefined)) {
     throw new ValidationError('expiresAt', 'give exactly one of expiresAt and ttlSeconds');
@@ -107,16 +108,13 @@ export interface ValidHold {
   requestHash: string;
 }
 
-/** First zod issue as a ValidationError naming the field. */
-export function toValidationError(error: z.ZodError, prefix = ''): ValidationError {
-  const issue = error.issues[0]!;
-  let field = [prefix, ...issue.path.map(String)].filter(Boolean).join('.');
-  let message = issue.message;
-  if (issue.code === 'unrecognized_keys') {
-    field = [prefix, ...issue.path.map(String), issue.keys[0]].filter(Boolean).join('.');
-    message = 'is not a known field';
-  }
-  return new ValidationError(field || 'body', message);
+/**
+ * A ZodError as a ValidationError naming the field, in our words
+ * (model/zod-issues.ts). Give `context` (the schema and the value parsed)
+ * so a missing field says `required` and an unknown one `did you mean`.
+ */
+export function toValidationError(error: z.ZodError, prefix = '', context: IssueContext = {}): ValidationError {
+  return zodValidationError(error, { ...context, prefix });
 }
 
 /**
@@ -128,7 +126,7 @@ export function toValidationError(error: z.ZodError, prefix = ''): ValidationErr
  */
 export function validateCreateHold(input: unknown): ValidHold {
   const parsed = createHoldSchema().safeParse(input);
-  if (!parsed.success) throw toValidationError(parsed.error);
+  if (!parsed.success) throw toValidationError(parsed.error, '', { schema: createHoldSchema(), input });
   const v = parsed.data;
   if ((v.expiresAt === undefined) === (v.ttlSeconds === undefined)) {
     throw new ValidationError('expiresAt', 'give exactly one of expiresAt and ttlSeconds');
@@ -178,12 +176,12 @@ export function checkExpiresAt(hold: ValidHold, now: Date): void {
 
 export function validateHoldId(id: unknown, field = 'id'): string {
   const parsed = holdIdSchema().safeParse(id);
-  if (!parsed.success) throw new ValidationError(field, parsed.error.issues[0]!.message);
+  if (!parsed.success) throw new ValidationError(field, describeZodError(parsed.error, { input: id }).message);
   return parsed.data;
 }
 
 export function validateTenant(tenant: unknown, field = 'tenant'): string {
   const parsed = tenantSchema().safeParse(tenant);
-  if (!parsed.success) throw new ValidationError(field, parsed.error.issues[0]!.message);
+  if (!parsed.success) throw new ValidationError(field, describeZodError(parsed.error, { input: tenant }).message);
   return parsed.data;
 }

@@ -97,7 +97,7 @@ export type TenantPolicyInput = z.input<ReturnType<typeof tenantPolicySchema>>;
  */
 export function validateTenantPolicy(input: unknown, accounts?: readonly string[]): TenantPolicyFields {
   const parsed = tenantPolicySchema().safeParse(input ?? {});
-  if (!parsed.success) throw toValidationError(parsed.error);
+  if (!parsed.success) throw toValidationError(parsed.error, '', { schema: tenantPolicySchema(), input: input ?? {} });
   const v = parsed.data;
   const perSecond = v.perSecond ?? null;
   if (perSecond === null && v.burst != null) throw new ValidationError('burst', 'needs perSecond (a cap is a rate and a burst)');

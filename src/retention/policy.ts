@@ -1,5 +1,6 @@
 import { ValidationError } from '../errors.js';
 import { onFirstUse } from '../zod.js';
+import { describeZodError } from '../model/zod-issues.js';
 
 /**
  * The retention policy and the tables it reaches, as data. Pure: no database
@@ -179,6 +180,6 @@ const addressSchema = onFirstUse((z) =>
 /** Validate an address given for erasure; the comparison is trimmed and case-insensitive. */
 export function validateErasureAddress(value: unknown, field = 'email'): string {
   const parsed = addressSchema().safeParse(value);
-  if (!parsed.success) throw new ValidationError(field, parsed.error.issues[0]!.message);
+  if (!parsed.success) throw new ValidationError(field, describeZodError(parsed.error, { input: value }).message);
   return parsed.data.toLowerCase();
 }

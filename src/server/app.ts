@@ -16,6 +16,7 @@ import { DEFAULTS } from '../config.js';
 import { auditRoutes } from './routes/audit.js';
 import type { ApiContext, HoldSettings } from './context.js';
 import { ApiError, clientErrorHandler, errorHandler, toErrorResponse } from './errors.js';
+import { RouteMethods } from './route-methods.js';
 import { deliveryRoutes } from './routes/delivery.js';
 import { accountRoutes } from './routes/accounts.js';
 import { holdRoutes } from './routes/holds.js';
@@ -113,11 +114,21 @@ export function buildApp(options: ApiOptions): FastifyInstance {
     reply.header('x-request-id', request.id);
   });
   app.setErrorHandler(errorHandler(logger));
+  // Every route's methods, so a known path asked with another method is a 405 naming them (Allow), not a 404.
+  const routeMethods = new RouteMethods();
+  app.addHook('onRoute', (route) => routeMethods.add(route.method, route.url));
   app.setNotFoundHandler(async (request, reply) => {
     const path = request.url.split('?')[0]!;
-    // Under /v1 the token is checked before "no such route": otherwise a
-    // stranger could tell existing routes (401) from missing ones (404).
+    // Under /v1 the token is checked before "no such route" (and before
+    // "wrong method"): otherwise a stranger could tell existing routes
+    // (401) from missing ones (404).
     if (path === '/v1' || path.startsWith('/v1/')) await authenticate(request, reply, undefined);
+    const allowed = routeMethods.allowed(path);
+    if (allowed.length > 0) {
+      const message = `${path.slice(0, 200)} does not take ${request.method}; it takes ${allowed.join(', ')}`;
+      const { statusCode, body } = toErrorResponse(new ApiError(405, 'method_not_allowed', message));
+      return reply.code(statusCode).header('allow', allowed.join(', ')).send(body);
+    }
     const { statusCode, body } = toErrorResponse(new ApiError(404, 'not_found', `no route ${request.method} ${path.slice(0, 200)}`));
     return reply.code(statusCode).send(body);
   });

@@ -31,7 +31,7 @@ export interface ApiContext {
 /** Parse with zod; the first issue becomes a ValidationError naming the field (400). */
 export function parse<S extends z.ZodType>(schema: S, value: unknown, prefix = ''): z.output<S> {
   const parsed = schema.safeParse(value);
-  if (!parsed.success) throw toValidationError(parsed.error, prefix);
+  if (!parsed.success) throw toValidationError(parsed.error, prefix, { schema, input: value });
   return parsed.data;
 }
 
@@ -43,7 +43,7 @@ export function expectNoBody(body: unknown): void {
   if (body === undefined || body === null) return;
   if (typeof body !== 'object' || Array.isArray(body)) throw new ValidationError('body', 'must be empty or a JSON object');
   const first = Object.keys(body)[0];
-  if (first !== undefined) throw new ValidationError(first, 'is not a known field');
+  if (first !== undefined) throw new ValidationError(first, 'unknown field');
 }
 
 

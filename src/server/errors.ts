@@ -69,9 +69,21 @@ export function toErrorResponse(error: unknown): { statusCode: number; body: Err
   return { statusCode: 500, body: { error: { code: 'internal', message: 'internal error' } } };
 }
 
+/**
+ * The 415 names what was sent and what to send instead (Fastify's own says
+ * only "Unsupported Media Type"). The type is cut at its parameters and to a
+ * sane length: it is the caller's text.
+ */
+export function unsupportedMediaType(contentType: string | undefined): ApiError {
+  const sent = contentType?.split(';')[0]!.trim().slice(0, 100);
+  const message = sent ? `content-type ${sent} is not supported; send application/json` : 'a body needs content-type application/json';
+  return new ApiError(415, 'unsupported_media_type', message);
+}
+
 export function errorHandler(logger: Logger) {
   return (error: unknown, request: FastifyRequest, reply: FastifyReply) => {
-    const { statusCode, body } = toErrorResponse(error);
+    const mediaType = (error as { code?: string } | null)?.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE';
+    const { statusCode, body } = toErrorResponse(mediaType ? unsupportedMediaType(request.headers['content-type']) : error);
     if (statusCode >= 500) {
       // Message, code and stack only: a database error's `detail` can quote row values (a recipient).
       const e = error as { message?: string; code?: string; stack?: string };

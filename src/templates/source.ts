@@ -3,6 +3,7 @@ import path from 'node:path';
 import type { z } from 'zod';
 import { MAX_SENDER_LENGTH, SENDER_PATTERN, SENDER_RULE } from '../model/address.js';
 import { onFirstUse } from '../zod.js';
+import { describeZodError } from '../model/zod-issues.js';
 
 /**
  * Where templates come from: a directory (`LEASEHOLD_TEMPLATES_DIR`, or the
@@ -172,13 +173,8 @@ export function parseMeta<S extends z.ZodType>(schema: S, file: string, text: st
   }
   const parsed = schema.safeParse(value);
   if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
-    const where = issue.path.map(String).join('.');
-    let message = `${where || 'meta'}: ${issue.message}`;
-    if (issue.code === 'unrecognized_keys') message = `${[where, issue.keys[0]].filter(Boolean).join('.')}: is not a known field`;
-    // A bad header name: say why, not just "Invalid key in record".
-    if (issue.code === 'invalid_key') message = `${where}: ${issue.issues[0]?.message ?? issue.message}`;
-    return { problem: { file, message } };
+    const { path, message } = describeZodError(parsed.error, { schema, input: value });
+    return { problem: { file, message: `${path.map(String).join('.') || 'meta'}: ${message}` } };
   }
   return { meta: parsed.data };
 }

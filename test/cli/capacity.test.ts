@@ -107,7 +107,7 @@ describe('leasehold capacity', () => {
   it.each([
     [['--emails-per-day', '10', '--burst', '2.5'], /^leasehold capacity: provider\.burst \(--burst\): must be a whole number from 1 to 1000000$/],
     [['--file', path.join(dir, 'missing.yaml')], /^leasehold capacity: --file: cannot read .*missing\.yaml: ENOENT$/],
-    [['--file', file('typo.yaml', 'volume:\n  emailPerDay: 5\n')], /^leasehold capacity: volume\.emailPerDay: unknown field$/],
+    [['--file', file('typo.yaml', 'volume:\n  emailPerDay: 5\n')], /^leasehold capacity: volume\.emailPerDay: unknown field; did you mean emailsPerDay\?$/],
   ])('%j exits 2 with one line naming the field', async (args, pattern) => {
     const res = await capacity(...args);
     expect(res.code).toBe(2);

@@ -275,7 +275,7 @@ describe('tenant policies', () => {
     await expect(lh.tenants.put('hooli', { burst: 2 })).rejects.toMatchObject({ field: 'burst' });
     await expect(lh.tenants.put('hooli', { weight: 0 })).rejects.toMatchObject({ field: 'weight' });
     await expect(lh.tenants.put('hooli', { replyTo: 'nope' })).rejects.toMatchObject({ field: 'replyTo' });
-    await expect(lh.tenants.put('hooli', { perSecond: 1, color: 'red' } as never)).rejects.toMatchObject({ field: 'color', message: 'color: is not a known field' });
+    await expect(lh.tenants.put('hooli', { perSecond: 1, color: 'red' } as never)).rejects.toMatchObject({ field: 'color', message: 'color: unknown field' });
     await expect(lh.tenants.list({ limit: 0 })).rejects.toMatchObject({ field: 'limit' });
     await expect(lh.tenants.put('hooli', { account: 'elsewhere' }, { accounts: ['primary', 'backup'] })).rejects.toMatchObject({
       field: 'account',

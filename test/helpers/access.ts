@@ -105,7 +105,7 @@ export const SAMPLES: Record<string, { url: string; body?: unknown }> = {
   'GET /v1/status/sends': { url: '/v1/status/sends?seconds=10' },
   'GET /v1/retention': { url: '/v1/retention' },
   'POST /v1/retention/prune': { url: '/v1/retention/prune', body: { dryRun: true } },
-  'POST /v1/erasures': { url: '/v1/erasures', body: { email: 'nobody@example.com' } },
+  'POST /v1/erasures': { url: '/v1/erasures', body: { address: 'nobody@example.com' } },
   'GET /v1/suppressions': { url: '/v1/suppressions' },
   'POST /v1/suppressions': { url: '/v1/suppressions', body: { address: 'suppressed@example.com' } },
   'DELETE /v1/suppressions/:address': { url: '/v1/suppressions/suppressed%40example.com' },

@@ -85,7 +85,7 @@ accounts:
     ['an unknown unit', good.replace('unit: requests', 'unit: messages'), /accounts\[0\]\.rate\.unit: must be requests or emails/],
     ['a bad name', good.replace('name: backup', 'name: Backup Account'), /accounts\[1\]\.name: must be lowercase letters/],
     ['no accounts', 'accounts: []', /accounts: must name at least one account/],
-    ['an unknown top-level field', `${good}\nretries: 3\n`, /unknown: retries/],
+    ['an unknown top-level field', `${good}\nretries: 3\n`, /retries: unknown field/],
     ['YAML that does not parse', 'accounts: [', /not valid YAML/],
   ])('refuses %s with one line naming the field', (_what, text, line, environment?: Record<string, string>) => {
     const message = refusal(text, environment ?? env);

@@ -138,7 +138,7 @@ describe('POST /v1/erasures {tenant}', () => {
   it.each([
     [{ tenant: 'no spaces' }, 'tenant'],
     [{ tenant: 7 }, 'tenant'],
-    [{ tenant: 'acme', email: 'a@example.com' }, 'tenant'],
+    [{ tenant: 'acme', address: 'a@example.com' }, 'tenant'],
     [{ tenant: 'acme', also: 1 }, 'also'],
   ] as const)('%j is 400 naming %s', async (body, field) => {
     const res = await h.call('POST', '/v1/erasures', body);

@@ -43,7 +43,7 @@ const CHANGES: Record<string, { url: string; body?: unknown; setup?: () => Promi
   'POST /v1/intents/:id/move': { url: '/v1/intents/reservation-expired:audit-pending/move', body: { account: 'default' } },
   'POST /v1/suppressions': { url: '/v1/suppressions', body: { address: 'Secret.Person@example.com' } },
   'DELETE /v1/suppressions/:address': { url: '/v1/suppressions/secret.person%40example.com' },
-  'POST /v1/erasures': { url: '/v1/erasures', body: { email: 'dead@example.com' } },
+  'POST /v1/erasures': { url: '/v1/erasures', body: { address: 'dead@example.com' } },
   'POST /v1/retention/prune': { url: '/v1/retention/prune', body: {} },
   'PUT /v1/tenants/:tenant': { url: '/v1/tenants/acme', body: { weight: 3 } },
   'DELETE /v1/tenants/:tenant': { url: '/v1/tenants/acme' },

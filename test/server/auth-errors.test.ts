@@ -38,23 +38,26 @@ describe('bearer token on /v1', () => {
   });
 
   it.each([
-    ['GET', '/v1/nope'],
-    ['GET', '/v1'],
-    ['POST', '/v1/'],
-    ['DELETE', '/v1/holds/x'],
-    ['GET', '/v1/holds/x/confirm'],
-    ['PUT', '/v1/intents'],
-    ['GET', '/v1/admin?x=1'],
-  ])('%s %s (no such route): 401 without the token, so probing cannot tell which routes exist; 404 with it', async (method, url) => {
+    ['GET', '/v1/nope', 404, undefined],
+    ['GET', '/v1', 404, undefined],
+    ['POST', '/v1/', 404, undefined],
+    ['DELETE', '/v1/holds/x', 405, 'GET, HEAD'],
+    ['GET', '/v1/holds/x/confirm', 405, 'POST'],
+    ['PUT', '/v1/intents', 405, 'GET, HEAD'],
+    ['POST', '/v1/rate-limit', 405, 'GET, HEAD, PUT'],
+    ['GET', '/v1/admin?x=1', 404, undefined],
+  ])('%s %s (no such route): 401 without the token, so probing cannot tell which routes exist; %i with it', async (method, url, status, allow) => {
     for (const authorization of [undefined, 'Bearer wrong-token']) {
       const res = await h.app.inject({ method: method as 'GET', url, headers: authorization ? { authorization } : {} });
       expect(res.statusCode, String(authorization)).toBe(401);
       expect(res.headers['www-authenticate']).toBe('Bearer');
+      expect(res.headers.allow).toBeUndefined();
       expect(res.json()).toEqual({ error: { code: 'unauthorized', message: expect.any(String) } });
     }
     const authed = await h.call(method as 'GET', url);
-    expect(authed.statusCode).toBe(404);
-    expect(authed.json().error.code).toBe('not_found');
+    expect(authed.statusCode).toBe(status);
+    expect(authed.headers.allow).toBe(allow);
+    expect(authed.json().error.code).toBe(status === 405 ? 'method_not_allowed' : 'not_found');
   });
 
   it('outside /v1 an unknown route is a 404 with or without a token', async () => {
@@ -110,7 +113,10 @@ describe('error shapes for bad input', () => {
     async (type) => {
       const res = await h.call('POST', '/v1/holds', '{"customerEmail":"a@example.com","ttlSeconds":60}', { 'content-type': type });
       expect(res.statusCode).toBe(415);
-      expect(res.json().error.code).toBe('unsupported_media_type');
+      expect(res.json().error).toEqual({
+        code: 'unsupported_media_type',
+        message: `content-type ${type.split(';')[0]} is not supported; send application/json`,
+      });
     },
   );
 
@@ -121,18 +127,28 @@ describe('error shapes for bad input', () => {
     expect(res.statusCode).toBe(201);
   });
 
-  it('bad percent-encoding in a path -> 400; unknown routes -> 404 in the same shape', async () => {
+  it('bad percent-encoding in a path -> 400; unknown routes -> 404 and known paths with another method -> 405, in the same shape', async () => {
     const bad = await h.call('GET', '/v1/holds/%E0%A4%A');
     expect(bad.statusCode).toBe(400);
     expect(bad.json().error.code).toBe('bad_url');
     for (const [method, url] of [
       ['GET', '/v2/holds'],
-      ['DELETE', '/v1/holds/x'],
-      ['GET', '/v1/holds/x/confirm'],
+      ['GET', '/v1/holds/x/y'],
     ]) {
       const res = await h.call(method as 'GET', url!);
       expect(res.statusCode, `${method} ${url}`).toBe(404);
       expect(res.json()).toEqual({ error: { code: 'not_found', message: expect.any(String) } });
+    }
+    for (const [method, url, allow] of [
+      ['DELETE', '/v1/holds/x', 'GET, HEAD'],
+      ['GET', '/v1/holds/x/confirm', 'POST'],
+      ['DELETE', '/v1/erasures', 'POST'],
+      ['POST', '/healthz', 'GET, HEAD'],
+    ]) {
+      const res = await h.call(method as 'GET', url!);
+      expect(res.statusCode, `${method} ${url}`).toBe(405);
+      expect(res.headers.allow, `${method} ${url}`).toBe(allow);
+      expect(res.json()).toEqual({ error: { code: 'method_not_allowed', message: `${url} does not take ${method}; it takes ${allow}` } });
     }
   });
 });

@@ -166,7 +166,7 @@ const ROUTES: Array<[method: string, path: (id: string) => string]> = [
 function assertDocumented(res: { statusCode: number; body: string }, what: string): void {
   expect(res.statusCode, `${what} -> ${res.statusCode} ${res.body.slice(0, 300)}`).toBeLessThan(500);
   if (res.statusCode >= 400) {
-    expect([400, 401, 404, 409, 413, 415], what).toContain(res.statusCode);
+    expect([400, 401, 404, 405, 409, 413, 415], what).toContain(res.statusCode);
     const parsed = JSON.parse(res.body) as { error: { code: unknown; message: unknown } };
     expect(typeof parsed.error.code, what).toBe('string');
     expect(typeof parsed.error.message, what).toBe('string');

@@ -44,9 +44,9 @@ describe('retention API', () => {
     expect(h.logs.text).toContain('"event":"retention.pruned"');
   });
 
-  it('POST /v1/erasures {email} erases the address and reports per table', async () => {
+  it('POST /v1/erasures {address} erases the address and reports per table', async () => {
     await writeStory(h.db.pool, h.db.schema, { id: 'api-kim', status: 'expired', endedDaysAgo: 1, intent: 'pending', email: 'kim@example.com' });
-    const res = await h.call('POST', '/v1/erasures', { email: 'KIM@example.com' });
+    const res = await h.call('POST', '/v1/erasures', { address: 'KIM@example.com' });
     expect(res.statusCode).toBe(200);
     expect(res.json()).toEqual({
       counts: { email_attempts: 1, email_events: 0, email_messages: 0, email_outbox: 1, support_reservations: 1, suppressions: 0 },
@@ -59,9 +59,10 @@ describe('retention API', () => {
   });
 
   it.each([
-    ['POST', '/v1/erasures', {}, 'email'],
-    ['POST', '/v1/erasures', { email: 'not an address' }, 'email'],
-    ['POST', '/v1/erasures', { email: 'a@example.com', also: 1 }, 'also'],
+    ['POST', '/v1/erasures', {}, 'address'],
+    ['POST', '/v1/erasures', { address: 'not an address' }, 'address'],
+    ['POST', '/v1/erasures', { address: 'a@example.com', also: 1 }, 'also'],
+    ['POST', '/v1/erasures', { email: 'a@example.com' }, 'email'],
     ['POST', '/v1/retention/prune', { dryRun: 'yes' }, 'dryRun'],
     ['POST', '/v1/retention/prune', { retentionDays: 1 }, 'retentionDays'],
   ] as const)('%s %s %j is 400 naming the field', async (method, url, body, field) => {

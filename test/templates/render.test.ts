@@ -180,7 +180,7 @@ describe('meta.json: From, Reply-To and headers per template', () => {
     [{ headers: { 'X-Leasehold-Intent-Id': 'spoof' } }, 'set by leasehold'],
     [{ headers: { 'X-Ok': 'one\r\nBcc: x@example.com' } }, 'one line'],
     [{ headers: { 'bad name': 'x' } }, 'header names'],
-    [{ colour: 'blue' }, 'colour: is not a known field'],
+    [{ colour: 'blue' }, 'colour: unknown field'],
   ])('%j is refused with the file named', (meta, fragment) => {
     const problems = loadTemplates({ files: templateFiles({ meta }) }).check();
     expect(problems).toHaveLength(1);

@@ -5,6 +5,7 @@ import { DEFAULT_RETENTION } from '../../model/retention-policy.js';
 import { Pruner } from '../../retention/prune.js';
 import { retentionOldest, retentionPreview } from '../../retention/preview.js';
 import { ValidationError } from '../../errors.js';
+import { validateErasureAddress } from '../../retention/policy.js';
 import { ApiError } from '../errors.js';
 import { parse, type ApiContext } from '../context.js';
 import { access, actorOf } from '../auth.js';
@@ -14,7 +15,7 @@ import { auditInsert } from '../../tables/audit-log.js';
 export const pruneBody = z.object({ dryRun: z.boolean('must be true or false').optional() }).strict().optional().nullable();
 export const erasureBody = z
   .object({
-    email: z.unknown().describe("a person's address: erase it everywhere"),
+    address: z.unknown().describe("a person's email address: erase it everywhere (the same name as on suppressions)"),
     tenant: z.unknown().describe("a tenant leaving: erase every one of its stories (its policy stays)"),
   })
   .partial()
@@ -60,9 +61,12 @@ export function retentionRoutes(app: FastifyInstance, ctx: ApiContext): void {
 
   app.post('/erasures', access('admin', 'fleet'), async (request) => {
     const body = parse(erasureBody, request.body ?? {});
-    if ('tenant' in body && 'email' in body) throw new ValidationError('tenant', 'give either email or tenant, not both');
+    if ('tenant' in body && 'address' in body) throw new ValidationError('tenant', 'give either address or tenant, not both');
     const actor = actorOf(request);
     if ('tenant' in body) return unlessLocked(() => eraseTenant(pool, body.tenant, { schema, logger, metrics, batchSize: policy.batchSize, actor }));
-    return unlessLocked(() => eraseAddress(pool, body.email, { schema, logger, metrics, actor }));
+    if (!('address' in body)) throw new ValidationError('address', 'required (or tenant)');
+    // Checked here so a mistake names the body's field (the library names its argument `email`).
+    const address = validateErasureAddress(body.address, 'address');
+    return unlessLocked(() => eraseAddress(pool, address, { schema, logger, metrics, actor }));
   });
 }
