@@ -1,7 +1,9 @@
 import type { Command } from 'commander';
-import type { StatusReport } from '../../read/status.js';
+import { readStatus, type StatusReport } from '../../read/status.js';
+import { tenantsBacklog } from '../../tables/tenants.js';
 import { formatBacklog } from './tenants.js';
 import type { ContextFactory } from '../context.js';
+import { accountsFromConfig } from '../../providers/registry.js';
 import { counts, iso, seconds, table } from '../../format.js';
 
 const against = (age: number, promise: number) =>
@@ -49,11 +51,6 @@ export function registerStatus(program: Command, context: ContextFactory): void 
     .option('--json', 'print the numbers as JSON')
     .action(async (options: { json?: boolean }) => {
       const ctx = context();
-      const [{ readStatus }, { tenantsBacklog }, { accountsFromConfig }] = await Promise.all([
-        import('../../read/status.js'),
-        import('../../tables/tenants.js'),
-        import('../../providers/registry.js'),
-      ]);
       const db = await ctx.database({ poolSize: 4, migrations: 'require' });
       try {
         const report = await readStatus(db.pool, db.schema, ctx.config, accountsFromConfig(ctx.config).failover);
