@@ -1,7 +1,7 @@
 import { userInfo } from 'node:os';
 import { loadConfig, unknownVariables, type Config } from '../config.js';
 import type { AuditActor } from '../model/audit-actions.js';
-import { openDatabase, type Database } from '../db/database.js';
+import type { Database } from '../db/database.js';
 import { ConfigError, LeaseholdError, MissingPackageError, SchemaNotMigratedError, TemplatesBrokenError } from '../errors.js';
 import { createLogger, wantsPrettyLogs, type Logger } from '../observability/logger.js';
 
@@ -34,14 +34,39 @@ export interface CommandContext {
   out: (line: string) => void;
 }
 
-/** Commands get the context through this, so `--help` works without a valid configuration. */
-export type ContextFactory = () => CommandContext;
+export interface ContextOptions {
+  /**
+   * A service (start, api, the workers) keeps its structured log at
+   * LOG_LEVEL. Every other command is for a person reading its output: its
+   * log shows only warnings and errors, unless `verbose`.
+   */
+  service?: boolean;
+  /** --verbose: info events too (or LOG_LEVEL, when that says debug or trace). */
+  verbose?: boolean;
+}
 
-export function createContext(env: Record<string, string | undefined>, out: (line: string) => void): CommandContext {
+/**
+ * Commands get the context through this, so `--help` works without a valid
+ * configuration. A service passes `{ service: true }`.
+ */
+export type ContextFactory = (options?: Pick<ContextOptions, 'service'>) => CommandContext;
+
+const LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] as const;
+type Level = (typeof LEVELS)[number];
+
+/** The log level a command runs at: LOG_LEVEL, raised to warn for a person's command, lowered to info by --verbose. */
+export function commandLogLevel(configured: Level, options: ContextOptions): Level {
+  const rank = (level: Level) => LEVELS.indexOf(level);
+  if (options.verbose) return rank(configured) < rank('info') ? configured : 'info';
+  if (options.service) return configured;
+  return rank(configured) > rank('warn') ? configured : 'warn';
+}
+
+export function createContext(env: Record<string, string | undefined>, out: (line: string) => void, options: ContextOptions = { service: true }): CommandContext {
   const config = loadConfig(env);
   // Logs go to stderr so command output on stdout stays clean for scripts:
   // JSON lines, or readable lines when stderr is a terminal.
-  const logger = createLogger({ level: config.logLevel, destination: process.stderr, pretty: wantsPrettyLogs(process.stderr) });
+  const logger = createLogger({ level: commandLogLevel(config.logLevel, options), destination: process.stderr, pretty: wantsPrettyLogs(process.stderr) });
   for (const unknown of unknownVariables(env)) {
     logger.warn(
       { event: 'config.unknown_variable', variable: unknown.name, ...(unknown.didYouMean ? { didYouMean: unknown.didYouMean } : {}) },
@@ -52,8 +77,11 @@ export function createContext(env: Record<string, string | undefined>, out: (lin
     config,
     logger,
     out,
-    database: ({ migrations, ...options }) =>
-      openDatabase(config, logger, { ...options, ...(migrations === 'none' ? {} : { migrations }) }),
+    // pg and the migrations load only for a command that opens the database.
+    database: async ({ migrations, ...pool }) => {
+      const { openDatabase } = await import('../db/database.js');
+      return openDatabase(config, logger, { ...pool, ...(migrations === 'none' ? {} : { migrations }) });
+    },
   };
 }
 

@@ -45,6 +45,15 @@ export const EXPIRED_INTENT_PREFIX = `${EXPIRED_TEMPLATE}:`;
 export const REMINDER_TEMPLATE = 'reservation-reminder';
 export const CONFIRMED_TEMPLATE = 'reservation-confirmed';
 
+const KIND_WORDS: Record<string, string> = {
+  [REMINDER_TEMPLATE]: 'reminder',
+  [EXPIRED_TEMPLATE]: 'expiry email',
+  [CONFIRMED_TEMPLATE]: 'confirmation email',
+};
+
+/** What a kind of email is called in a timeline. */
+export const emailWords = (kind: string): string => KIND_WORDS[kind] ?? `${kind} email`;
+
 /** Intent id derived from the hold id: the unique key that makes expiry idempotent. */
 export function intentIdForHold(holdId: string): string {
   return `${EXPIRED_INTENT_PREFIX}${holdId}`;

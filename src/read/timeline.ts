@@ -3,7 +3,7 @@ import type { Queryable } from '../db/pool.js';
 import { eventsForIntent } from '../tables/events.js';
 import { emailOutcome, type EmailEvent, type EmailOutcome } from '../model/event-kinds.js';
 import { getHold } from '../holds/holds.js';
-import { CONFIRMED_TEMPLATE, EXPIRED_TEMPLATE, REMINDER_TEMPLATE, type Hold } from '../model/hold-states.js';
+import { emailWords, EXPIRED_TEMPLATE, type Hold } from '../model/hold-states.js';
 import { messagesSummary, type MessageSummary } from '../tables/messages.js';
 import { attemptsList } from '../tables/attempts.js';
 import { holdExtensionsList, type HoldExtension } from '../tables/hold-extensions.js';
@@ -86,14 +86,6 @@ export interface LifeEvent {
 const secondsBetween = (from: Date | null, to: Date | null) =>
   from && to ? Math.round((to.getTime() - from.getTime()) / 10) / 100 : null;
 
-const KIND_WORDS: Record<string, string> = {
-  [REMINDER_TEMPLATE]: 'reminder',
-  [EXPIRED_TEMPLATE]: 'expiry email',
-  [CONFIRMED_TEMPLATE]: 'confirmation email',
-};
-
-/** What a kind of email is called in a timeline. */
-export const emailWords = (kind: string): string => KIND_WORDS[kind] ?? `${kind} email`;
 
 async function emailStory(db: Queryable, schema: string, intent: Intent): Promise<EmailStory> {
   const [attempts, events, message] = await Promise.all([

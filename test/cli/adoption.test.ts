@@ -36,8 +36,8 @@ describe('logs', () => {
     expect(wantsPrettyLogs({ isTTY: true })).toBe(true);
     expect(wantsPrettyLogs({})).toBe(false);
     // A child process whose stderr is a pipe: one JSON object per line.
-    // migrate into a fresh schema, so there is something to log (migrations.applied).
-    const piped = await runCli(['migrate'], { ...db.env, LEASEHOLD_SCHEMA: `${db.schema}_json`, LOG_LEVEL: 'info' });
+    // migrate into a fresh schema, so there is something to log (migrations.applied, an info event: --verbose).
+    const piped = await runCli(['migrate', '--verbose'], { ...db.env, LEASEHOLD_SCHEMA: `${db.schema}_json`, LOG_LEVEL: 'info' });
     expect(piped.code).toBe(0);
     const lines = piped.stderr.split('\n').filter(Boolean);
     expect(lines.length).toBeGreaterThan(0);
@@ -66,7 +66,7 @@ describe('logs', () => {
 
   it.skipIf(!hasScript)('a real terminal (through script(1)) gets the readable form', async () => {
     // script gives the child a pseudo-terminal for stdout and stderr.
-    const command = `${process.execPath} ${cliPath} migrate`;
+    const command = `${process.execPath} ${cliPath} migrate --verbose`;
     const env = { ...process.env, ...db.env, LEASEHOLD_SCHEMA: `${db.schema}_tty`, LOG_LEVEL: 'info' };
     const result = spawnSync('script', ['-qec', command, '/dev/null'], { env, encoding: 'utf8' });
     await db.pool.query(`DROP SCHEMA IF EXISTS ${ident(`${db.schema}_tty`)} CASCADE`);

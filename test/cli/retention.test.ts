@@ -61,7 +61,8 @@ describe('prune and erase', () => {
     const json = JSON.parse((await cli(['prune', '--dry-run', '--json'])).stdout);
     expect(json).toMatchObject({ dryRun: true, prune: { support_reservations: 1 }, erase: { support_reservations: 1 }, keptPendingStories: 1 });
 
-    const run = await cli(['prune'], { LOG_LEVEL: 'info' });
+    // The run's event is in the log with --verbose (a person's command logs only warnings otherwise).
+    const run = await cli(['prune', '--verbose'], { LOG_LEVEL: 'info' });
     expect(run.code, run.stderr).toBe(0);
     expect(run.stdout).toMatch(/support_reservations\s+deleted 1, erased 1/);
     expect(run.stderr).toContain('"event":"retention.pruned"');

@@ -4,7 +4,7 @@ import { iso } from '../../format.js';
 import { AUDIT_ACTIONS, type AuditAction } from '../../model/audit-actions.js';
 import { parseTokensFile, tokenHash, tokenProblem } from '../../model/api-tokens.js';
 import { MAX_PAGE_LIMIT } from '../../model/cursor.js';
-import { auditList, type AuditEntry } from '../../tables/audit-log.js';
+import type { AuditEntry } from '../../tables/audit-log.js';
 import { CliExit, EXIT_USAGE, type ContextFactory } from '../context.js';
 
 /**
@@ -78,6 +78,7 @@ export function registerAccess(program: Command, context: ContextFactory): void 
     .option('--json', 'print the entries as JSON')
     .action(async (flags: { since?: Date; action?: AuditAction; limit?: number; json?: boolean }) => {
       const ctx = context();
+      const { auditList } = await import('../../tables/audit-log.js');
       const db = await ctx.database({ poolSize: 2, migrations: 'require' });
       try {
         const page = await auditList(db.pool, db.schema, {

@@ -1,10 +1,9 @@
 import { InvalidArgumentError, type Command } from 'commander';
 import { counts, iso } from '../../format.js';
 import { ACCOUNT_NAME } from '../../model/accounts.js';
-import type { AccountView, Operations } from '../../ops.js';
-import { operationsFor } from '../../service.js';
-import type { CommandContext, ContextFactory } from '../context.js';
-import { cliActor } from '../context.js';
+import type { AccountView } from '../../ops.js';
+import type { ContextFactory } from '../context.js';
+import { withOperations } from '../operations.js';
 import { burstArg, intentIdArg, perSecondArg, reasonArg, secondsArg } from './args.js';
 
 /**
@@ -20,16 +19,6 @@ export function accountNameArg(value: string): string {
     throw new InvalidArgumentError('must be an account name: lowercase letters, digits, - and _ (at most 63), starting with a letter or digit');
   }
   return value;
-}
-
-async function withOperations(ctx: CommandContext, work: (ops: Operations) => Promise<void>): Promise<void> {
-  // As the other operator commands: a mistyped schema fails instead of being migrated into an empty one.
-  const db = await ctx.database({ poolSize: 2, migrations: 'require' });
-  try {
-    await work(operationsFor(ctx.config, { pool: db.pool, schema: db.schema, logger: ctx.logger, actor: cliActor() }));
-  } finally {
-    await db.close();
-  }
 }
 
 const describePause = (a: AccountView): string =>

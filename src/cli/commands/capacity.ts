@@ -1,11 +1,9 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Option, type Command } from 'commander';
-import { accountFieldsIn, chooseAccounts, singleAccount, type AccountsInput } from '../../capacity/accounts.js';
-import { FLAGS, mergeInput, nest, parseWorkload, type ConfigDefaults, type WorkloadField } from '../../capacity/input.js';
-import { capacityModel } from '../../capacity/model.js';
-import { parsePrices } from '../../capacity/prices.js';
-import { renderReport } from '../../capacity/render.js';
+import type { AccountsInput } from '../../capacity/accounts.js';
+import { FLAGS, type WorkloadField } from '../../capacity/flags.js';
+import type { ConfigDefaults } from '../../capacity/input.js';
 import { ConfigError, ValidationError } from '../../errors.js';
 import { packageRoot } from '../../runtime/package-root.js';
 import { CliExit, EXIT_USAGE } from '../context.js';
@@ -96,6 +94,15 @@ export function registerCapacity(program: Command, context: ContextFactory): voi
     command.addOption(field === 'freeTiers' ? new Option(flag, HELP[field]) : new Option(`${flag} <value>`, HELP[field]));
   }
   command.action(async (options: Record<string, string | boolean | undefined>) => {
+    // The model and its rules (zod) load only for this command.
+    const [{ accountFieldsIn, chooseAccounts, singleAccount }, { mergeInput, nest, parseWorkload }, { capacityModel }, { parsePrices }, { renderReport }] =
+      await Promise.all([
+        import('../../capacity/accounts.js'),
+        import('../../capacity/input.js'),
+        import('../../capacity/model.js'),
+        import('../../capacity/prices.js'),
+        import('../../capacity/render.js'),
+      ]);
     const ctx = context();
     const { config } = ctx;
     const defaults: ConfigDefaults = {

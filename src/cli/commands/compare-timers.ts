@@ -1,7 +1,5 @@
 import type { Command } from 'commander';
 import { InvalidArgumentError } from 'commander';
-import { compareTimers } from '../../timers/run.js';
-import { formatComparison } from '../../timers/table.js';
 import type { ContextFactory } from '../context.js';
 
 interface CompareTimersFlags {
@@ -44,6 +42,7 @@ export function registerCompareTimers(program: Command, context: ContextFactory)
     .option('--json', 'print the result as JSON')
     .action(async (flags: CompareTimersFlags) => {
       const ctx = context();
+      const [{ compareTimers }, { formatComparison }] = await Promise.all([import('../../timers/run.js'), import('../../timers/table.js')]);
       // Contender schemas are created and dropped by the run itself.
       const db = await ctx.database({ poolSize: 10, migrations: 'none' });
       const abort = new AbortController();

@@ -1,6 +1,5 @@
 import { spawn } from 'node:child_process';
 import type { Command } from 'commander';
-import { embeddedRunningUrl } from '../../db/embedded.js';
 import type { ContextFactory } from '../context.js';
 import { CliExit, EXIT_FAILURE } from '../context.js';
 
@@ -23,6 +22,7 @@ export function registerDbAccess(program: Command, context: ContextFactory): voi
       }
       // Printing the URL of a server this command started would be useless:
       // it stops again when the command exits.
+      const { embeddedRunningUrl } = await import('../../db/embedded.js');
       const url = await embeddedRunningUrl(config.dataDir);
       if (!url) {
         throw new CliExit(

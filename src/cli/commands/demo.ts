@@ -1,12 +1,5 @@
 import type { Command } from 'commander';
-import { intentsChannel, Listener } from '../../db/listener.js';
-import { migrate } from '../../db/migrate.js';
-import { ident } from '../../db/pool.js';
-import { rateLimiterSet } from '../../tables/rate-limiter.js';
 import { silentLogger } from '../../observability/logger.js';
-import { laneStats } from '../../read/stats.js';
-import { SandboxGateway } from '../../providers/sandbox.js';
-import { deliveryWorkerFor, expiryWorkerFor } from '../../service.js';
 import type { ContextFactory } from '../context.js';
 import { CliExit, EXIT_USAGE } from '../context.js';
 import { droppableSchema } from './args.js';
@@ -43,6 +36,16 @@ export function registerDemo(program: Command, context: ContextFactory): void {
       const rate = positive('rate', options.rate, 100_000);
       droppableSchema('demo', 'demo', options.schema);
       const ctx = context();
+      const [{ intentsChannel, Listener }, { migrate }, { ident }, { rateLimiterSet }, { laneStats }, { SandboxGateway }, { deliveryWorkerFor, expiryWorkerFor }] =
+        await Promise.all([
+          import('../../db/listener.js'),
+          import('../../db/migrate.js'),
+          import('../../db/pool.js'),
+          import('../../tables/rate-limiter.js'),
+          import('../../read/stats.js'),
+          import('../../providers/sandbox.js'),
+          import('../../service.js'),
+        ]);
       // The demo migrates its own schema below; LEASEHOLD_SCHEMA is left alone.
       const db = await ctx.database({ poolSize: 6, migrations: 'none' });
       const schema = options.schema;

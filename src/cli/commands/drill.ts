@@ -1,11 +1,9 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { InvalidArgumentError, type Command } from 'commander';
-import { renderDrillChart } from '../../drill/chart.js';
-import { DrillApi } from '../../drill/client.js';
-import { startEmbeddedDeployment, type EmbeddedDeployment } from '../../drill/embedded.js';
+import type { DrillApi } from '../../drill/client.js';
+import type { EmbeddedDeployment } from '../../drill/embedded.js';
 import { REPORT_FILES, renderDrillReport } from '../../drill/report.js';
-import { runDrill } from '../../drill/run.js';
 import type { ContextFactory } from '../context.js';
 import { CliExit, EXIT_FAILURE, EXIT_USAGE } from '../context.js';
 import { burstArg, droppableSchema, perSecondArg } from './args.js';
@@ -64,6 +62,11 @@ export function registerDrill(program: Command, context: ContextFactory): void {
     .option('--json', 'print the verdict as JSON on stdout (progress goes to stderr)')
     .option('--schema <name>', 'embedded mode: schema for the drill, ending in _drill (dropped and recreated)', 'leasehold_drill')
     .action(async (options: DrillCliOptions) => {
+      const [{ renderDrillChart }, { DrillApi }, { runDrill }] = await Promise.all([
+        import('../../drill/chart.js'),
+        import('../../drill/client.js'),
+        import('../../drill/run.js'),
+      ]);
       const stdout = (line: string) => process.stdout.write(line + '\n');
       const progress = options.json ? (line: string) => process.stderr.write(line + '\n') : stdout;
       const policy = { perSecond: options.rate, burst: options.burst };
@@ -84,6 +87,7 @@ export function registerDrill(program: Command, context: ContextFactory): void {
         const db = await ctx.database({ poolSize: 12, migrations: 'none' });
         closeDatabase = () => db.close();
         try {
+          const { startEmbeddedDeployment } = await import('../../drill/embedded.js');
           embedded = await startEmbeddedDeployment({
             config: ctx.config,
             pool: db.pool,

@@ -1,23 +1,10 @@
 import type { Command } from 'commander';
 import { iso } from '../../format.js';
-import type { Operations } from '../../ops.js';
-import { operationsFor } from '../../service.js';
-import type { CommandContext, ContextFactory } from '../context.js';
-import { cliActor } from '../context.js';
+import type { ContextFactory } from '../context.js';
+import { withOperations } from '../operations.js';
 import { burstArg, intentIdArg, perSecondArg, reasonArg, secondsArg } from './args.js';
 
 /** Operator controls: pause, resume, replay, rate-limit, through the same Operations the API uses. */
-
-async function withOperations(ctx: CommandContext, work: (ops: Operations) => Promise<void>): Promise<void> {
-  // These act on a running fleet's rows: a mistyped schema must fail, not
-  // get migrated into an empty one that a pause or rate change then lands in.
-  const db = await ctx.database({ poolSize: 2, migrations: 'require' });
-  try {
-    await work(operationsFor(ctx.config, { pool: db.pool, schema: db.schema, logger: ctx.logger, actor: cliActor() }));
-  } finally {
-    await db.close();
-  }
-}
 
 export function registerOps(program: Command, context: ContextFactory): void {
   program

@@ -1,16 +1,13 @@
 import { InvalidArgumentError, type Command } from 'commander';
 import type { ValidationError } from '../../errors.js';
-import { eraseAddress, eraseTenant, type TenantErasure } from '../../retention/erase.js';
+import type { TenantErasure } from '../../retention/erase.js';
 import { validateTenant } from '../../model/hold-input.js';
 import { storyTables, validateErasureAddress } from '../../retention/policy.js';
 import { checkEraseWithinRetention, describePolicy, MAX_PRUNE_BATCH, parseErasePiiAfterDays, parseRetentionDays, type RetentionPolicy } from '../../model/retention-policy.js';
-import { Pruner } from '../../retention/prune.js';
-import { type TableCounts } from '../../retention/sql.js';
-import { retentionPreview } from '../../retention/preview.js';
+import type { TableCounts } from '../../retention/sql.js';
 import type { ContextFactory } from '../context.js';
 import { CliExit, cliActor, EXIT_USAGE } from '../context.js';
 import { AuditAction } from '../../model/audit-actions.js';
-import { auditInsert } from '../../tables/audit-log.js';
 import { table } from '../../format.js';
 
 /** `prune` and `erase`: the retention policy by hand (the prune worker in `start` runs it continuously). */
@@ -77,6 +74,7 @@ export function registerRetention(program: Command, context: ContextFactory): vo
       const db = await ctx.database({ poolSize: 2, migrations: 'require' });
       try {
         if (flags.dryRun) {
+          const { retentionPreview } = await import('../../retention/preview.js');
           const preview = await retentionPreview(db.pool, db.schema, { now: null, ...policy });
           if (flags.json) return ctx.out(JSON.stringify({ dryRun: true, policy, ...preview }, null, 2));
           ctx.out(`dry run (nothing changed): ${describePolicy(policy)}`);
@@ -86,6 +84,7 @@ export function registerRetention(program: Command, context: ContextFactory): vo
           }
           return;
         }
+        const [{ Pruner }, { auditInsert }] = await Promise.all([import('../../retention/prune.js'), import('../../tables/audit-log.js')]);
         const run = await new Pruner({ pool: db.pool, schema: db.schema, policy, logger: ctx.logger }).runUntilDone();
         // Many short transactions: the run's entry, with its totals, is written once it ends.
         await auditInsert(db.pool, db.schema, cliActor(), {
@@ -115,6 +114,7 @@ export function registerRetention(program: Command, context: ContextFactory): vo
       if (flags.email === undefined && flags.tenant === undefined) {
         throw new CliExit(EXIT_USAGE, 'leasehold: erase: give --email <address> or --tenant <tenant>');
       }
+      const { eraseAddress, eraseTenant } = await import('../../retention/erase.js');
       const db = await ctx.database({ poolSize: 2, migrations: 'require' });
       if (flags.tenant !== undefined) {
         try {

@@ -1,9 +1,7 @@
 import type { Command } from 'commander';
-import { readStatus, type StatusReport } from '../../read/status.js';
-import { tenantsBacklog } from '../../tables/tenants.js';
+import type { StatusReport } from '../../read/status.js';
 import { formatBacklog } from './tenants.js';
 import type { ContextFactory } from '../context.js';
-import { accountsFromConfig } from '../../providers/registry.js';
 import { counts, iso, seconds, table } from '../../format.js';
 
 const against = (age: number, promise: number) =>
@@ -51,6 +49,11 @@ export function registerStatus(program: Command, context: ContextFactory): void 
     .option('--json', 'print the numbers as JSON')
     .action(async (options: { json?: boolean }) => {
       const ctx = context();
+      const [{ readStatus }, { tenantsBacklog }, { accountsFromConfig }] = await Promise.all([
+        import('../../read/status.js'),
+        import('../../tables/tenants.js'),
+        import('../../providers/registry.js'),
+      ]);
       const db = await ctx.database({ poolSize: 4, migrations: 'require' });
       try {
         const report = await readStatus(db.pool, db.schema, ctx.config, accountsFromConfig(ctx.config).failover);

@@ -1,11 +1,10 @@
 import { InvalidArgumentError, type Command } from 'commander';
 import type { ValidationError } from '../../errors.js';
-import { addressHash, suppressionKey, validateAddress } from '../../model/address.js';
+import { suppressionKey, validateAddress } from '../../model/address.js';
 import { SuppressionReason, type Suppression } from '../../model/suppression-reasons.js';
-import { suppressionsGet, suppressionsList } from '../../tables/suppressions.js';
 import type { ContextFactory } from '../context.js';
-import { CliExit, cliActor, EXIT_FAILURE, type CommandContext } from '../context.js';
-import { Operations } from '../../ops.js';
+import { CliExit, EXIT_FAILURE, type CommandContext } from '../context.js';
+import { withOperations } from '../operations.js';
 import { iso } from '../../format.js';
 
 /**
@@ -75,6 +74,7 @@ export function registerSuppressions(program: Command, context: ContextFactory):
     .option('--json', 'print the page as JSON')
     .action(async (options: { reason?: SuppressionReason; limit: number; cursor?: string; json?: boolean }) => {
       const ctx = context();
+      const { suppressionsList } = await import('../../tables/suppressions.js');
       await withDatabase(ctx, async (pool, schema) => {
         const page = await suppressionsList(pool, schema, {
           limit: options.limit,
@@ -98,8 +98,7 @@ export function registerSuppressions(program: Command, context: ContextFactory):
     .option('--detail <text>', 'why, for the next operator', detailArg)
     .action(async (address: string, options: { detail?: string }) => {
       const ctx = context();
-      await withDatabase(ctx, async (pool, schema) => {
-        const ops = new Operations({ pool, schema, logger: ctx.logger, initialRate: { perSecond: ctx.config.ratePerSecond, burst: ctx.config.rateBurst }, actor: cliActor() });
+      await withOperations(ctx, async (ops) => {
         const { suppression, created } = await ops.addSuppression(address, options.detail ?? null);
         ctx.out(created ? `suppressed: ${formatSuppression(suppression)}` : `already suppressed: ${formatSuppression(suppression)}`);
       });
@@ -112,8 +111,7 @@ export function registerSuppressions(program: Command, context: ContextFactory):
     .action(async (hash: string, _options: unknown, command: Command) => {
       const ctx = context();
       const given = String(command.args[0] ?? hash);
-      await withDatabase(ctx, async (pool, schema) => {
-        const ops = new Operations({ pool, schema, logger: ctx.logger, initialRate: { perSecond: ctx.config.ratePerSecond, burst: ctx.config.rateBurst }, actor: cliActor() });
+      await withOperations(ctx, async (ops) => {
         const removed = await ops.removeSuppression(hash);
         if (!removed) throw new CliExit(EXIT_FAILURE, `leasehold: ${given} is not suppressed`);
         ctx.out(`no longer suppressed: ${removed.address ?? `sha256:${removed.addressHash}`} (was ${removed.reason} since ${iso(removed.createdAt)})`);

@@ -1,15 +1,11 @@
 import { NotFoundError } from '../../errors.js';
-import { writeFileSync } from 'node:fs';
+import { mkdtemp, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { InvalidArgumentError, Option, type Command } from 'commander';
-import { getHold } from '../../holds/holds.js';
 import { CONFIRMED_TEMPLATE, EXPIRED_TEMPLATE, intentIdForHold, REMINDER_TEMPLATE } from '../../model/hold-states.js';
-import { messagesSummary } from '../../tables/messages.js';
 import { validLocale, validTimeZone } from '../../model/locale.js';
-import { describeProblem } from '../../templates/source.js';
-import { loadTemplates, TemplateRenderError, type RenderInput, type Templates } from '../../templates/templates.js';
-import { templatesFromConfig } from '../../service.js';
+import type { RenderInput } from '../../templates/templates.js';
 import { CliExit, EXIT_FAILURE, EXIT_USAGE } from '../context.js';
 import type { ContextFactory } from '../context.js';
 import { holdIdArg } from './args.js';
@@ -53,8 +49,9 @@ export function registerTemplates(program: Command, context: ContextFactory): vo
   templates
     .command('check')
     .description('parse every template and render each with its sample data; exit 2 listing every problem')
-    .action(() => {
+    .action(async () => {
       const ctx = context();
+      const [{ templatesFromConfig }, { describeProblem }] = await Promise.all([import('../../templates/configured.js'), import('../../templates/source.js')]);
       const set = templatesFromConfig(ctx.config);
       ctx.out(`templates: ${set.source} (default locale ${set.defaultLocale}, time zone ${set.defaultTimeZone})`);
       for (const { kind, locales } of set.list()) {
@@ -80,9 +77,10 @@ export function registerTemplates(program: Command, context: ContextFactory): vo
     .option('--locale <tag>', "render in this locale (overrides the hold's)", localeArg)
     .option('--time-zone <zone>', "format times in this IANA zone (overrides the hold's)", timeZoneArg)
     .option('--tenant <tenant>', "render as this tenant's email: its own templates (tenants/<tenant>/) where it has them (default: the hold's tenant)", tenantArg)
-    .option('--out <file>', 'where to write the HTML (default: a file in the temporary directory)')
+    .option('--out <file>', 'where to write the HTML (default: a new private directory under the temporary directory)')
     .action(async (kind: string, options: PreviewOptions) => {
       const ctx = context();
+      const [{ templatesFromConfig }, { TemplateRenderError }] = await Promise.all([import('../../templates/configured.js'), import('../../templates/templates.js')]);
       const set = templatesFromConfig(ctx.config);
       const kinds = [...new Set([...set.list(), ...(options.tenant ? set.list(options.tenant) : [])].map((k) => k.kind))];
       if (!kinds.includes(kind)) {
@@ -91,6 +89,7 @@ export function registerTemplates(program: Command, context: ContextFactory): vo
       let input: RenderInput = set.sampleInput(kind, { from: ctx.config.emailFrom, ...(options.tenant ? { tenant: options.tenant } : {}) });
       let note: string | undefined;
       if (options.hold) {
+        const [{ getHold }, { messagesSummary }] = await Promise.all([import('../../holds/holds.js'), import('../../tables/messages.js')]);
         const db = await ctx.database({ poolSize: 2, migrations: 'require' });
         try {
           const hold = await getHold(db.pool, options.hold, { schema: db.schema });
@@ -140,8 +139,10 @@ export function registerTemplates(program: Command, context: ContextFactory): vo
           `leasehold: ${error.message}` + (error.broken ? '' : ' (a send would reject this intent; the template needs data this hold lacks)'),
         );
       }
-      const out = options.out ?? path.join(os.tmpdir(), `leasehold-preview-${kind}-${message.templateLocale}.html`);
-      writeFileSync(out, message.html);
+      // Not a fixed name in the shared temporary directory, where another user
+      // could read the message or plant a link: a fresh directory only this user can open.
+      const out = options.out ?? path.join(await mkdtemp(path.join(os.tmpdir(), 'leasehold-preview-')), `${kind}-${message.templateLocale}.html`);
+      await writeFile(out, message.html);
       const tenantDir = message.templateTenant ? `tenants/${message.templateTenant}/` : '';
       ctx.out(`template ${tenantDir}${message.template}/${message.templateLocale} (version ${message.templateVersion}), locale ${message.locale}, time zone ${message.timeZone}`);
       if (note) ctx.out(note);

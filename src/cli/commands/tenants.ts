@@ -7,8 +7,8 @@ import { DEFAULT_PAGE_LIMIT, MAX_PAGE_LIMIT } from '../../model/cursor.js';
 import { validateTenant } from '../../model/hold-input.js';
 import { MAX_WEIGHT, MIN_WEIGHT, WEIGHT_RULE, type TenantPolicy } from '../../model/tenant-policy.js';
 import type { Operations } from '../../ops.js';
-import { operationsFor } from '../../service.js';
-import { CliExit, EXIT_FAILURE, EXIT_USAGE, type CommandContext, type ContextFactory, cliActor } from '../context.js';
+import { CliExit, EXIT_FAILURE, EXIT_USAGE, type ContextFactory } from '../context.js';
+import { withOperations } from '../operations.js';
 import { accountNameArg, columns } from './accounts.js';
 import { burstArg, perSecondArg } from './args.js';
 
@@ -69,17 +69,6 @@ export function formatTenantPolicy(p: TenantPolicy): string[] {
       ['updated', iso(p.updatedAt)],
     ]),
   ];
-}
-
-
-async function withOperations(ctx: CommandContext, work: (ops: Operations) => Promise<void>): Promise<void> {
-  // As the other operator commands: a mistyped schema fails instead of being migrated into an empty one.
-  const db = await ctx.database({ poolSize: 2, migrations: 'require' });
-  try {
-    await work(operationsFor(ctx.config, { pool: db.pool, schema: db.schema, logger: ctx.logger, actor: cliActor() }));
-  } finally {
-    await db.close();
-  }
 }
 
 interface SetOptions {

@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
-import { emailWords, holdTimeline, type EmailStory, type HoldTimeline } from '../../read/timeline.js';
+import type { EmailStory, HoldTimeline } from '../../read/timeline.js';
+import { emailWords } from '../../model/hold-states.js';
 import type { ContextFactory } from '../context.js';
 import { holdIdArg } from './args.js';
 import { iso, seconds, table } from '../../format.js';
@@ -112,6 +113,7 @@ export function registerTrace(program: Command, context: ContextFactory): void {
     .option('--json', 'print the timeline as JSON')
     .action(async (holdId: string, options: { json?: boolean }) => {
       const ctx = context();
+      const { holdTimeline } = await import('../../read/timeline.js');
       const db = await ctx.database({ poolSize: 2, migrations: 'require' });
       try {
         const timeline = await holdTimeline(db.pool, db.schema, holdId);

@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import { DEFAULTS } from '../../config.js';
 import { onShutdownSignals } from '../../runtime/shutdown.js';
 import { startTracing, tracingFromEnv } from '../../runtime/tracing-sdk.js';
-import { prepareService, startService, type ServiceParts } from '../../service.js';
+import type { ServiceParts } from '../../service.js';
 import type { CommandContext, ContextFactory } from '../context.js';
 import { hostArg } from './args.js';
 
@@ -15,6 +15,7 @@ import { hostArg } from './args.js';
  */
 export async function runService(ctx: CommandContext, parts: ServiceParts, options: { host?: string } = {}): Promise<void> {
   const { config, logger } = ctx;
+  const { prepareService, startService } = await import('../../service.js');
   // Provider variables, templates and webhook secrets are checked before
   // anything connects: a mistake exits 2 without touching the database.
   const prepared = await prepareService(config, parts);
@@ -74,24 +75,24 @@ export function registerWorkers(program: Command, context: ContextFactory): void
   program
     .command('expiry-worker')
     .description('run the expiry lane: expire due holds and write their email intents (any number may run)')
-    .action(async () => runService(context(), { expiry: true }));
+    .action(async () => runService(context({ service: true }), { expiry: true }));
 
   program
     .command('delivery-worker')
     .description('run the delivery lane: lease intents, take permits from the shared limiter, send, record (any number may run)')
-    .action(async () => runService(context(), { delivery: true }));
+    .action(async () => runService(context({ service: true }), { delivery: true }));
 
   program
     .command('start')
     .description('run leasehold: migrations, the HTTP API on PORT, both lanes and the retention policy (SIGTERM/SIGINT drains, a second signal forces)')
     .option('--host <address>', 'interface the API listens on (default LEASEHOLD_HOST, else 127.0.0.1)', hostArg)
     .action(async (options: { host?: string }) =>
-      runService(context(), { expiry: true, delivery: true, api: true, retention: true }, options.host ? { host: options.host } : {}),
+      runService(context({ service: true }), { expiry: true, delivery: true, api: true, retention: true }, options.host ? { host: options.host } : {}),
     );
 
   program
     .command('api')
     .description('serve the HTTP API alone on PORT (migrations first; SIGTERM/SIGINT drains, a second signal forces)')
     .option('--host <address>', 'interface to listen on (default LEASEHOLD_HOST, else 127.0.0.1)', hostArg)
-    .action(async (options: { host?: string }) => runService(context(), { api: true }, options.host ? { host: options.host } : {}));
+    .action(async (options: { host?: string }) => runService(context({ service: true }), { api: true }, options.host ? { host: options.host } : {}));
 }
