@@ -75,39 +75,81 @@ async function refreshStatus() {
   }
 }
 
-// Live charts: a rolling window of the status samples this tab has taken
-// (backlog, oldest ages) and of sends per second by outcome read from
-// /v1/status/sends, which counts attempts at the second they started, where
-// the limiter counts them. Only numbers reach the charts; every label is ours.
-const WINDOW_S = 600;
+// Charts of the past hour: on open, the service's own samples of backlog
+// and oldest ages (GET /v1/status/history, one per 10 s, kept in the
+// database by the process serving the API) and sends per second by outcome
+// (GET /v1/status/sends, counted from the attempts at the second each
+// started, where the limiter counts them); then this tab's status polls are
+// appended and both are topped up every refresh. Only numbers reach the
+// charts; every label is ours.
+const HISTORY_S = 3600;
+const windowS = () => Number($('#chart-window').value) || HISTORY_S;
+// Samples further apart than this are drawn with a gap between them: nobody was sampling.
+const GAP_S = 35;
+// The age chart is logarithmic (seconds and the 900 s promise on one axis); an age of 0 (nothing waiting) is drawn at its floor.
+const AGE_FLOOR_S = 0.1;
 // The rest (lease_expired, abandoned, any added later) is drawn as "other".
 const OUTCOMES = ['accepted', 'rate_limited', 'failed', 'rejected', 'paused', 'other'];
 const OUTCOME_COLORS = ['#1a7f37', '#9a6700', '#cf222e', '#8250df', '#57606a', '#6e7781'];
-const samples = [];
+// The service's samples by time, and this tab's own (every 2 s), each { t, backlog, dueHolds, pendingAge, dueAge }.
+const history = new Map();
+const live = [];
+let promises = null;
 const sendBins = new Map();
 let sendsLoaded = false;
 let limit = null;
 let charts = null;
 const num = (v) => (Number.isFinite(Number(v)) ? Number(v) : null);
+const nowS = () => Date.now() / 1000;
 
 function recordSample(r) {
   const { expiry, delivery, limiter } = r.stats;
-  samples.push({
-    t: Date.now() / 1000,
+  live.push({
+    t: nowS(),
     backlog: num(delivery.backlog),
     dueHolds: num(expiry.dueHolds),
     pendingAge: num(delivery.oldestPendingAgeSeconds),
     dueAge: num(expiry.oldestDueAgeSeconds),
-    emailPromise: num(r.promises.emailPromiseS),
-    expiryPromise: num(r.promises.expiryPromiseS),
   });
-  while (samples.length && samples[0].t < Date.now() / 1000 - WINDOW_S) samples.shift();
+  while (live.length && live[0].t < nowS() - HISTORY_S) live.shift();
+  promises = { email: num(r.promises.emailPromiseS), expiry: num(r.promises.expiryPromiseS) };
   limit = limiter ? { perSecond: num(limiter.perSecond), burst: num(limiter.burst) } : null;
 }
 
+let latestHistory = null;
+
+async function refreshHistory() {
+  // The whole hour until a sample comes back (the ring is 360 rows at most), then what was sampled since (more after the tab slept).
+  const since = latestHistory === null ? HISTORY_S : Math.min(HISTORY_S, Math.max(30, Math.ceil(nowS() - latestHistory) + 20));
+  const r = await api('GET', `/v1/status/history?seconds=${since}`);
+  for (const s of r.samples) {
+    const t = num(s.t);
+    if (t === null) continue;
+    history.set(t, { t, backlog: num(s.backlog), dueHolds: num(s.dueHolds), pendingAge: num(s.oldestPendingAgeSeconds), dueAge: num(s.oldestDueAgeSeconds) });
+    if (latestHistory === null || t > latestHistory) latestHistory = t;
+  }
+  for (const t of history.keys()) if (t < num(r.now) - HISTORY_S) history.delete(t);
+}
+
+/** The samples of the window, oldest first: the service's, then this tab's since its latest; a row of nulls where none were taken. */
+function chartSamples() {
+  const served = [...history.values()].sort((a, b) => a.t - b.t);
+  const after = served.length ? served[served.length - 1].t : -Infinity;
+  const from = nowS() - windowS();
+  const rows = [];
+  let previous = null;
+  for (const s of [...served, ...live.filter((x) => x.t > after)]) {
+    if (s.t < from) continue;
+    if (previous && s.t - previous.t > GAP_S) rows.push({ t: previous.t + 1, backlog: null, dueHolds: null, pendingAge: null, dueAge: null });
+    rows.push(s);
+    previous = s;
+  }
+  return rows;
+}
+
 async function refreshSends() {
-  // The whole window once, then the last half minute (attempts finishing late land in their start second).
-  const r = await api('GET', `/v1/status/sends?seconds=${sendsLoaded ? 30 : WINDOW_S}`);
+  // The whole hour once, then the last half minute (attempts finishing late land in their start second).
+  const r = await api('GET', `/v1/status/sends?seconds=${sendsLoaded ? 30 : HISTORY_S}`);
   for (const bin of r.bins) {
     const t = num(bin.t);
     if (t === null) continue;
@@ -118,14 +160,17 @@ async function refreshSends() {
     }
     sendBins.set(t, counts);
   }
-  const oldest = num(r.now) - WINDOW_S;
+  const oldest = num(r.now) - HISTORY_S;
   for (const t of sendBins.keys()) if (t < oldest) sendBins.delete(t);
   sendsLoaded = true;
 }
 
+// An axis label: 0.1 s, 10 s, 16.7 min, 2.8 h.
+const ageText = (v) => (v < 90 ? `${v} s` : v < 5400 ? `${+(v / 60).toFixed(1)} min` : `${+(v / 3600).toFixed(1)} h`);
+
 function chartOptions(kind, width) {
   // All three share the window's time axis, so a pause lines up across them.
-  const windowRange = () => { const now = Date.now() / 1000; return [now - WINDOW_S, now]; };
+  const windowRange = () => { const now = nowS(); return [now - windowS(), now]; };
   const base = { width, height: 170, scales: { x: { time: true, auto: false, range: windowRange } }, legend: { live: false } };
   const line = (label, stroke, extra = {}) => ({ label, stroke, width: 2, ...extra });
   const dashed = { dash: [6, 4], width: 1.5 };
@@ -133,9 +178,20 @@ function chartOptions(kind, width) {
     return { ...base, title: 'Backlog', series: [{}, line('email backlog (pending)', '#0969da'), line('due holds', '#1a7f37')] };
   }
   if (kind === 'age') {
-    return { ...base, title: 'Oldest age against the promise (s)', series: [{},
-      line('oldest pending email', '#0969da'), line('email promise', '#cf222e', dashed),
-      line('oldest due hold', '#1a7f37'), line('expiry promise', '#bf8700', dashed)] };
+    // Whole decades from the floor to above the largest age or promise, a tick and a grid line at each.
+    const ageRange = (_u, _min, max) => [AGE_FLOOR_S, 10 ** Math.ceil(Math.log10(Math.max(max || 1, 1) * 1.5))];
+    const decades = (_u, _axis, min, max) => {
+      const out = [];
+      for (let e = Math.round(Math.log10(min)); 10 ** e <= max * 1.0001; e++) out.push(Number((10 ** e).toPrecision(1)));
+      return out;
+    };
+    return { ...base, height: 210,
+      title: `Oldest age against the promise (s, log scale; none waiting: ${AGE_FLOOR_S} s)`,
+      scales: { ...base.scales, y: { distr: 3, log: 10, range: ageRange } },
+      axes: [{}, { splits: decades, filter: (_u, splits) => splits, values: (_u, splits) => splits.map((v) => (v === null ? '' : ageText(v))), size: 76 }],
+      series: [{},
+        line('oldest pending email', '#0969da'), line('email promise', '#cf222e', dashed),
+        line('oldest due hold', '#1a7f37'), line('expiry promise', '#bf8700', dashed)] };
   }
   const stepped = typeof uPlot.paths?.stepped === 'function' ? uPlot.paths.stepped({ align: 1 }) : undefined;
   return { ...base, title: 'Sends per second by outcome, against the limit', series: [{},
@@ -143,16 +199,18 @@ function chartOptions(kind, width) {
     line('limit (rate)', '#cf222e', dashed), line('burst + rate', '#cf222e', { dash: [2, 3], width: 1 })] };
 }
 
-function chartData(kind) {
-  if (kind === 'backlog') return [samples.map((s) => s.t), samples.map((s) => s.backlog), samples.map((s) => s.dueHolds)];
+function chartData(kind, rows) {
+  if (kind === 'backlog') return [rows.map((s) => s.t), rows.map((s) => s.backlog), rows.map((s) => s.dueHolds)];
   if (kind === 'age') {
-    return [samples.map((s) => s.t), samples.map((s) => s.pendingAge), samples.map((s) => s.emailPromise),
-      samples.map((s) => s.dueAge), samples.map((s) => s.expiryPromise)];
+    const age = (v) => (v === null ? null : Math.max(AGE_FLOOR_S, v));
+    // The promises are configuration: the same over the whole window.
+    return [rows.map((s) => s.t), rows.map((s) => age(s.pendingAge)), rows.map(() => promises?.email ?? null),
+      rows.map((s) => age(s.dueAge)), rows.map(() => promises?.expiry ?? null)];
   }
   // Every second of the window, zero where nothing was sent.
-  const now = Math.floor(Date.now() / 1000);
+  const now = Math.floor(nowS());
   const xs = [];
-  for (let t = now - WINDOW_S; t <= now; t++) xs.push(t);
+  for (let t = now - windowS(); t <= now; t++) xs.push(t);
   const perOutcome = OUTCOMES.map((_, i) => xs.map((t) => (sendBins.get(t) || [])[i] || 0));
   // The limit as it was at each second, from the audit log's rate-limit changes; the current one where none is known.
   const limits = xs.map((t) => limitAt(t) || limit);
@@ -175,7 +233,7 @@ function limitAt(t) {
 const policy = (v) => (v && num(v.perSecond) !== null && num(v.burst) !== null ? { perSecond: num(v.perSecond), burst: num(v.burst) } : null);
 
 async function refreshLimitHistory() {
-  const since = new Date(Date.now() - WINDOW_S * 1000).toISOString();
+  const since = new Date(Date.now() - HISTORY_S * 1000).toISOString();
   const page = await api('GET', `/v1/audit?action=rate_limit.set&limit=500&since=${encodeURIComponent(since)}`);
   limitChanges = page.entries
     .filter((e) => firstAccount === null || e.target === firstAccount)
@@ -230,19 +288,22 @@ function drawCharts() {
     return;
   }
   const width = () => Math.max(300, $('#charts').clientWidth - 40);
+  const rows = chartSamples();
   if (!charts) {
     charts = {};
     for (const el of document.querySelectorAll('[data-chart]')) {
       const kind = el.dataset.chart;
-      charts[kind] = new uPlot(chartOptions(kind, width()), chartData(kind), el);
+      charts[kind] = new uPlot(chartOptions(kind, width()), chartData(kind, rows), el);
     }
-    window.addEventListener('resize', () => { for (const c of Object.values(charts)) c.setSize({ width: width(), height: 170 }); });
+    window.addEventListener('resize', () => { for (const c of Object.values(charts)) c.setSize({ width: width(), height: c.height }); });
     // For a look from the browser console.
     window.leaseholdCharts = charts;
   } else {
-    for (const [kind, chart] of Object.entries(charts)) chart.setData(chartData(kind));
+    for (const [kind, chart] of Object.entries(charts)) chart.setData(chartData(kind, rows));
   }
-  $('#chart-note').textContent = `(${samples.length} samples in this tab, every 2 s)`;
+  const served = rows.filter((r) => history.has(r.t)).length;
+  const own = rows.filter((r) => !history.has(r.t) && r.backlog !== null).length;
+  $('#chart-note').textContent = `(${served} samples from the service, every 10 s; ${own} from this tab, every 2 s)`;
 }
 
 async function refreshIntents() {
@@ -405,7 +466,7 @@ async function refresh() {
   if (!token) return;
   try {
     await refreshRole();
-    await Promise.all([refreshStatus(), refreshIntents(), refreshSends(), refreshAccounts(), refreshTenants(), refreshAudit(), refreshLimitHistory()]);
+    await Promise.all([refreshStatus(), refreshIntents(), refreshSends(), refreshHistory(), refreshAccounts(), refreshTenants(), refreshAudit(), refreshLimitHistory()]);
     $('#updated').textContent = `updated ${new Date().toLocaleTimeString()}`;
     $('#refresh-error').textContent = '';
   } catch (error) {
@@ -435,6 +496,7 @@ function logout(reason) {
   role = null;
   delete document.body.dataset.role;
   $('#role-note').textContent = '';
+  $('#logout').hidden = true;
   sessionStorage.removeItem('leasehold-token');
   $('#app').hidden = true;
   $('#login').hidden = false;
@@ -444,6 +506,7 @@ function logout(reason) {
 function login(value) {
   token = value;
   sessionStorage.setItem('leasehold-token', value);
+  $('#logout').hidden = false;
   $('#login').hidden = true;
   $('#app').hidden = false;
   refresh();
@@ -459,7 +522,26 @@ $('#pause-form').addEventListener('submit', (e) => {
 $('#resume').addEventListener('click', () => act(() => api('POST', '/v1/delivery/resume')));
 $('#rate-form').addEventListener('submit', (e) => {
   e.preventDefault();
-  act(() => api('PUT', '/v1/rate-limit', { perSecond: Number($('#per-second').value), burst: Number($('#burst').value) }));
+  // Either field or both: PUT /v1/rate-limit keeps the one left out.
+  const body = {};
+  for (const [key, selector] of [['perSecond', '#per-second'], ['burst', '#burst']]) {
+    const text = $(selector).value.trim();
+    if (text !== '') body[key] = Number(text);
+  }
+  if (Object.keys(body).length === 0) {
+    showMessage('Enter a rate per second, a burst, or both.');
+    return;
+  }
+  act(async () => {
+    await api('PUT', '/v1/rate-limit', body);
+    // Emptied, so the placeholders show the policy now in force.
+    $('#per-second').value = '';
+    $('#burst').value = '';
+  });
+});
+$('#chart-window').addEventListener('change', () => {
+  $('#chart-title').textContent = windowS() === HISTORY_S ? 'Last hour' : `Last ${windowS() / 60} minutes`;
+  try { drawCharts(); } catch (error) { $('#chart-note').textContent = `(charts failed: ${error.message})`; }
 });
 $('#state-filter').addEventListener('change', () => refresh());
 $('#trace-form').addEventListener('submit', (e) => {

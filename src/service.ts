@@ -16,6 +16,7 @@ import { accountsFromConfig, createGateways, type AccountGateway } from './provi
 import type { Accounts } from './model/accounts.js';
 import { SandboxGateway } from './providers/sandbox.js';
 import { PruneWorker } from './retention/prune-worker.js';
+import { LaneSampler } from './read/lane-sampler.js';
 import { startApiServer, type ApiServer } from './server/app.js';
 import { ApiTokens } from './server/auth.js';
 import type { AuditActor } from './model/audit-actions.js';
@@ -279,6 +280,10 @@ export async function startService(prepared: PreparedService, base: Omit<Service
       if (generated) service.announcements.push(`API token (generated for this run; set LEASEHOLD_API_TOKEN to keep one): ${token}`);
       service.announcements.push(`leasehold API listening on ${api.url}`, `dashboard: ${api.url}/`);
       logger.info({ event: 'api.started', url: api.url }, 'API listening');
+      // The last hour the dashboard draws on open (GET /v1/status/history), kept by the process serving it.
+      const sampler = new LaneSampler({ db: base.pool, schema: base.schema, failover: prepared.accounts.failover, logger });
+      sampler.start();
+      stops.unshift(() => sampler.stop());
     }
     const gateways = prepared.gateways;
     if (parts.delivery && gateways) {

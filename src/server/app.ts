@@ -28,6 +28,7 @@ import { DEFAULT_RETENTION } from '../model/retention-policy.js';
 import { dashboardRoutes } from './routes/dashboard.js';
 import { statusRoutes } from './routes/status.js';
 import { sendRateRoutes } from './routes/send-rate.js';
+import { historyRoutes } from './routes/history.js';
 import { suppressionRoutes } from './routes/suppressions.js';
 import { tenantRoutes } from './routes/tenants.js';
 import { webhookRoutes } from './routes/webhooks.js';
@@ -173,6 +174,7 @@ export function buildApp(options: ApiOptions): FastifyInstance {
       accountRoutes(v1, ctx);
       statusRoutes(v1, ctx);
       sendRateRoutes(v1, ctx);
+      historyRoutes(v1, ctx);
       retentionRoutes(v1, ctx);
       suppressionRoutes(v1, ctx);
       tenantRoutes(v1, ctx);

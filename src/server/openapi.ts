@@ -9,6 +9,7 @@ import { accountNameSchema } from './routes/accounts.js';
 import { pauseBody, policyBody } from './routes/delivery.js';
 import { erasureBody, pruneBody } from './routes/retention.js';
 import { sendRateQuery } from './routes/send-rate.js';
+import { historyQuery } from './routes/history.js';
 import { suppressionAddBody, suppressionsListQuery } from './routes/suppressions.js';
 import { tenantPauseBody, tenantPoliciesListQuery } from './routes/tenants.js';
 import { auditListQuery } from './routes/audit.js';
@@ -247,6 +248,14 @@ function v1Operations(): Record<string, Record<string, Operation>> {
         tags: ['operations'],
         parameters: queryParameters(sendRateQuery),
         responses: { '200': json(AnyObject, '{ now, bins: [{ t, outcomes }] }'), ...bad },
+      },
+    },
+    '/v1/status/history': {
+      get: {
+        summary: 'both lanes over the last `seconds` (at most 3600): backlog, due holds and oldest ages, one sample per 10 s as the service took them',
+        tags: ['operations'],
+        parameters: queryParameters(historyQuery),
+        responses: { '200': json(AnyObject, '{ now, intervalSeconds, samples: [{ t, backlog, dueHolds, oldestPendingAgeSeconds, oldestDueAgeSeconds }] }'), ...bad },
       },
     },
     '/v1/retention': {

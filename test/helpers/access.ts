@@ -103,6 +103,7 @@ export const SAMPLES: Record<string, { url: string; body?: unknown }> = {
   'POST /v1/accounts/:name/resume': { url: '/v1/accounts/default/resume' },
   'GET /v1/status': { url: '/v1/status' },
   'GET /v1/status/sends': { url: '/v1/status/sends?seconds=10' },
+  'GET /v1/status/history': { url: '/v1/status/history?seconds=60' },
   'GET /v1/retention': { url: '/v1/retention' },
   'POST /v1/retention/prune': { url: '/v1/retention/prune', body: { dryRun: true } },
   'POST /v1/erasures': { url: '/v1/erasures', body: { address: 'nobody@example.com' } },

@@ -31,12 +31,19 @@ export const DASHBOARD_CSP = [
   "frame-ancestors 'none'",
 ].join('; ');
 
-/** The page and its own script and styles (public/), each a file: the CSP allows nothing inline. */
+/**
+ * The page, its own script and styles and its icon (public/), each a file:
+ * the CSP allows nothing inline. The icon is an SVG, also at /favicon.ico
+ * (what a browser or a tool asks for when the page names none); served
+ * under the same CSP, so it could run nothing even if opened as a document.
+ */
 const PAGE_FILES: Record<string, { file: string; type: string }> = {
   '/': { file: 'dashboard.html', type: 'text/html; charset=utf-8' },
   '/dashboard': { file: 'dashboard.html', type: 'text/html; charset=utf-8' },
   '/dashboard.js': { file: 'dashboard.js', type: 'text/javascript; charset=utf-8' },
   '/dashboard.css': { file: 'dashboard.css', type: 'text/css; charset=utf-8' },
+  '/favicon.svg': { file: 'favicon.svg', type: 'image/svg+xml; charset=utf-8' },
+  '/favicon.ico': { file: 'favicon.svg', type: 'image/svg+xml; charset=utf-8' },
 };
 
 /**
