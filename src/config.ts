@@ -102,89 +102,136 @@ const schema = onFirstUse((z) => {
     DATABASE_URL: z
       .string()
       .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// or postgresql:// URL')
-      .optional(),
+      .optional()
+      .describe("The PostgreSQL server to use. Unset: an embedded PostgreSQL with its data under `LEASEHOLD_DATA_DIR`."),
     // A session connection for the delivery lane's LISTEN, when DATABASE_URL
     // goes through a transaction-mode pooler (PgBouncer), where LISTEN is lost.
     LEASEHOLD_LISTEN_URL: z
       .string()
       .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// or postgresql:// URL')
-      .optional(),
-    LEASEHOLD_LISTEN: z.enum(['on', 'off'], { error: 'must be on or off' }).default('on'),
-    LEASEHOLD_POOL_SIZE: int(2, 1000).optional(),
-    LEASEHOLD_DB_CONNECT_TIMEOUT_MS: int(100, 600_000).default(DEFAULTS.dbConnectTimeoutMs),
-    LEASEHOLD_DB_QUERY_TIMEOUT_MS: int(1000, 3_600_000).default(DEFAULTS.dbQueryTimeoutMs),
-    LEASEHOLD_DATA_DIR: z.string().min(1).default('./.leasehold'),
+      .optional()
+      .describe("A direct or session-mode connection for each delivery lane's LISTEN session, when `DATABASE_URL` goes through a transaction-mode pooler. Unset: `DATABASE_URL`."),
+    LEASEHOLD_LISTEN: z.enum(['on', 'off'], { error: 'must be on or off' }).default('on')
+      .describe("`off`: no LISTEN session, delivery workers poll every second. `on`: LISTEN, checked with a test NOTIFY; where it never arrives, one `listener.unavailable` warning and polling."),
+    LEASEHOLD_POOL_SIZE: int(2, 1000).optional()
+      .describe("Most pooled connections of a service process. Unset: 12 for a process running a lane, 10 for `api`. A delivery lane adds one LISTEN session outside the pool."),
+    LEASEHOLD_DB_CONNECT_TIMEOUT_MS: int(100, 600_000).default(DEFAULTS.dbConnectTimeoutMs)
+      .describe("Opening a database connection, or waiting for a free pooled one, gives up after this long."),
+    LEASEHOLD_DB_QUERY_TIMEOUT_MS: int(1000, 3_600_000).default(DEFAULTS.dbQueryTimeoutMs)
+      .describe("A query with no answer fails after this long, timed by the client (so it fires when the server is unreachable), and its connection is dropped. Migrations are exempt."),
+    LEASEHOLD_DATA_DIR: z.string().min(1).default('./.leasehold')
+      .describe("The embedded PostgreSQL cluster and its generated password (only when `DATABASE_URL` is unset)."),
     LEASEHOLD_SCHEMA: z
       .string()
       .regex(/^[a-z_][a-z0-9_]{0,62}$/, 'must be a lowercase SQL identifier (letters, digits, underscore)')
       .refine((name) => !isReservedSchemaName(name), 'must not be a PostgreSQL system schema (pg_* or information_schema)')
-      .default(DEFAULTS.schema),
-    PORT: int(0, 65535).default(8787),
+      .default(DEFAULTS.schema)
+      .describe("The schema holding leasehold's tables (not `pg_*` or `information_schema`). Only `migrate` and the services create it."),
+    PORT: int(0, 65535).default(8787)
+      .describe("The HTTP API's port."),
     // Loopback unless the operator chooses to expose the API (and its open
     // /healthz, /metrics and dashboard) on other interfaces.
-    LEASEHOLD_HOST: z.string().refine(isListenHost, LISTEN_HOST_MESSAGE).default('127.0.0.1'),
+    LEASEHOLD_HOST: z.string().refine(isListenHost, LISTEN_HOST_MESSAGE).default('127.0.0.1')
+      .describe("The interface the HTTP API listens on (`--host` on `start` and `api` overrides it). `0.0.0.0` or `::` exposes the API, with its open `/healthz`, `/metrics` and dashboard, on every interface."),
     // The token travels in `Authorization: Bearer <token>`, where whitespace
     // ends it and only ASCII arrives intact: any other token could never match.
     LEASEHOLD_API_TOKEN: z
       .string()
       .min(16, 'must be at least 16 characters')
       .regex(/^[\x21-\x7e]+$/, 'must be printable ASCII without whitespace (it is sent in an Authorization: Bearer header)')
-      .optional(),
+      .optional()
+      .describe("Bearer token for `/v1`: one `admin` token named `env`, at least 16 printable ASCII characters without whitespace. Unset (and no tokens file): generated at start and printed once."),
     // Named tokens with roles (model/api-tokens.ts); read at start and on SIGHUP.
-    LEASEHOLD_API_TOKENS_FILE: z.string().min(1).optional(),
-    LEASEHOLD_AUTH_FAILURES_PER_MINUTE: int(1, 100_000).default(DEFAULTS.authFailuresPerMinute),
-    LEASEHOLD_AUTH_LOCKOUT_S: int(1, 86_400).default(DEFAULTS.authLockoutS),
-    LEASEHOLD_ACCOUNTS_FILE: z.string().min(1).optional(),
-    LEASEHOLD_FAILOVER_AFTER_S: int(1, 86_400).default(DEFAULTS.failoverAfterS),
-    EMAIL_PROVIDER: z.enum(['sandbox', 'resend', 'postmark', 'ses', 'smtp']).default('sandbox'),
-    EMAIL_FROM: z.string().min(3).default(DEFAULTS.emailFrom),
-    LEASEHOLD_RATE_PER_SECOND: z.coerce.number({ error: PER_SECOND_RULE }).refine(isValidPerSecond, PER_SECOND_RULE).default(DEFAULTS.ratePerSecond),
-    LEASEHOLD_RATE_BURST: int(1, MAX_BURST).default(DEFAULTS.rateBurst),
-    LEASEHOLD_RATE_UNIT: z.enum(['requests', 'emails'], { error: 'must be requests or emails' }).default('requests'),
-    LEASEHOLD_SEND_BATCH: int(1, 10_000).optional(),
+    LEASEHOLD_API_TOKENS_FILE: z.string().min(1).optional()
+      .describe("YAML file of named tokens with roles, stored as SHA-256 hashes. Read at start and on SIGHUP; a broken file is refused in one line naming the entry and the field."),
+    LEASEHOLD_AUTH_FAILURES_PER_MINUTE: int(1, 100_000).default(DEFAULTS.authFailuresPerMinute)
+      .describe("Refused tokens from one client address within a minute before it is answered 429."),
+    LEASEHOLD_AUTH_LOCKOUT_S: int(1, 86_400).default(DEFAULTS.authLockoutS)
+      .describe("How long a client address that reached `LEASEHOLD_AUTH_FAILURES_PER_MINUTE` is answered 429, in seconds."),
+    LEASEHOLD_ACCOUNTS_FILE: z.string().min(1).optional()
+      .describe("YAML file of provider accounts and their `failover` order. Set, it replaces `EMAIL_PROVIDER`, the provider variables and `LEASEHOLD_RATE_*`."),
+    LEASEHOLD_FAILOVER_AFTER_S: int(1, 86_400).default(DEFAULTS.failoverAfterS)
+      .describe("An account cooling down (429) longer than this, in seconds, sends its intents on to the next account in failover."),
+    EMAIL_PROVIDER: z.enum(['sandbox', 'resend', 'postmark', 'ses', 'smtp']).default('sandbox')
+      .describe("The provider of the one account, `default`, when there is no accounts file."),
+    EMAIL_FROM: z.string().min(3).default(DEFAULTS.emailFrom)
+      .describe("The sender, unless the template's `meta.json` (or a tenant policy) names one."),
+    LEASEHOLD_RATE_PER_SECOND: z.coerce.number({ error: PER_SECOND_RULE }).refine(isValidPerSecond, PER_SECOND_RULE).default(DEFAULTS.ratePerSecond)
+      .describe("The shared limiter's initial rate, per second (0.001 to 1,000,000). Changes made at run time persist in the database."),
+    LEASEHOLD_RATE_BURST: int(1, MAX_BURST).default(DEFAULTS.rateBurst)
+      .describe("The shared limiter's initial burst."),
+    LEASEHOLD_RATE_UNIT: z.enum(['requests', 'emails'], { error: 'must be requests or emails' }).default('requests')
+      .describe("What one permit of that limiter stands for: a provider request (`requests`: a batch costs one) or an email (`emails`)."),
+    LEASEHOLD_SEND_BATCH: int(1, 10_000).optional()
+      .describe("Emails per provider request. Unset: the provider's maximum (Resend 100, Postmark 500; SES, SMTP and the sandbox have no batch API: 1). `1` turns batching off."),
     LEASEHOLD_TENANT_METRICS: z
       .string()
       .regex(/^(off|top:([1-9]\d{0,2}|1000))$/, 'must be off or top:N (N from 1 to 1000)')
-      .default('off'),
+      .default('off')
+      .describe("`top:N`: `/metrics` exports the N tenants with the largest backlogs with a `tenant` label. Off by default, since a label per tenant is unbounded."),
     // The hold's life (migration 0024): seconds, or off.
     LEASEHOLD_REMIND_BEFORE_S: z
       .string()
       .regex(/^(off|[1-9]\d{0,6})$/, 'must be off or a whole number of seconds (1 to 2592000)')
       .refine((v) => v === 'off' || Number(v) <= 2_592_000, 'must be off or a whole number of seconds (1 to 2592000)')
-      .default('off'),
-    LEASEHOLD_NOTIFY_ON_CONFIRM: z.enum(['on', 'off'], { error: 'must be on or off' }).default('off'),
+      .default('off')
+      .describe("Seconds: a hold created without `remindBeforeSeconds` gets a reminder this long before it expires."),
+    LEASEHOLD_NOTIFY_ON_CONFIRM: z.enum(['on', 'off'], { error: 'must be on or off' }).default('off')
+      .describe("`on`: a hold created without `notifyOnConfirm` gets a confirmation email when it is confirmed."),
     LEASEHOLD_NOTICE_DEADLINE_S: z
       .string()
       .regex(/^(off|[1-9]\d{0,6})$/, 'must be off or a whole number of seconds (1 to 2592000)')
       .refine((v) => v === 'off' || Number(v) <= 2_592_000, 'must be off or a whole number of seconds (1 to 2592000)')
-      .default('off'),
-    LEASEHOLD_EXPIRY_INTERVAL_MS: int(10, 3_600_000).default(DEFAULTS.expiryIntervalMs),
-    LEASEHOLD_EXPIRY_BATCH: int(1, 100_000).default(DEFAULTS.expiryBatch),
-    LEASEHOLD_LEASE_MS: int(1000, 3_600_000).default(DEFAULTS.leaseMs),
-    LEASEHOLD_DELIVERY_BATCH: int(1, 10_000).default(DEFAULTS.deliveryBatch),
-    LEASEHOLD_DELIVERY_CONCURRENCY: int(1, 1000).default(DEFAULTS.deliveryConcurrency),
-    LEASEHOLD_SEND_TIMEOUT_MS: int(100, 3_600_000).optional(),
-    LEASEHOLD_MAX_ATTEMPTS: int(1, 1000).default(DEFAULTS.maxAttempts),
-    LEASEHOLD_EXPIRY_PROMISE_S: int(1, 31_536_000).default(60),
-    LEASEHOLD_EMAIL_PROMISE_S: int(1, 31_536_000).default(900),
+      .default('off')
+      .describe("Seconds: expiry and confirmation emails still unsent this long after the expiry or confirmation are not sent (they end `missed_deadline`)."),
+    LEASEHOLD_EXPIRY_INTERVAL_MS: int(10, 3_600_000).default(DEFAULTS.expiryIntervalMs)
+      .describe("The expiry worker's longest sleep."),
+    LEASEHOLD_EXPIRY_BATCH: int(1, 100_000).default(DEFAULTS.expiryBatch)
+      .describe("Holds per expiry transaction."),
+    LEASEHOLD_LEASE_MS: int(1000, 3_600_000).default(DEFAULTS.leaseMs)
+      .describe("How long a delivery worker's lease on an intent lasts."),
+    LEASEHOLD_DELIVERY_BATCH: int(1, 10_000).default(DEFAULTS.deliveryBatch)
+      .describe("Most intents per lease (one round); on an account sending batches, at least one full batch."),
+    LEASEHOLD_DELIVERY_CONCURRENCY: int(1, 1000).default(DEFAULTS.deliveryConcurrency)
+      .describe("Most provider requests in flight per delivery process. A round leases at most min(batch, free slots) intents (on a batching account up to a batch per free slot) and sends them all at once; with concurrency above the batch, up to 4 rounds overlap. 100 in flight covers a real provider (100-300 ms a call) up to about 300-1,000 sends/s per process; for a provider limit in the thousands raise both this and `LEASEHOLD_DELIVERY_BATCH`."),
+    LEASEHOLD_SEND_TIMEOUT_MS: int(100, 3_600_000).optional()
+      .describe("The provider call's timeout; must be shorter than the lease. Unset: min(10000, `LEASEHOLD_LEASE_MS` / 2)."),
+    LEASEHOLD_MAX_ATTEMPTS: int(1, 1000).default(DEFAULTS.maxAttempts)
+      .describe("Failed attempts before an intent is `dead` (rate limits do not count)."),
+    LEASEHOLD_EXPIRY_PROMISE_S: int(1, 31_536_000).default(60)
+      .describe("The expiry lane's promise, in seconds: health and alerts compare the oldest due hold's age against it."),
+    LEASEHOLD_EMAIL_PROMISE_S: int(1, 31_536_000).default(900)
+      .describe("The delivery lane's promise, in seconds: health and alerts compare the oldest pending email's age against it."),
     // Whole days or `off`; read by the retention policy's own rule below.
-    LEASEHOLD_RETENTION_DAYS: z.string().default(String(DEFAULT_RETENTION.retentionDays)),
-    LEASEHOLD_ERASE_PII_AFTER_DAYS: z.string().default(String(DEFAULT_RETENTION.erasePiiAfterDays)),
-    LEASEHOLD_AUDIT_RETENTION_DAYS: z.string().default(String(DEFAULT_AUDIT_RETENTION_DAYS)),
-    LEASEHOLD_PRUNE_INTERVAL_MS: int(1000, 86_400_000).default(DEFAULT_RETENTION.intervalMs),
-    LEASEHOLD_PRUNE_BATCH: int(1, MAX_PRUNE_BATCH).default(DEFAULT_RETENTION.batchSize),
-    LEASEHOLD_TEMPLATES_DIR: z.string().min(1).optional(),
+    LEASEHOLD_RETENTION_DAYS: z.string().default(String(DEFAULT_RETENTION.retentionDays))
+      .describe("Whole days or `off`: finished stories (hold, intents, attempts) are deleted this many days after they end; `off` keeps them."),
+    LEASEHOLD_ERASE_PII_AFTER_DAYS: z.string().default(String(DEFAULT_RETENTION.erasePiiAfterDays))
+      .describe("Whole days (0 to `LEASEHOLD_RETENTION_DAYS`) or `off`: personal data is erased this many days after a story ends; `off` never erases by age."),
+    LEASEHOLD_AUDIT_RETENTION_DAYS: z.string().default(String(DEFAULT_AUDIT_RETENTION_DAYS))
+      .describe("Whole days (1 to 3650) or `off`: audit log entries are deleted this many days old; `off` keeps them."),
+    LEASEHOLD_PRUNE_INTERVAL_MS: int(1000, 86_400_000).default(DEFAULT_RETENTION.intervalMs)
+      .describe("The prune worker's longest sleep."),
+    LEASEHOLD_PRUNE_BATCH: int(1, MAX_PRUNE_BATCH).default(DEFAULT_RETENTION.batchSize)
+      .describe("Stories per retention transaction."),
+    LEASEHOLD_TEMPLATES_DIR: z.string().min(1).optional()
+      .describe("The message templates' directory. Unset: the templates shipped in the package."),
     LEASEHOLD_DEFAULT_LOCALE: z
       .string()
       .refine((v) => validLocale(v) !== undefined, 'must be a locale this Node can format (e.g. en, en-GB, de)')
-      .default('en'),
+      .default('en')
+      .describe("The locale for holds whose `metadata.locale` is missing or not one Intl can format; its template must exist."),
     LEASEHOLD_DEFAULT_TIME_ZONE: z
       .string()
       .refine((v) => validTimeZone(v) !== undefined, 'must be an IANA time zone (e.g. UTC, Europe/Berlin)')
-      .default('UTC'),
-    LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+      .default('UTC')
+      .describe("The IANA time zone for holds whose `metadata.timeZone` is missing or unknown."),
+    LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info')
+      .describe("The pino log level."),
   });
 });
+
+/** The environment's schema, for the generated reference (scripts/docs/configuration.ts renders docs/configuration.md from it). */
+export const configSchema = schema;
 
 type Env = z.infer<ReturnType<typeof schema>>;
 

@@ -33,9 +33,11 @@ afterAll(async () => {
 
 async function snippet(): Promise<string> {
   const readme = await readFile(path.join(root, 'README.md'), 'utf8');
-  const section = readme.slice(readme.indexOf('### Using it as a library'));
-  const code = /```ts\n([\s\S]*?)```/.exec(section)![1]!;
-  return code.replace("from 'leasehold'", `from '${pathToFileURL(path.join(root, 'dist/src/index.js')).href}'`);
+  const heading = readme.indexOf('### Using it as a library');
+  expect(heading, "README.md has no '### Using it as a library' section").toBeGreaterThanOrEqual(0);
+  const code = /```ts\n([\s\S]*?)```/.exec(readme.slice(heading))?.[1];
+  expect(code, "README.md's library section has no ```ts block").toBeDefined();
+  return code!.replace("from 'leasehold'", `from '${pathToFileURL(path.join(root, 'dist/src/index.js')).href}'`);
 }
 
 async function run(code: string) {
