@@ -1,12 +1,11 @@
 /// <reference lib="dom" />
 import { existsSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
+import { CHROMIUM, dashboardServer, launchChromium } from '../helpers/dashboard.js';
 import { ident } from '../../src/db/pool.js';
 import { ExpiryWorker } from '../../src/holds/expiry-worker.js';
-import { silentLogger } from '../../src/observability/logger.js';
-import { createMetrics } from '../../src/observability/metrics.js';
-import { startApiServer, type ApiServer } from '../../src/server/app.js';
+import type { ApiServer } from '../../src/server/app.js';
 import { auditInsert } from '../../src/tables/audit-log.js';
 import { laneSamplesRecord } from '../../src/tables/lane-samples.js';
 import { rateLimiterGet, rateLimiterSet } from '../../src/tables/rate-limiter.js';
@@ -18,7 +17,6 @@ import { insertDueHolds } from '../helpers/holds.js';
  * charts draw that hour at once, from the samples and attempts already in
  * the database (seeded in the past here, instead of waiting for them).
  */
-const CHROMIUM = '/usr/bin/chromium';
 const token = 'dashboard-history-token-0123456789';
 const SHOTS = '/tmp/shots';
 
@@ -88,20 +86,8 @@ describe.skipIf(!existsSync(CHROMIUM))('operator dashboard: the past hour on ope
         [++attempt, new Date(dbNow), ago, outcome],
       );
     }
-    server = await startApiServer({
-      pool: db.pool,
-      schema: db.schema,
-      config: { expiryPromiseS: 60, emailPromiseS: 900, ratePerSecond: 10, rateBurst: 10 },
-      logger: silentLogger,
-      metrics: createMetrics(),
-      apiToken: token,
-      port: 0,
-      host: '127.0.0.1',
-    });
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-    });
+    server = await dashboardServer(db, { apiToken: token });
+    browser = await launchChromium();
     page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
     await page.exposeFunction('reportViolation', (text: string) => violations.push(text));
     await page.addInitScript(() => {

@@ -2,15 +2,14 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
+import { CHROMIUM, dashboardServer, launchChromium } from '../helpers/dashboard.js';
 import { deliveryControlGet } from '../../src/tables/delivery-control.js';
 import { rateLimiterEnsure, rateLimiterGet, rateLimiterPause, rateLimiterSet } from '../../src/tables/rate-limiter.js';
 import type { Accounts } from '../../src/model/accounts.js';
 import { ExpiryWorker } from '../../src/holds/expiry-worker.js';
-import { createMetrics } from '../../src/observability/metrics.js';
-import { silentLogger } from '../../src/observability/logger.js';
 import { intentsGet } from '../../src/tables/outbox.js';
-import { startApiServer, type ApiServer } from '../../src/server/app.js';
+import type { ApiServer } from '../../src/server/app.js';
 import { ident } from '../../src/db/pool.js';
 import { testDatabase, type TestDatabase } from '../helpers/database.js';
 import { insertDueHolds } from '../helpers/holds.js';
@@ -21,7 +20,6 @@ import { ApiTokens } from '../../src/server/auth.js';
 import { parseTokensFile, tokenHash } from '../../src/model/api-tokens.js';
 
 // Debian's Chromium; .ci/run installs it. Without it this file is skipped, loudly.
-const CHROMIUM = '/usr/bin/chromium';
 const token = 'dashboard-test-token-0123456789';
 
 let db: TestDatabase;
@@ -39,20 +37,8 @@ describe.skipIf(!existsSync(CHROMIUM))('operator dashboard in a real browser', (
     await db.pool.query(
       `UPDATE ${ident(db.schema)}.email_outbox SET state = 'dead', finished_at = now(), last_error = 'provider 503' WHERE id = 'reservation-expired:dash-0'`,
     );
-    server = await startApiServer({
-      pool: db.pool,
-      schema: db.schema,
-      config: { expiryPromiseS: 60, emailPromiseS: 900, ratePerSecond: 10, rateBurst: 10 },
-      logger: silentLogger,
-      metrics: createMetrics(),
-      apiToken: token,
-      port: 0,
-      host: '127.0.0.1',
-    });
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-    });
+    server = await dashboardServer(db, { apiToken: token });
+    browser = await launchChromium();
     page = await browser.newPage();
     page.on('dialog', (dialog) => void dialog.dismiss());
   });
@@ -272,24 +258,15 @@ describe.skipIf(!existsSync(CHROMIUM))('operator dashboard: provider accounts', 
     // Two pending intents (with their recipients in the database): a backlog on the first account.
     await insertDueHolds(adb.pool, adb.schema, 2, { prefix: 'acct' });
     await new ExpiryWorker({ pool: adb.pool, schema: adb.schema }).runOnce();
-    aserver = await startApiServer({
-      pool: adb.pool,
-      schema: adb.schema,
+    aserver = await dashboardServer(adb, {
       config: { expiryPromiseS: 60, emailPromiseS: 900, ratePerSecond: 2, rateBurst: 2 },
-      logger: silentLogger,
-      metrics: createMetrics(),
       apiToken: token,
-      port: 0,
-      host: '127.0.0.1',
       accounts,
     });
     // The rows ops.listAccounts would create on its first list; primary is paused as a provider's answer would.
     for (const a of accounts.accounts) await rateLimiterEnsure(adb.pool, adb.schema, a.rate, a.name);
     await rateLimiterPause(adb.pool, adb.schema, 'primary', { reason: 'key revoked', by: 'resend' });
-    abrowser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-    });
+    abrowser = await launchChromium();
     apage = await abrowser.newPage({ viewport: { width: 1280, height: 900 } });
     apage.on('dialog', (dialog) => void dialog.dismiss());
     apage.on('pageerror', (error) => errors.push(error.message));
@@ -398,20 +375,8 @@ describe.skipIf(!existsSync(CHROMIUM))('operator dashboard: tenants', () => {
 
   beforeAll(async () => {
     tdb = await testDatabase('dashboard_tenants');
-    tserver = await startApiServer({
-      pool: tdb.pool,
-      schema: tdb.schema,
-      config: { expiryPromiseS: 60, emailPromiseS: 900, ratePerSecond: 10, rateBurst: 10 },
-      logger: silentLogger,
-      metrics: createMetrics(),
-      apiToken: token,
-      port: 0,
-      host: '127.0.0.1',
-    });
-    tbrowser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-    });
+    tserver = await dashboardServer(tdb, { apiToken: token });
+    tbrowser = await launchChromium();
     tpage = await tbrowser.newPage({ viewport: { width: 1280, height: 900 } });
     tpage.on('dialog', (dialog) => void dialog.dismiss());
     tpage.on('pageerror', (error) => errors.push(error.message));
@@ -487,20 +452,8 @@ describe.skipIf(!existsSync(CHROMIUM))('operator dashboard: hardened page, roles
   - { name: oncall, role: operate, sha256: ${tokenHash(operateToken)} }
 `),
     });
-    hserver = await startApiServer({
-      pool: hdb.pool,
-      schema: hdb.schema,
-      config: { expiryPromiseS: 60, emailPromiseS: 900, ratePerSecond: 10, rateBurst: 10 },
-      logger: silentLogger,
-      metrics: createMetrics(),
-      tokens,
-      port: 0,
-      host: '127.0.0.1',
-    });
-    hbrowser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-    });
+    hserver = await dashboardServer(hdb, { tokens });
+    hbrowser = await launchChromium();
   });
   afterAll(async () => {
     await hbrowser?.close();
