@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import type pg from 'pg';
 import type { Config } from '../config.js';
 import { createDatabaseMetrics } from '../read/db-metrics.js';
@@ -20,7 +21,8 @@ import { RouteMethods } from './route-methods.js';
 import { deliveryRoutes } from './routes/delivery.js';
 import { accountRoutes } from './routes/accounts.js';
 import { holdRoutes } from './routes/holds.js';
-import { openApiRoutes } from './openapi.js';
+import { openApiRoutes, registerOpenApi } from './openapi.js';
+import { serializerCompiler, validatorCompiler } from './validation.js';
 import { intentRoutes } from './routes/intents.js';
 import { opsRoutes } from './routes/ops.js';
 import { retentionRoutes } from './routes/retention.js';
@@ -72,7 +74,8 @@ export function buildApp(options: ApiOptions): FastifyInstance {
     logger: false,
     bodyLimit: BODY_LIMIT_BYTES,
     routerOptions: { maxParamLength: 1000 },
-    return503OnClosing: true,
+    // Fastify's own 503 while closing has its own body shape; ours (below) has the one error shape.
+    return503OnClosing: false,
     // A caller's x-request-id (when it is a sane one) is kept, so the audit
     // log joins with its own logs; otherwise a fresh UUID. Echoed on every answer.
     genReqId: (request) => {
@@ -115,6 +118,20 @@ export function buildApp(options: ApiOptions): FastifyInstance {
     reply.header('x-request-id', request.id);
   });
   app.setErrorHandler(errorHandler(logger));
+  // Each route's zod schemas check its input and shape its answer (server/validation.ts), and make the OpenAPI document.
+  app.setValidatorCompiler(validatorCompiler);
+  app.setSerializerCompiler(serializerCompiler);
+  registerOpenApi(app);
+  let closing = false;
+  app.addHook('preClose', async () => {
+    closing = true;
+  });
+  // A request on a kept-alive connection while the server closes: 503, and the connection is not kept.
+  app.addHook('onRequest', async (_request, reply) => {
+    if (!closing) return;
+    const { statusCode, body } = toErrorResponse(new ApiError(503, 'shutting_down', 'this server is shutting down; try again'));
+    return reply.code(statusCode).header('connection', 'close').send(body);
+  });
   // Every route's methods, so a known path asked with another method is a 405 naming them (Allow), not a 404.
   const routeMethods = new RouteMethods();
   app.addHook('onRoute', (route) => routeMethods.add(route.method, route.url));
@@ -156,11 +173,12 @@ export function buildApp(options: ApiOptions): FastifyInstance {
     retention: options.config.retention ?? DEFAULT_RETENTION,
     ...(options.config.tenantMetricsTop ? { tenantMetricsTop: options.config.tenantMetricsTop } : {}),
   });
-  opsRoutes(app, ctx, [options.metrics.registry, databaseMetrics, processMetricsRegistry()]);
+  opsRoutes(app.withTypeProvider<ZodTypeProvider>(), ctx, [options.metrics.registry, databaseMetrics, processMetricsRegistry()]);
   dashboardRoutes(app);
 
   void app.register(
-    async (v1) => {
+    async (plugin) => {
+      const v1 = plugin.withTypeProvider<ZodTypeProvider>();
       // Every route under the token declares who may call it (server/auth.ts
       // access()); one that does not is refused here, at registration.
       v1.addHook('onRoute', checkRouteAccess);

@@ -3,6 +3,7 @@ import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { HoldNotHeldError, IntentStateError, isConnectionError, LeaseholdError, ValidationError } from '../errors.js';
 import type { Logger } from '../observability/logger.js';
+import { isResponseSerializationError } from './validation.js';
 
 /**
  * One error shape for every answer that is not a success:
@@ -87,8 +88,10 @@ export function errorHandler(logger: Logger) {
     if (statusCode >= 500) {
       // Message, code and stack only: a database error's `detail` can quote row values (a recipient).
       const e = error as { message?: string; code?: string; stack?: string };
+      // An answer that does not fit its route's schema: where and why, from the zod issues (never the values).
+      const issues = isResponseSerializationError(error) ? error.cause.issues.slice(0, 10).map((issue) => `${issue.path.join('.') || '(answer)'}: ${issue.message}`) : undefined;
       logger.error(
-        { event: 'http.error', error: { message: e?.message, code: e?.code, stack: e?.stack }, method: request.method, route: request.routeOptions?.url },
+        { event: 'http.error', error: { message: e?.message, code: e?.code, stack: e?.stack, ...(issues ? { issues } : {}) }, method: request.method, route: request.routeOptions?.url },
         'request failed',
       );
     }

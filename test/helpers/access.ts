@@ -6,6 +6,7 @@ import { createMetrics, type Metrics } from '../../src/observability/metrics.js'
 import { buildApp } from '../../src/server/app.js';
 import { ApiTokens, type RouteAccess } from '../../src/server/auth.js';
 import type { TestDatabase } from './database.js';
+import { checkContract } from './server.js';
 
 /** Tokens of every role, a tenant-limited one and an expired one, and the API built on them (test/server/access*.test.ts, audit.test.ts). */
 
@@ -59,6 +60,7 @@ export async function accessApp(db: TestDatabase, failuresPerMinute = 100_000): 
     }
   });
   await app.ready();
+  checkContract(app);
   return {
     app,
     metrics,

@@ -5,6 +5,7 @@ import { createLogger, type Logger } from '../../src/observability/logger.js';
 import { createMetrics, type Metrics } from '../../src/observability/metrics.js';
 import { buildApp, type ApiOptions } from '../../src/server/app.js';
 import { testDatabase, type TestDatabase } from './database.js';
+import { ContractValidator, injected } from './contract.js';
 
 export const TOKEN = 'test-token-0123456789abcdef';
 
@@ -43,6 +44,7 @@ export async function apiHarness(label: string, env: Record<string, string> = {}
   const config = loadConfig({ LEASEHOLD_AUTH_FAILURES_PER_MINUTE: '100000', ...env });
   const app = buildApp({ pool: db.pool, schema: db.schema, config, logger, metrics, apiToken: TOKEN, ...extra });
   await app.ready();
+  checkContract(app);
   return {
     db,
     app,
@@ -61,5 +63,21 @@ export async function apiHarness(label: string, env: Record<string, string> = {}
       await app.close();
       await db.close();
     },
+  };
+}
+
+/**
+ * Every `app.inject(options)` from here on is checked against the OpenAPI
+ * document the app serves (helpers/contract.ts): a request or answer that
+ * does not keep it fails the call, so the test that made it fails.
+ */
+export function checkContract(app: FastifyInstance): void {
+  const contract = new ContractValidator((app as unknown as { swagger(): ConstructorParameters<typeof ContractValidator>[0] }).swagger());
+  const inject = app.inject.bind(app) as (options: InjectOptions | string) => Promise<LightMyRequestResponse>;
+  (app as unknown as { inject: typeof inject }).inject = async (options) => {
+    const response = await inject(options);
+    const problems = contract.check(injected(options), response);
+    if (problems.length > 0) throw new Error(`the API broke its OpenAPI document:\n- ${problems.join('\n- ')}`);
+    return response;
   };
 }

@@ -15,6 +15,11 @@ beforeAll(async () => {
 });
 afterAll(() => h.close());
 
+type FullDocument = {
+  paths: Record<string, Record<string, { security?: unknown[]; responses: Record<string, { content?: Record<string, { schema: { $ref?: string } }> }> }>>;
+  components: { schemas: Record<string, Record<string, unknown>> };
+};
+
 type Document = { openapi: string; info: { version: string }; paths: Record<string, Record<string, { parameters?: Array<{ name: string }> }>> };
 
 async function fetchDocument(): Promise<Document> {
@@ -82,6 +87,65 @@ describe('GET /v1/openapi.json', () => {
     const pathTenant = new RegExp(policyPut.parameters[0]!.schema.pattern!);
     expect([pathTenant.test(''), pathTenant.test('acme'), pathTenant.test('acme corp')]).toEqual([true, true, false]);
     expect(Object.keys((document.paths['/v1/tenants/{tenant}']!.delete as unknown as { responses: object }).responses)).toEqual(expect.arrayContaining(['204', '404']));
+  });
+
+  it('lists every refusal of every operation, in the one Error component', async () => {
+    const document = (await fetchDocument()) as unknown as FullDocument;
+    const operations = Object.entries(document.paths).flatMap(([path, methods]) => Object.entries(methods).map(([method, operation]) => ({ path, method, operation })));
+    expect(operations.length).toBeGreaterThan(40);
+    const missing: string[] = [];
+    for (const { path, method, operation } of operations) {
+      const listed = Object.keys(operation.responses);
+      const open = Array.isArray(operation.security) && operation.security.length === 0;
+      const expected = ['503', ...(open ? [] : ['401', '403', '429']), ...(!open && method !== 'get' ? ['413', '415'] : [])];
+      for (const status of expected) if (!listed.includes(status)) missing.push(`${method} ${path} ${status}`);
+      for (const [status, response] of Object.entries(operation.responses)) {
+        if (Number(status) < 400 || path === '/healthz') continue;
+        const schema = response.content?.['application/json']?.schema;
+        if (schema?.$ref !== '#/components/schemas/Error') missing.push(`${method} ${path} ${status} is not the Error component`);
+      }
+    }
+    expect(missing).toEqual([]);
+  });
+
+  it('declares timestamps once, as components, and answers as closed objects', async () => {
+    const document = (await fetchDocument()) as unknown as FullDocument;
+    const schemas = document.components.schemas;
+    expect(schemas['Timestamp']).toMatchObject({ type: 'string', format: 'date-time' });
+    expect(schemas['Hold']).toMatchObject({ additionalProperties: false, properties: { expiresAt: { $ref: '#/components/schemas/Timestamp' } } });
+    // The RFC 3339 pattern zod writes for a date-time appears once (the TimestampInput component), not per field.
+    const text = JSON.stringify(document);
+    const pattern = JSON.stringify((schemas['TimestampInput'] as { pattern: string }).pattern);
+    expect(text.split(pattern).length - 1).toBe(1);
+    // Every object of every answer is closed: a field the API answers is a field the document declares.
+    const open: string[] = [];
+    const walk = (node: unknown, at: string): void => {
+      if (Array.isArray(node)) return node.forEach((child, i) => walk(child, `${at}/${i}`));
+      if (!node || typeof node !== 'object') return;
+      const schema = node as Record<string, unknown>;
+      if (schema['type'] === 'object' && schema['properties'] && schema['additionalProperties'] !== false) open.push(at);
+      for (const [key, child] of Object.entries(schema)) walk(child, `${at}/${key}`);
+    };
+    for (const [name, schema] of Object.entries(schemas)) if (!name.endsWith('Input')) walk(schema, name);
+    for (const [path, methods] of Object.entries(document.paths)) {
+      for (const [method, operation] of Object.entries(methods)) walk(operation.responses, `${method} ${path}`);
+    }
+    expect(open).toEqual([]);
+  });
+
+  it('describes the intent and the hold timeline as the API answers them', async () => {
+    const document = (await fetchDocument()) as unknown as FullDocument;
+    const schemas = document.components.schemas as Record<string, { properties: Record<string, { type?: string; $ref?: string; items?: unknown }>; required: string[] }>;
+    const detail = schemas['IntentDetail']!;
+    expect(detail.properties['attempts']).toMatchObject({ type: 'array', items: { $ref: '#/components/schemas/Attempt' } });
+    for (const field of ['failedAttempts', 'finishedAt', 'lastError', 'leased', 'leaseExpiresAt', 'leaseExpirations', 'replays', 'message']) {
+      expect(detail.required, field).toContain(field);
+    }
+    const timeline = schemas['HoldTimeline']!;
+    expect(Object.keys(timeline.properties)).toEqual(expect.arrayContaining(['hold', 'intent', 'message', 'moments', 'outcome', 'lateness', 'attempts', 'events', 'emails', 'life']));
+    const ok = (path: string, method: string) => document.paths[path]![method]!.responses['200']!.content!['application/json']!.schema;
+    expect(ok('/v1/intents/{id}', 'get')).toEqual({ $ref: '#/components/schemas/IntentDetail' });
+    expect(ok('/v1/holds/{id}', 'get')).toEqual({ $ref: '#/components/schemas/HoldTimeline' });
   });
 
   it('is behind the bearer token like the rest of /v1', async () => {

@@ -51,12 +51,12 @@ const PAGE_FILES: Record<string, { file: string; type: string }> = {
  * and acts through /v1 with the operator's token, so it needs no privileges
  * of its own and is served openly. What it shows depends on the token's
  * role (GET /v1/token): a read token gets no controls, and the API refuses
- * them anyway.
+ * them anyway. Its files are not API: `hide` keeps them out of the OpenAPI document.
  */
 export function dashboardRoutes(app: FastifyInstance): void {
   const files = new Map<string, Promise<string>>();
   for (const [url, { file, type }] of Object.entries(PAGE_FILES)) {
-    app.get(url, async (_request, reply) => {
+    app.get(url, { schema: { hide: true } }, async (_request, reply) => {
       let body = files.get(file);
       if (!body) {
         body = readFile(path.join(packageRoot(), 'public', file), 'utf8');
@@ -75,7 +75,7 @@ export function dashboardRoutes(app: FastifyInstance): void {
 
   const require = createRequire(import.meta.url);
   const assets = new Map<string, Promise<Buffer>>();
-  app.get<{ Params: { name: string } }>('/assets/uplot/:name', async (request, reply) => {
+  app.get<{ Params: { name: string } }>('/assets/uplot/:name', { schema: { hide: true } }, async (request, reply) => {
     const asset = Object.hasOwn(CHART_ASSETS, request.params.name) ? CHART_ASSETS[request.params.name] : undefined;
     if (!asset) return reply.code(404).send({ error: { code: 'not_found', message: 'no such asset' } });
     let body = assets.get(asset.file);

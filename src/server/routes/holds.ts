@@ -1,18 +1,17 @@
-import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { cancelHold, confirmHold, createHold, extendHold, getHold } from '../../holds/holds.js';
 import { holdsList } from '../../tables/holds.js';
 import { HoldStatus } from '../../model/hold-states.js';
-import type { CreateHoldInput, ExtendHoldInput } from '../../model/hold-input.js';
-import { tenantSchema, validateHoldId } from '../../model/hold-input.js';
-import { checkTenant, expectNoBody, listingTenant, pageQuery, parse, type ApiContext } from '../context.js';
+import type { CreateHoldInput } from '../../model/hold-input.js';
+import { holdIdSchema, tenantSchema } from '../../model/hold-input.js';
+import { checkTenant, expectNoBody, listingTenant, pageQuery, type ApiContext } from '../context.js';
 import { access, principalOf } from '../auth.js';
 import { ApiError } from '../errors.js';
 import type { FastifyRequest } from 'fastify';
 import type { Queryable } from '../../db/pool.js';
 import { holdTimeline } from '../../read/timeline.js';
-
-type IdParams = { Params: { id: string } };
+import { answers, BAD_INPUT, json, page, type ZodApp } from '../shapes/common.js';
+import { createHoldBody, extendHoldBody, HoldShape, HoldTimelineShape } from '../shapes/holds.js';
 
 const STATUSES = Object.values(HoldStatus) as [HoldStatus, ...HoldStatus[]];
 
@@ -33,8 +32,7 @@ export const HOLDS_UNAUDITED = "application traffic: a hold's history is its own
  * global: an id another tenant took is still a 409, so such a client
  * should let the server generate ids or prefix its own.)
  */
-function scopedCreate(request: FastifyRequest): CreateHoldInput {
-  const body = request.body as CreateHoldInput;
+function scopedCreate(request: FastifyRequest, body: CreateHoldInput): CreateHoldInput {
   const { name, tenants } = principalOf(request);
   if (tenants === null || body === null || typeof body !== 'object' || Array.isArray(body)) return body;
   const tenant = (body as { tenant?: unknown }).tenant;
@@ -49,67 +47,153 @@ export async function visibleHold(request: FastifyRequest, db: Queryable, schema
   if (hold) checkTenant(request, hold.tenant, 'hold', id);
 }
 
-export function holdRoutes(app: FastifyInstance, ctx: ApiContext): void {
+/** The hold id in a path, by the rule of an id (a 400 naming `id` before any lookup). */
+const idParams = () => z.object({ id: holdIdSchema() });
+
+const NOT_FOUND = 'no such hold (or one of a tenant this token may not see)';
+const NOT_HELD = 'hold_not_held: the hold already left held (error.status says where it went)';
+
+export function holdRoutes(app: ZodApp, ctx: ApiContext): void {
   const { pool, schema, logger, config } = ctx;
   const defaults = {
     ...(config.remindBeforeSeconds !== undefined ? { remindBeforeSeconds: config.remindBeforeSeconds } : {}),
     ...(config.notifyOnConfirm !== undefined ? { notifyOnConfirm: config.notifyOnConfirm } : {}),
   };
 
-  app.post('/holds', access('operate', 'tenant', HOLDS_UNAUDITED), async (request, reply) => {
-    // W3C Trace Context: a traceparent header is stored on the hold (one that is not valid is ignored, never refused).
-    const traceparent = request.headers.traceparent;
-    const { hold, created } = await createHold(pool, scopedCreate(request), {
-      schema,
-      defaults,
-      ...(typeof traceparent === 'string' ? { traceparent } : {}),
-    });
-    if (created) logger.info({ event: 'hold.created', holdId: hold.id, tenant: hold.tenant, expiresAt: hold.expiresAt }, 'hold created');
-    reply.header('location', `/v1/holds/${encodeURIComponent(hold.id)}`);
-    return reply.code(created ? 201 : 200).send(hold);
-  });
+  app.post(
+    '/holds',
+    {
+      ...access('operate', 'tenant', HOLDS_UNAUDITED),
+      schema: {
+        summary: 'create a hold; the same id and body again answers 200 with the same hold, another body 409',
+        tags: ['holds'],
+        body: createHoldBody(),
+        response: answers(
+          {
+            201: json(HoldShape, 'created (Location names it)'),
+            200: json(HoldShape, 'an idempotent retry: the hold this request created before'),
+          },
+          { 400: BAD_INPUT, 409: 'idempotency_conflict: the id exists with a different request' },
+          { body: true },
+        ),
+      },
+    },
+    async (request, reply) => {
+      // W3C Trace Context: a traceparent header is stored on the hold (one that is not valid is ignored, never refused).
+      const traceparent = request.headers.traceparent;
+      const { hold, created } = await createHold(pool, scopedCreate(request, request.body), {
+        schema,
+        defaults,
+        ...(typeof traceparent === 'string' ? { traceparent } : {}),
+      });
+      if (created) logger.info({ event: 'hold.created', holdId: hold.id, tenant: hold.tenant, expiresAt: hold.expiresAt }, 'hold created');
+      reply.header('location', `/v1/holds/${encodeURIComponent(hold.id)}`);
+      return reply.code(created ? 201 : 200).send(hold);
+    },
+  );
 
-  app.get('/holds', access('read', 'tenant'), async (request) => {
-    const query = parse(holdsListQuery, request.query);
-    const scope = listingTenant(request, query.tenant);
-    if (scope.empty) return { holds: [], nextCursor: null };
-    return holdsList(pool, schema, {
-      limit: query.limit,
-      ...(query.status ? { status: query.status } : {}),
-      ...(scope.tenant !== undefined ? { tenant: scope.tenant } : {}),
-      ...(query.cursor ? { cursor: query.cursor } : {}),
-    });
-  });
+  app.get(
+    '/holds',
+    {
+      ...access('read', 'tenant'),
+      schema: {
+        summary: 'holds newest first, optionally of one status and one tenant, keyset-paged (pass nextCursor back as cursor)',
+        tags: ['holds'],
+        querystring: holdsListQuery,
+        response: answers({ 200: json(page('holds', HoldShape), 'a page of holds') }, { 400: BAD_INPUT }),
+      },
+    },
+    async (request) => {
+      const query = request.query;
+      const scope = listingTenant(request, query.tenant);
+      if (scope.empty) return { holds: [], nextCursor: null };
+      return holdsList(pool, schema, {
+        limit: query.limit,
+        ...(query.status ? { status: query.status } : {}),
+        ...(scope.tenant !== undefined ? { tenant: scope.tenant } : {}),
+        ...(query.cursor ? { cursor: query.cursor } : {}),
+      });
+    },
+  );
 
-  app.get<IdParams>('/holds/:id', access('read', 'tenant'), async (request) => {
-    const timeline = await holdTimeline(pool, schema, validateHoldId(request.params.id));
-    checkTenant(request, timeline.hold.tenant, 'hold', timeline.hold.id);
-    return timeline;
-  });
+  app.get(
+    '/holds/:id',
+    {
+      ...access('read', 'tenant'),
+      schema: {
+        summary: 'the hold and its whole life: every email, attempt, provider event and extension, and the five moments of its expiry email',
+        tags: ['holds'],
+        params: idParams(),
+        response: answers({ 200: json(HoldTimelineShape, 'the hold and its timeline') }, { 400: BAD_INPUT, 404: NOT_FOUND }),
+      },
+    },
+    async (request) => {
+      const timeline = await holdTimeline(pool, schema, request.params.id);
+      checkTenant(request, timeline.hold.tenant, 'hold', timeline.hold.id);
+      return timeline;
+    },
+  );
 
-  app.post<IdParams>('/holds/:id/confirm', access('operate', 'tenant', HOLDS_UNAUDITED), async (request) => {
-    const id = validateHoldId(request.params.id);
-    expectNoBody(request.body);
-    await visibleHold(request, pool, schema, id);
-    const hold = await confirmHold(pool, id, { schema, noticeDeadlineSeconds: config.noticeDeadlineSeconds ?? null });
-    logger.info({ event: 'hold.confirmed', holdId: hold.id }, 'hold confirmed');
-    return hold;
-  });
+  app.post(
+    '/holds/:id/confirm',
+    {
+      ...access('operate', 'tenant', HOLDS_UNAUDITED),
+      schema: {
+        summary: 'held -> confirmed (its pending reminder is voided; a confirmation email when the hold asked for one)',
+        tags: ['holds'],
+        params: idParams(),
+        response: answers({ 200: json(HoldShape, 'confirmed') }, { 400: BAD_INPUT, 404: NOT_FOUND, 409: NOT_HELD }, { body: true }),
+      },
+    },
+    async (request) => {
+      const { id } = request.params;
+      expectNoBody(request.body);
+      await visibleHold(request, pool, schema, id);
+      const hold = await confirmHold(pool, id, { schema, noticeDeadlineSeconds: config.noticeDeadlineSeconds ?? null });
+      logger.info({ event: 'hold.confirmed', holdId: hold.id }, 'hold confirmed');
+      return hold;
+    },
+  );
 
-  app.post<IdParams>('/holds/:id/cancel', access('operate', 'tenant', HOLDS_UNAUDITED), async (request) => {
-    const id = validateHoldId(request.params.id);
-    expectNoBody(request.body);
-    await visibleHold(request, pool, schema, id);
-    const hold = await cancelHold(pool, id, { schema });
-    logger.info({ event: 'hold.cancelled', holdId: hold.id }, 'hold cancelled');
-    return hold;
-  });
+  app.post(
+    '/holds/:id/cancel',
+    {
+      ...access('operate', 'tenant', HOLDS_UNAUDITED),
+      schema: {
+        summary: 'held -> cancelled (no email is sent; its pending reminder is voided)',
+        tags: ['holds'],
+        params: idParams(),
+        response: answers({ 200: json(HoldShape, 'cancelled') }, { 400: BAD_INPUT, 404: NOT_FOUND, 409: NOT_HELD }, { body: true }),
+      },
+    },
+    async (request) => {
+      const { id } = request.params;
+      expectNoBody(request.body);
+      await visibleHold(request, pool, schema, id);
+      const hold = await cancelHold(pool, id, { schema });
+      logger.info({ event: 'hold.cancelled', holdId: hold.id }, 'hold cancelled');
+      return hold;
+    },
+  );
 
-  app.post<IdParams>('/holds/:id/extend', access('operate', 'tenant', HOLDS_UNAUDITED), async (request) => {
-    const id = validateHoldId(request.params.id);
-    await visibleHold(request, pool, schema, id);
-    const hold = await extendHold(pool, id, request.body as ExtendHoldInput, { schema });
-    logger.info({ event: 'hold.extended', holdId: hold.id, expiresAt: hold.expiresAt }, 'hold extended');
-    return hold;
-  });
+  app.post(
+    '/holds/:id/extend',
+    {
+      ...access('operate', 'tenant', HOLDS_UNAUDITED),
+      schema: {
+        summary: "move a held hold's deadline later ({ expiresAt } or { ttlSeconds } from now); the same deadline again is a no-op; its pending reminder moves with it",
+        tags: ['holds'],
+        params: idParams(),
+        body: extendHoldBody(),
+        response: answers({ 200: json(HoldShape, 'extended (or already at that deadline)') }, { 400: BAD_INPUT, 404: NOT_FOUND, 409: NOT_HELD }, { body: true }),
+      },
+    },
+    async (request) => {
+      const { id } = request.params;
+      await visibleHold(request, pool, schema, id);
+      const hold = await extendHold(pool, id, request.body, { schema });
+      logger.info({ event: 'hold.extended', holdId: hold.id, expiresAt: hold.expiresAt }, 'hold extended');
+      return hold;
+    },
+  );
 }

@@ -1,8 +1,9 @@
-import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { attemptsPerSecond, SEND_RATE_MAX_SECONDS } from '../../tables/attempts.js';
-import { parse, type ApiContext } from '../context.js';
+import type { ApiContext } from '../context.js';
 import { access } from '../auth.js';
+import { answers, BAD_INPUT, json, type ZodApp } from '../shapes/common.js';
+import { SendRateShape } from '../shapes/status.js';
 
 export const sendRateQuery = z
   .object({
@@ -11,7 +12,8 @@ export const sendRateQuery = z
       .int('must be a whole number')
       .min(1, 'must be at least 1')
       .max(SEND_RATE_MAX_SECONDS, `must be at most ${SEND_RATE_MAX_SECONDS}`)
-      .default(600),
+      .default(600)
+      .describe('how far back, in seconds (default 600)'),
   })
   .strict();
 
@@ -19,6 +21,18 @@ export const sendRateQuery = z
  * Sends per second by outcome over the last `seconds`, counted where the
  * limiter counts them: what the dashboard's send chart draws against the limit.
  */
-export function sendRateRoutes(app: FastifyInstance, ctx: ApiContext): void {
-  app.get('/status/sends', access('read', 'fleet'), async (request) => attemptsPerSecond(ctx.pool, ctx.schema, parse(sendRateQuery, request.query).seconds));
+export function sendRateRoutes(app: ZodApp, ctx: ApiContext): void {
+  app.get(
+    '/status/sends',
+    {
+      ...access('read', 'fleet'),
+      schema: {
+        summary: "send attempts per second by outcome over the last `seconds`, counted at each attempt's start (where the limiter counts)",
+        tags: ['operations'],
+        querystring: sendRateQuery,
+        response: answers({ 200: json(SendRateShape, 'attempts per second') }, { 400: BAD_INPUT }),
+      },
+    },
+    async (request) => attemptsPerSecond(ctx.pool, ctx.schema, request.query.seconds),
+  );
 }

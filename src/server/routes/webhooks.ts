@@ -1,4 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { z } from 'zod';
 import { ValidationError } from '../../errors.js';
 import { ingestEvents, type IngestResult } from '../../events/ingest.js';
 import type { ParsedEvents } from '../../events/parse-common.js';
@@ -11,12 +13,35 @@ import type { AccountWebhook, WebhookSettings } from '../../events/webhook-confi
 import { DEFAULT_ACCOUNT } from '../../model/accounts.js';
 import type { ApiContext } from '../context.js';
 import { ApiError, type ErrorBody } from '../errors.js';
+import { json as jsonAnswer, openAnswers } from '../shapes/common.js';
+import { WebhookAnswerShape, type WebhookAnswer } from '../shapes/webhooks.js';
 
 /** SNS messages are up to 256 KiB; SES event records with full headers come close. */
 export const WEBHOOK_BODY_LIMIT_BYTES = 512 * 1024;
 
 type Provider = 'resend' | 'postmark' | 'ses';
-type Answer = { received: number; stored: number; duplicates: number; unmatched: number; suppressed: number; ignored?: string } | { confirmed: true } | { ignored: string };
+type Answer = WebhookAnswer;
+
+/** Every answer of a webhook: the body is the provider's own (kept raw for its signature), so none is declared. */
+const webhookAnswers = (extra: { 404?: string } = {}) =>
+  openAnswers(
+    { 200: jsonAnswer(WebhookAnswerShape, 'stored, duplicate or ignored events counted (or an SNS subscription confirmed)') },
+    {
+      400: 'a proven but malformed body (invalid_json, invalid_body, validation_error naming the field)',
+      401: 'not proven: webhook_not_configured, missing_signature, invalid_signature, stale_message, invalid_credentials (with WWW-Authenticate: Basic) or topic_not_allowed',
+      413: 'the body is larger than the limit (512 KiB)',
+      415: 'the body is neither application/json nor text/plain (what SNS sends)',
+      ...extra,
+      503: 'verification_unavailable: AWS could not be reached to check or confirm an SNS message (Retry-After: 60; SNS delivers it again); or the database is unreachable, or this server is shutting down',
+    },
+  );
+
+const webhookSchema = (provider: string, proof: string) => ({
+  summary: `${provider} delivery events (not behind the bearer token: ${proof})`,
+  tags: ['webhooks'],
+  security: [],
+  response: webhookAnswers(),
+});
 
 /**
  * `POST /v1/webhooks/resend|postmark|ses` (the `default` account's) and
@@ -130,22 +155,41 @@ export function webhookRoutes(ctx: ApiContext, settings: WebhookSettings, accoun
 
   const byAccount = new Map([...accounts].map(([name, hook]) => [name, endpoint(hook.provider, name, hook.settings, `set this account's webhook fields in LEASEHOLD_ACCOUNTS_FILE`)]));
 
-  return async (app: FastifyInstance): Promise<void> => {
+  return async (plugin: FastifyInstance): Promise<void> => {
+    const app = plugin.withTypeProvider<ZodTypeProvider>();
     // The raw text, untouched, for signature checks; JSON is parsed after.
     // SNS posts JSON as text/plain.
     app.removeAllContentTypeParsers();
     app.addContentTypeParser(['application/json', 'text/plain'], { parseAs: 'string', bodyLimit: WEBHOOK_BODY_LIMIT_BYTES }, (_request, body, done) => {
       done(null, typeof body === 'string' ? body : body.toString('utf8'));
     });
-    const options = { bodyLimit: WEBHOOK_BODY_LIMIT_BYTES };
+    const bodyLimit = WEBHOOK_BODY_LIMIT_BYTES;
 
     // The single-provider routes serve the `default` account, verified by the environment's variables.
-    app.post('/resend', options, endpoint('resend', DEFAULT_ACCOUNT, settings, 'set RESEND_WEBHOOK_SECRET'));
-    app.post('/postmark', options, endpoint('postmark', DEFAULT_ACCOUNT, settings, 'set POSTMARK_WEBHOOK_USER and POSTMARK_WEBHOOK_PASSWORD'));
-    app.post('/ses', options, endpoint('ses', DEFAULT_ACCOUNT, settings, 'set SES_WEBHOOK_TOPIC_ARN'));
+    app.post(
+      '/resend',
+      { bodyLimit, schema: webhookSchema('Resend', 'a Svix signature with RESEND_WEBHOOK_SECRET') },
+      endpoint('resend', DEFAULT_ACCOUNT, settings, 'set RESEND_WEBHOOK_SECRET'),
+    );
+    app.post(
+      '/postmark',
+      { bodyLimit, schema: webhookSchema('Postmark', 'basic-auth credentials POSTMARK_WEBHOOK_USER/PASSWORD') },
+      endpoint('postmark', DEFAULT_ACCOUNT, settings, 'set POSTMARK_WEBHOOK_USER and POSTMARK_WEBHOOK_PASSWORD'),
+    );
+    app.post(
+      '/ses',
+      { bodyLimit, schema: webhookSchema('Amazon SES via SNS', 'an SNS signature from a topic in SES_WEBHOOK_TOPIC_ARN') },
+      endpoint('ses', DEFAULT_ACCOUNT, settings, 'set SES_WEBHOOK_TOPIC_ARN'),
+    );
 
     // Each account's own: POST /v1/webhooks/<account>, with that account's secret.
-    app.post<{ Params: { account: string } }>('/:account', options, async (request, reply) => {
+    const accountSchema = {
+      ...webhookSchema("An account's provider", "that provider's proof, with the webhook fields of the account in LEASEHOLD_ACCOUNTS_FILE"),
+      // Any name: one that takes no webhooks here is a 404 naming those that do.
+      params: z.object({ account: z.string().describe('an account of LEASEHOLD_ACCOUNTS_FILE with webhook fields') }),
+      response: webhookAnswers({ 404: 'not_found: no account of that name takes webhooks here (the message names those that do)' }),
+    };
+    app.post('/:account', { bodyLimit, schema: accountSchema }, async (request, reply) => {
       const handler = byAccount.get(request.params.account);
       if (!handler) {
         const known = [...byAccount.keys()];
