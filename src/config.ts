@@ -340,6 +340,7 @@ export function unknownVariables(env: Readonly<Record<string, string | undefined
 }
 
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+  if (typeof env !== 'object' || env === null || Array.isArray(env)) throw new ValidationError('env', 'must be an object of environment variables, like process.env');
   // Empty strings mean "unset", as in most shells' `VAR= cmd`.
   const cleaned = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== ''));
   const parsed = schema().safeParse(cleaned);

@@ -4,7 +4,11 @@
  * `lh.holds.get(id)`, `lh.delivery.pause()`), and the same calls exist as
  * free functions taking `(db, ...arguments, options?)` with your own `pg`
  * client, so holds can be created or confirmed inside your application's
- * transaction. A `get` returns undefined for a missing row.
+ * transaction. A `get` returns undefined for a missing row; an action on a
+ * missing row (remove, confirm, cancel, extend, replay, delete) throws
+ * NotFoundError. A wrong argument throws ValidationError naming it (`db`,
+ * `options.schema`), and a schema without leasehold's tables
+ * SchemaNotMigratedError.
  *
  * The HTTP API and dashboard are in `leasehold/server`, so importing this
  * entry loads neither Fastify nor any provider SDK (those load on first use),

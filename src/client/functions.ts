@@ -13,6 +13,10 @@ import type { Attempt, Intent, IntentState } from '../model/intent-states.js';
 import type { Suppression, SuppressionReason } from '../model/suppression-reasons.js';
 import type { TenantPolicy, TenantPolicyInput } from '../model/tenant-policy.js';
 import { defaultLibraryLogger, type Logger } from '../observability/logger.js';
+import { inMigratedSchema } from '../db/schema-errors.js';
+import { checkArgument, checkDb, checkLibraryOptions, checkOptions, checkPool, checkString, rules } from '../db/arguments.js';
+import { IntentState as IntentStates } from '../model/intent-states.js';
+import { SuppressionReason as SuppressionReasons } from '../model/suppression-reasons.js';
 import type { Metrics } from '../observability/metrics.js';
 import { Operations } from '../ops.js';
 import { libraryActor } from '../model/audit-actions.js';
@@ -53,6 +57,15 @@ export interface LibraryOptions {
 
 const schemaOf = (options: LibraryOptions) => options.schema ?? DEFAULTS.schema;
 
+/** Every free function's boundary: its `db` and `options` checked, and a schema without leasehold's tables said as such. */
+async function call<T>(db: unknown, options: unknown, work: () => Promise<T>, extra?: Parameters<typeof checkLibraryOptions>[1]): Promise<T> {
+  checkDb(db);
+  checkLibraryOptions(options, extra);
+  return inMigratedSchema(schemaOf((options ?? {}) as LibraryOptions), work);
+}
+
+const pageFields = (r: ReturnType<typeof rules>) => ({ limit: r.positiveInt.optional(), cursor: r.z.string('must be a string').optional() });
+
 function operations(db: Queryable, options: LibraryOptions): Operations {
   return new Operations({
     pool: db,
@@ -65,14 +78,16 @@ function operations(db: Queryable, options: LibraryOptions): Operations {
 }
 
 /** Create or bring the schema up to date (forward-only migrations under an advisory lock). Needs a pool: it takes its own transactions. */
-export function migrate(pool: pg.Pool, options: LibraryOptions = {}): Promise<MigrateResult> {
+export async function migrate(pool: pg.Pool, options: LibraryOptions = {}): Promise<MigrateResult> {
+  checkPool(pool);
+  checkLibraryOptions(options);
   return migrateSchema(pool, schemaOf(options));
 }
 
 // Intents: the email a hold's expiry creates.
 
 export function getIntent(db: Queryable, id: string, options: LibraryOptions = {}): Promise<Intent | undefined> {
-  return intentsGet(db, schemaOf(options), id);
+  return call(db, options, () => (checkString('id', id), intentsGet(db, schemaOf(options), id)));
 }
 
 /**
@@ -85,63 +100,79 @@ export async function listIntents(
   filter: { state?: IntentState; tenant?: string; limit?: number; cursor?: string } = {},
   options: LibraryOptions = {},
 ): Promise<IntentPage> {
-  const { tenant, ...rest } = filter;
-  return intentsList(db, schemaOf(options), {
-    ...rest,
-    ...(tenant !== undefined ? { tenant: validateTenant(tenant) } : {}),
-    limit: filter.limit ?? DEFAULT_PAGE_LIMIT,
+  return call(db, options, () => {
+    checkOptions('filter', filter, (r) => ({ ...pageFields(r), state: r.z.enum(Object.values(IntentStates)).optional(), tenant: r.z.string('must be a string').optional() }));
+    const { tenant, ...rest } = filter;
+    return intentsList(db, schemaOf(options), {
+      ...rest,
+      ...(tenant !== undefined ? { tenant: validateTenant(tenant) } : {}),
+      limit: filter.limit ?? DEFAULT_PAGE_LIMIT,
+    });
   });
 }
 
 /** Every send attempt of an intent, oldest first (empty for an unknown intent). */
 export function listAttempts(db: Queryable, intentId: string, options: LibraryOptions = {}): Promise<Attempt[]> {
-  return attemptsList(db, schemaOf(options), intentId);
+  return call(db, options, () => (checkString('intentId', intentId), attemptsList(db, schemaOf(options), intentId)));
 }
 
 /** The stored rendering of an intent's message (subject, template version), or undefined before its first send. */
 export async function getMessage(db: Queryable, intentId: string, options: LibraryOptions = {}): Promise<MessageSummary | undefined> {
-  return (await messagesSummary(db, schemaOf(options), intentId)) ?? undefined;
+  return call(db, options, async () => (checkString('intentId', intentId), (await messagesSummary(db, schemaOf(options), intentId)) ?? undefined));
 }
 
 /** Send a finished intent (sent, rejected, dead) again; see Operations.replay. */
 export function replayIntent(db: Queryable, id: string, options: LibraryOptions = {}): Promise<Intent> {
-  return operations(db, options).replay(id);
+  return call(db, options, () => (checkString('id', id), operations(db, options).replay(id)));
 }
 
 // Delivery control: fleet-wide pause and rate limit.
 
 export function getDeliveryControl(db: Queryable, options: LibraryOptions = {}): Promise<DeliveryControl> {
-  return operations(db, options).delivery();
+  return call(db, options, () => operations(db, options).delivery());
 }
 
 /** Pause delivery fleet-wide; with `forSeconds` it lifts itself. */
 export function pauseDelivery(db: Queryable, pause: { reason?: string; forSeconds?: number } = {}, options: LibraryOptions = {}): Promise<DeliveryControl> {
-  return operations(db, options).pause(pause);
+  return call(db, options, () => {
+    checkOptions('pause', pause, (r) => ({ reason: r.z.string('must be a string').optional(), forSeconds: r.positive.optional() }));
+    return operations(db, options).pause(pause);
+  });
 }
 
 export async function resumeDelivery(db: Queryable, options: LibraryOptions = {}): Promise<DeliveryControl> {
-  return (await operations(db, options).resume()).after;
+  return call(db, options, async () => (await operations(db, options).resume()).after);
 }
 
 export function getRateLimit(db: Queryable, options: LibraryOptions = {}): Promise<RateLimitState> {
-  return operations(db, options).rateLimit();
+  return call(db, options, () => operations(db, options).rateLimit());
 }
 
 /** Either half alone keeps the other half of the current policy. */
 export function setRateLimit(db: Queryable, change: { perSecond?: number; burst?: number }, options: LibraryOptions = {}): Promise<RateLimitState> {
-  return operations(db, options).setRateLimit(change);
+  return call(db, options, () => {
+    checkArgument('change', rules().z.strictObject({ perSecond: rules().positive.optional(), burst: rules().positiveInt.optional() }, 'must be an object like { perSecond, burst }'), change);
+    return operations(db, options).setRateLimit(change);
+  });
 }
 
 // Suppressions: addresses that are never sent to.
 
 /** Suppress an address (reason `manual`); one already suppressed keeps its first entry, which is returned. */
 export async function addSuppression(db: Queryable, email: string, options: LibraryOptions & { detail?: string } = {}): Promise<Suppression> {
-  const address = validateAddress(email, 'email');
-  return (await operations(db, options).addSuppression(address, options.detail ?? null)).suppression;
+  return call(
+    db,
+    options,
+    async () => {
+      const address = validateAddress(email, 'email');
+      return (await operations(db, options).addSuppression(address, options.detail ?? null)).suppression;
+    },
+    (r) => ({ detail: r.z.string('must be a string').optional() }),
+  );
 }
 
 export function getSuppression(db: Queryable, email: string, options: LibraryOptions = {}): Promise<Suppression | undefined> {
-  return suppressionsGet(db, schemaOf(options), addressHash(validateAddress(email, 'email')));
+  return call(db, options, () => suppressionsGet(db, schemaOf(options), addressHash(validateAddress(email, 'email'))));
 }
 
 /**
@@ -150,10 +181,12 @@ export function getSuppression(db: Queryable, email: string, options: LibraryOpt
  * address's hash, so an application that logs the error logs no address).
  */
 export async function removeSuppression(db: Queryable, email: string, options: LibraryOptions = {}): Promise<Suppression> {
-  const hash = addressHash(validateAddress(email, 'email'));
-  const removed = await operations(db, options).removeSuppression(hash);
-  if (!removed) throw new NotFoundError('suppression', hash);
-  return removed;
+  return call(db, options, async () => {
+    const hash = addressHash(validateAddress(email, 'email'));
+    const removed = await operations(db, options).removeSuppression(hash);
+    if (!removed) throw new NotFoundError('suppression', hash);
+    return removed;
+  });
 }
 
 export function listSuppressions(
@@ -161,21 +194,27 @@ export function listSuppressions(
   filter: { reason?: SuppressionReason; limit?: number; cursor?: string } = {},
   options: LibraryOptions = {},
 ): Promise<SuppressionPage> {
-  return suppressionsList(db, schemaOf(options), { ...filter, limit: filter.limit ?? DEFAULT_PAGE_LIMIT });
+  return call(db, options, () => {
+    checkOptions('filter', filter, (r) => ({ ...pageFields(r), reason: r.z.enum(Object.values(SuppressionReasons)).optional() }));
+    return suppressionsList(db, schemaOf(options), { ...filter, limit: filter.limit ?? DEFAULT_PAGE_LIMIT });
+  });
 }
 
 // Tenant policies: a tenant's cap, weight, account and sender (stored and validated; not yet enforced by the delivery lane).
 
 /** A tenant's policy, or undefined when it has none (`''`: the empty tenant's; a tenant that breaks the id rule throws ValidationError). */
 export function getTenantPolicy(db: Queryable, tenant: string, options: LibraryOptions = {}): Promise<TenantPolicy | undefined> {
-  return operations(db, options).tenantPolicy(tenant);
+  return call(db, options, () => (checkString('tenant', tenant), operations(db, options).tenantPolicy(tenant)));
 }
 
 /** Every tenant policy, by tenant (the empty tenant first), keyset-paged (`cursor` from the previous page's `nextCursor`). */
 export async function listTenantPolicies(db: Queryable, page: { limit?: number; cursor?: string } = {}, options: LibraryOptions = {}): Promise<TenantPolicyPage> {
-  const limit = page.limit ?? DEFAULT_PAGE_LIMIT;
-  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PAGE_LIMIT) throw new ValidationError('limit', `must be a whole number from 1 to ${MAX_PAGE_LIMIT}`);
-  return operations(db, options).tenantPolicies({ ...page, limit });
+  return call(db, options, () => {
+    checkOptions('page', page, (r) => ({ limit: r.z.unknown().optional(), cursor: r.z.string('must be a string').optional() }));
+    const limit = page.limit ?? DEFAULT_PAGE_LIMIT;
+    if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PAGE_LIMIT) throw new ValidationError('limit', `must be a whole number from 1 to ${MAX_PAGE_LIMIT}`);
+    return operations(db, options).tenantPolicies({ ...page, limit });
+  });
 }
 
 /**
@@ -193,20 +232,30 @@ export function putTenantPolicy(
   policy: TenantPolicyInput,
   options: LibraryOptions & { accounts?: readonly string[] } = {},
 ): Promise<{ policy: TenantPolicy; created: boolean }> {
-  return operations(db, options).setTenantPolicy(tenant, policy, options.accounts ?? null);
+  return call(
+    db,
+    options,
+    () => (checkString('tenant', tenant), operations(db, options).setTenantPolicy(tenant, policy, options.accounts ?? null)),
+    (r) => ({ accounts: r.z.array(r.z.string('must be a string'), 'must be an array of account names').optional() }),
+  );
 }
 
 /** Remove a tenant's policy (it then shares its account with no cap); returns it, or throws NotFoundError when it had none. */
 export function deleteTenantPolicy(db: Queryable, tenant: string, options: LibraryOptions = {}): Promise<TenantPolicy> {
-  return operations(db, options).deleteTenantPolicy(tenant);
+  return call(db, options, () => (checkString('tenant', tenant), operations(db, options).deleteTenantPolicy(tenant)));
 }
 
 /** Store provider events (delivered, bounced, complained) you received yourself; bounces and complaints suppress. */
 export function ingestEvents(pool: pg.Pool, events: ProviderEvent[], options: LibraryOptions & { metrics?: Metrics } = {}): Promise<IngestResult> {
-  return ingest(pool, schemaOf(options), events, {
-    logger: options.logger ?? defaultLibraryLogger(),
-    ...(options.metrics ? { metrics: options.metrics } : {}),
-  });
+  checkPool(pool);
+  checkLibraryOptions(options, (r) => ({ metrics: r.z.custom<unknown>((m) => typeof m === 'object' && m !== null, 'must be the metrics of createMetrics()').optional() }));
+  checkArgument('events', rules().z.array(rules().z.unknown(), 'must be an array of provider events'), events);
+  return inMigratedSchema(schemaOf(options), () =>
+    ingest(pool, schemaOf(options), events, {
+      logger: options.logger ?? defaultLibraryLogger(),
+      ...(options.metrics ? { metrics: options.metrics } : {}),
+    }),
+  );
 }
 
 /**
@@ -219,6 +268,15 @@ export function wakeOnNotify(
   worker: { wake(): void },
   options: { connectionString: string; schema?: string; logger?: Logger },
 ): { stop(): Promise<void> } {
+  checkArgument('worker', rules().z.custom<unknown>((w) => typeof (w as { wake?: unknown } | null)?.wake === 'function', 'must be a worker (an object with a wake function)'), worker);
+  checkArgument(
+    'options',
+    rules().z.strictObject(
+      { connectionString: rules().z.string(options === undefined ? 'required' : 'must be a string').min(1, 'required'), schema: rules().schema.optional(), logger: rules().logger.optional() },
+      'must be an object like { connectionString }',
+    ),
+    options,
+  );
   const listener = new Listener(
     options.connectionString,
     intentsChannel(options.schema ?? DEFAULTS.schema),
@@ -235,9 +293,18 @@ export function previewRetention(
   policy: { retentionDays: number | null; erasePiiAfterDays: number | null },
   options: LibraryOptions & { tables?: RetentionTables } = {},
 ): Promise<RetentionPreview> {
-  return retentionPreview(db, schemaOf(options), {
-    ...policy,
-    now: options.clock?.now() ?? null,
-    ...(options.tables ? { tables: options.tables } : {}),
-  });
+  return call(
+    db,
+    options,
+    () => {
+      const days = rules().z.number('must be a number or null').nonnegative('must be at least 0').nullable();
+      checkArgument('policy', rules().z.object({ retentionDays: days, erasePiiAfterDays: days }, 'must be an object like { retentionDays, erasePiiAfterDays }'), policy);
+      return retentionPreview(db, schemaOf(options), {
+        ...policy,
+        now: options.clock?.now() ?? null,
+        ...(options.tables ? { tables: options.tables } : {}),
+      });
+    },
+    (r) => ({ tables: r.z.unknown().optional() }),
+  );
 }

@@ -18,6 +18,8 @@ import type { RateLimitState } from '../tables/rate-limiter.js';
 import type { SuppressionPage } from '../tables/suppressions.js';
 import type { TenantPolicyPage } from '../tables/tenants.js';
 import * as fn from './functions.js';
+import { inMigratedSchema } from '../db/schema-errors.js';
+import { checkArgument, checkOptions, checkPool, rules } from '../db/arguments.js';
 
 export interface LeaseholdOptions {
   pool: pg.Pool;
@@ -92,6 +94,19 @@ export interface Leasehold {
  * convention.
  */
 export function createLeasehold(options: LeaseholdOptions): Leasehold {
+  checkArgument('options', rules().z.object({}, 'must be an object like { pool, schema }'), options);
+  checkPool((options as { pool?: unknown }).pool, 'options.pool');
+  checkOptions('options', options, (r) => ({
+    pool: r.z.unknown(),
+    schema: r.schema.optional(),
+    logger: r.logger.optional(),
+    clock: r.clock.optional(),
+    actor: r.z.string('must be a string').optional(),
+    holdDefaults: r.z
+      .strictObject({ remindBeforeSeconds: r.positiveInt.nullable().optional(), notifyOnConfirm: r.z.boolean('must be true or false').optional() }, 'must be an object')
+      .optional(),
+    noticeDeadlineSeconds: r.positive.nullable().optional(),
+  }));
   const { pool } = options;
   const schema = options.schema ?? DEFAULTS.schema;
   const logger = options.logger ?? defaultLibraryLogger();
@@ -103,11 +118,11 @@ export function createLeasehold(options: LeaseholdOptions): Leasehold {
     schema,
     migrate: () => fn.migrate(pool, opts),
     holds: {
-      create: (input) => createHold(pool, input, { ...holdOpts, ...(options.holdDefaults ? { defaults: options.holdDefaults } : {}) }),
-      get: (id) => getHold(pool, id, holdOpts),
-      confirm: (id) => confirmHold(pool, id, { ...holdOpts, noticeDeadlineSeconds: options.noticeDeadlineSeconds ?? null }),
-      cancel: (id) => cancelHold(pool, id, holdOpts),
-      extend: (id, to) => extendHold(pool, id, to, holdOpts),
+      create: (input) => inMigratedSchema(schema, () => createHold(pool, input, { ...holdOpts, ...(options.holdDefaults ? { defaults: options.holdDefaults } : {}) })),
+      get: (id) => inMigratedSchema(schema, () => getHold(pool, id, holdOpts)),
+      confirm: (id) => inMigratedSchema(schema, () => confirmHold(pool, id, { ...holdOpts, noticeDeadlineSeconds: options.noticeDeadlineSeconds ?? null })),
+      cancel: (id) => inMigratedSchema(schema, () => cancelHold(pool, id, holdOpts)),
+      extend: (id, to) => inMigratedSchema(schema, () => extendHold(pool, id, to, holdOpts)),
     },
     intents: {
       get: (id) => fn.getIntent(pool, id, opts),
@@ -135,8 +150,13 @@ export function createLeasehold(options: LeaseholdOptions): Leasehold {
       put: (tenant, policy, put) => fn.putTenantPolicy(pool, tenant, policy, { ...opts, ...put }),
       delete: (tenant) => fn.deleteTenantPolicy(pool, tenant, opts),
     },
-    expiryWorker: (worker = {}) =>
-      new ExpiryWorker({ ...lane, ...(options.noticeDeadlineSeconds != null ? { noticeDeadlineSeconds: options.noticeDeadlineSeconds } : {}), ...worker, pool }),
-    deliveryWorker: (worker) => new DeliveryWorker({ ...lane, ...worker, pool }),
+    expiryWorker: (worker = {}) => {
+      checkArgument('options', rules().z.object({}, 'must be an object'), worker);
+      return new ExpiryWorker({ ...lane, ...(options.noticeDeadlineSeconds != null ? { noticeDeadlineSeconds: options.noticeDeadlineSeconds } : {}), ...worker, pool });
+    },
+    deliveryWorker: (worker) => {
+      checkArgument('options', rules().z.object({}, 'must be an object like { gateway }'), worker);
+      return new DeliveryWorker({ ...lane, ...worker, pool });
+    },
   };
 }

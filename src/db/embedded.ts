@@ -7,6 +7,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
 import { importOptional } from '../runtime/optional-package.js';
+import { checkKnownOptions } from './arguments.js';
 
 const run = promisify(execFile);
 
@@ -147,6 +148,17 @@ export async function embeddedRunningUrl(dataDir: string): Promise<string | unde
 }
 
 export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<EmbeddedPostgres> {
+  checkKnownOptions(
+    'options',
+    options,
+    (r) => ({
+      dataDir: r.z.string('must be a directory path').min(1, 'must be a directory path'),
+      onLog: r.z.custom<unknown>((v) => typeof v === 'function', 'must be a function').optional(),
+      port: r.z.number('must be a port number').int('must be a port number').min(1, 'must be 1 to 65535').max(65535, 'must be 1 to 65535').optional(),
+      listenAddresses: r.z.array(r.z.string('must be an address'), 'must be an array of addresses').optional(),
+    }),
+    { required: true },
+  );
   const dataDir = path.resolve(options.dataDir);
   const pgdata = path.join(dataDir, 'pg');
   const passwordFile = path.join(dataDir, 'password');

@@ -1,6 +1,7 @@
 import pg from 'pg';
 import { DEFAULTS } from '../config.js';
 import { isConnectionError } from '../errors.js';
+import { checkFunction, checkKnownOptions, checkPool } from './arguments.js';
 
 /**
  * Anything that runs a query: a Pool, a PoolClient or a Client. Library
@@ -91,6 +92,20 @@ const leaseholdTypes: pg.CustomTypesConfig = {
 };
 
 export function createPool(options: PoolOptions): pg.Pool {
+  checkKnownOptions('options', options, (r) => ({
+    connectionString: r.z.string('must be a postgres:// URL').min(1, 'must be a postgres:// URL'),
+    max: r.positiveInt.optional(),
+    applicationName: r.z.string('must be a string').optional(),
+    connectTimeoutMs: r.nonNegative.optional(),
+    queryTimeoutMs: r.nonNegative.optional(),
+  }), { required: true });
+  checkKnownOptions('options', options, (r) => ({
+    connectionString: r.z.string('must be a postgres:// URL').min(1, 'must be a postgres:// URL'),
+    max: r.positiveInt.optional(),
+    applicationName: r.z.string('must be a string').optional(),
+    connectTimeoutMs: r.nonNegative.optional(),
+    queryTimeoutMs: r.nonNegative.optional(),
+  }), { required: true });
   const pool = new pg.Pool({
     types: leaseholdTypes,
     connectionString: options.connectionString,
@@ -117,6 +132,10 @@ export function createPool(options: PoolOptions): pg.Pool {
  * handing a dead connection to the next caller.
  */
 export async function withClient<T>(pool: pg.Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  checkPool(pool);
+  checkFunction('work', work);
+  checkPool(pool);
+  checkFunction('work', work);
   let broken: Error | undefined;
   const onError = (error: Error) => {
     broken ??= error;
@@ -152,6 +171,8 @@ export async function withClient<T>(pool: pg.Pool, work: (client: pg.PoolClient)
  * destroyed rather than returned to the pool (see withClient).
  */
 export function withTransaction<T>(pool: pg.Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  // withClient refuses a work that is not a function (ValidationError naming work), as a rejection.
+  if (typeof work !== 'function') return withClient(pool, work);
   return withClient(pool, async (client) => {
     // The server ends the transaction (and its row locks) if this client
     // goes silent inside it: a partitioned worker's expiry batch must not

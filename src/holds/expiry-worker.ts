@@ -10,6 +10,7 @@ import type { Logger } from '../observability/logger.js';
 import { defaultLibraryLogger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import { annotate, ATTR, capped, DB_SYSTEM, inSpan, linkHolds, MESSAGING_SYSTEM } from '../observability/tracing.js';
+import { checkArgument, checkPool, rules } from '../db/arguments.js';
 import { holdsDueOutlook, holdsExpireDue, type ExpiredHold } from '../tables/holds.js';
 
 export interface ExpiryWorkerOptions {
@@ -68,6 +69,21 @@ export class ExpiryWorker extends LoopWorker<ExpiryEvents> {
 
   constructor(private readonly options: ExpiryWorkerOptions) {
     super();
+    checkArgument('options', rules().z.object({}, 'must be an object like { pool }'), options);
+    checkPool(options.pool, 'options.pool');
+    const r = rules();
+    checkArgument(
+      'options',
+      r.z.object({
+        schema: r.schema.optional(),
+        intervalMs: r.positive.optional(),
+        batchSize: r.positiveInt.optional(),
+        noticeDeadlineSeconds: r.positive.nullable().optional(),
+        clock: r.clock.optional(),
+        logger: r.logger.optional(),
+      }),
+      options,
+    );
     this.schema = options.schema ?? DEFAULTS.schema;
     this.batchSize = options.batchSize ?? DEFAULTS.expiryBatch;
     this.clock = options.clock ?? databaseClock;

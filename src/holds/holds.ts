@@ -1,6 +1,8 @@
 import type { Queryable } from '../db/pool.js';
 import { HoldNotHeldError, IdempotencyConflictError, NotFoundError } from '../errors.js';
 import { holdFunctionError } from './function-errors.js';
+import { inMigratedSchema } from '../db/schema-errors.js';
+import { checkDb, checkOptions } from '../db/arguments.js';
 import type { Clock } from '../runtime/clock.js';
 import { activeTraceparent, validTraceparent } from '../observability/tracing.js';
 import { holdFromRow, holdsExtend, holdsGet, holdsGetForRetry, holdsInsert, holdsSettle, type HoldInsert, type HoldRow } from '../tables/holds.js';
@@ -60,6 +62,19 @@ export interface CreateHoldResult {
 
 const schemaOf = (options: HoldOptions) => options.schema ?? 'leasehold';
 
+/** The hold functions' boundary: `db` and `options` checked (client/arguments.ts), a schema without the tables said as SchemaNotMigratedError. */
+function boundary<T>(db: unknown, options: unknown, work: () => Promise<T>): Promise<T> {
+  checkDb(db);
+  checkOptions('options', options, (r) => ({
+    schema: r.schema.optional(),
+    clock: r.clock.optional(),
+    defaults: r.z.object({}, 'must be an object').optional(),
+    traceparent: r.z.string('must be a string').nullable().optional(),
+    noticeDeadlineSeconds: r.positive.nullable().optional(),
+  }));
+  return inMigratedSchema(schemaOf((options ?? {}) as HoldOptions), work);
+}
+
 /**
  * Create a hold. With a client-supplied `id` it is idempotent: the same id
  * with the same request returns the existing hold (`created: false`); the
@@ -73,6 +88,7 @@ export async function createHold(
   input: CreateHoldInput,
   options: CreateOptions = {},
 ): Promise<CreateHoldResult> {
+  return boundary(db, options, async () => {
   const now = options.clock?.now() ?? null;
   const valid = validateCreateHold(input);
   const schema = schemaOf(options);
@@ -105,6 +121,7 @@ export async function createHold(
   const existing = await holdsGetForRetry(db, schema, request, valid.requestHash);
   if (!existing) throw new IdempotencyConflictError(valid.id);
   return existingHold(existing, valid);
+  });
 }
 
 /** The same id again: the same request gets the hold it created, another request a conflict. */
@@ -115,8 +132,10 @@ function existingHold(existing: HoldRow & { same_request: boolean }, valid: Vali
 
 /** The hold, or undefined when there is none with this id (like every `get` of the library). */
 export async function getHold(db: Queryable, id: string, options: HoldOptions = {}): Promise<Hold | undefined> {
+  return boundary(db, options, async () => {
   const row = await holdsGet(db, schemaOf(options), validateHoldId(id));
   return row ? holdFromRow(row) : undefined;
+  });
 }
 
 /**
@@ -145,18 +164,22 @@ async function holdChange(db: Queryable, schema: string, holdId: string, change:
  * `notifyOnConfirm` gets its confirmation email, in the same statement.
  */
 export async function confirmHold(db: Queryable, id: string, options: ConfirmOptions = {}): Promise<Hold> {
+  return boundary(db, options, async () => {
   const schema = schemaOf(options);
   const holdId = validateHoldId(id);
   return holdChange(db, schema, holdId, () =>
     holdsSettle(db, schema, holdId, 'confirmed', options.clock?.now() ?? null, options.noticeDeadlineSeconds ?? null),
   );
+  });
 }
 
 /** held -> cancelled. No email is sent for a cancelled hold; its pending reminder is voided. */
 export async function cancelHold(db: Queryable, id: string, options: HoldOptions = {}): Promise<Hold> {
+  return boundary(db, options, async () => {
   const schema = schemaOf(options);
   const holdId = validateHoldId(id);
   return holdChange(db, schema, holdId, () => holdsSettle(db, schema, holdId, 'cancelled', options.clock?.now() ?? null));
+  });
 }
 
 /**
@@ -168,8 +191,10 @@ export async function cancelHold(db: Queryable, id: string, options: HoldOptions
  * earlier one is a ValidationError. Its pending reminder moves with it.
  */
 export async function extendHold(db: Queryable, id: string, input: ExtendHoldInput, options: HoldOptions = {}): Promise<Hold> {
+  return boundary(db, options, async () => {
   const schema = schemaOf(options);
   const holdId = validateHoldId(id);
   const to = validateExtendHold(input);
   return holdChange(db, schema, holdId, () => holdsExtend(db, schema, holdId, to, options.clock?.now() ?? null));
+  });
 }

@@ -10,6 +10,7 @@ import { ValidationError } from '../errors.js';
  * can remove the address and the suppression still holds.
  */
 export function normalizeAddress(address: string): string {
+  if (typeof address !== 'string') throw new ValidationError('address', address === undefined ? 'required' : 'must be a string');
   return address.trim().toLowerCase();
 }
 

@@ -1,3 +1,5 @@
+import { ValidationError } from '../errors.js';
+
 /**
  * What a provider can report about a message after accepting it. Mirrored by
  * the CHECK constraints in migrations/0008_provider_events.sql.
@@ -89,6 +91,7 @@ const strength = (e: Pick<EmailEvent, 'kind' | 'bounceType'>): number => {
 
 /** The fifth moment: how the email ended, by what the provider reported, whatever the arrival order. */
 export function emailOutcome(events: EmailEvent[]): EmailOutcome | null {
+  if (!Array.isArray(events)) throw new ValidationError('events', 'must be an array of EmailEvent');
   let best: EmailEvent | undefined;
   for (const e of events) {
     if (!best) best = e;

@@ -1,3 +1,5 @@
+import { ValidationError } from '../errors.js';
+
 /**
  * Hold states. Mirrored by the CHECK constraints in migrations/0001_holds.sql.
  * Every transition is a conditional update on `status = 'held'`, so a hold
@@ -56,5 +58,6 @@ export const emailWords = (kind: string): string => KIND_WORDS[kind] ?? `${kind}
 
 /** Intent id derived from the hold id: the unique key that makes expiry idempotent. */
 export function intentIdForHold(holdId: string): string {
+  if (typeof holdId !== 'string' || holdId === '') throw new ValidationError('holdId', holdId === undefined ? 'required' : 'must be a hold id (a non-empty string)');
   return `${EXPIRED_INTENT_PREFIX}${holdId}`;
 }

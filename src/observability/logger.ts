@@ -1,5 +1,8 @@
 import { createRequire } from 'node:module';
 import type { DestinationStream, Logger, pino as Pino } from 'pino';
+import { ValidationError } from '../errors.js';
+
+const LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
 // pino is loaded when the first logger is made, and pino-pretty only for a
 // person's terminal, not when the library is imported (BENCHMARKS.md, import time).
@@ -15,6 +18,11 @@ export type { Logger };
  * is a second line of defence behind not passing them in the first place.
  */
 export function createLogger(options: { level?: string; destination?: NodeJS.WritableStream; pretty?: boolean } = {}): Logger {
+  if (typeof options !== 'object' || options === null) throw new ValidationError('options', 'must be an object like { level, destination }');
+  if (options.level !== undefined && !LEVELS.includes(options.level)) throw new ValidationError('options.level', `must be one of ${LEVELS.join(', ')}`);
+  if (options.destination !== undefined && typeof (options.destination as { write?: unknown })?.write !== 'function') {
+    throw new ValidationError('options.destination', 'must be a writable stream (an object with a write function)');
+  }
   const destination = options.destination ?? process.stdout;
   const pino = loadPino();
   return pino(

@@ -1,5 +1,6 @@
 import { createRequire } from 'node:module';
 import type { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { ValidationError } from '../errors.js';
 
 // prom-client is loaded when metrics are first created, not when the library is imported.
 const require = createRequire(import.meta.url);
@@ -63,6 +64,9 @@ export function stalledAfterSeconds(intervalMs: number): number {
 }
 
 export function createMetrics(registry?: Registry): Metrics {
+  if (registry !== undefined && typeof (registry as { registerMetric?: unknown } | null)?.registerMetric !== 'function') {
+    throw new ValidationError('registry', 'must be a prom-client Registry');
+  }
   const { Counter, Gauge, Histogram, Registry } = promClient();
   registry ??= new Registry();
   const r = [registry];

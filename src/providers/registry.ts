@@ -4,6 +4,7 @@ import { DEFAULT_ACCOUNT, type Account, type AccountProvider, type Accounts } fr
 import { parseAccounts } from '../model/accounts-file.js';
 import { ConfigError } from '../errors.js';
 import { importOptional } from '../runtime/optional-package.js';
+import { checkKnownOptions } from '../db/arguments.js';
 import type { EmailGateway } from './gateway.js';
 import { SandboxGateway, type SandboxOptions } from './sandbox.js';
 
@@ -286,5 +287,7 @@ export async function createGateways(config: Config, accounts: Accounts = accoun
 
 /** The gateway of the first account in failover (the one account of the single-provider environment). */
 export async function createGateway(config: Config): Promise<EmailGateway> {
+  // \`env\` is process.env itself by default: an object, not a plain one.
+  checkKnownOptions('config', config, (r) => ({ env: r.z.custom<unknown>((v) => typeof v === 'object' && v !== null, 'required: the Config loadConfig() returns') }), { required: true });
   return (await createGateways(config))[0]!.gateway;
 }

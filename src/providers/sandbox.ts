@@ -2,6 +2,7 @@ import { appendFileSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import type { ProviderEvent } from '../model/event-kinds.js';
 import { TokenBucket } from '../model/token-bucket.js';
+import { checkKnownOptions } from '../db/arguments.js';
 import type { EmailGateway, EmailMessage, SendContext, SendResult } from './gateway.js';
 
 export interface SandboxOptions {
@@ -70,6 +71,17 @@ export class SandboxGateway implements EmailGateway {
   }
 
   constructor(private readonly options: SandboxOptions = {}) {
+    checkKnownOptions('options', options, (r) => {
+      const share = r.z.number('must be a number from 0 to 1').min(0, 'must be a number from 0 to 1').max(1, 'must be a number from 0 to 1').optional();
+      return {
+        latencyMs: r.z.union([r.nonNegative, r.z.tuple([r.nonNegative, r.nonNegative])], 'must be milliseconds or a [min, max] range').optional(),
+        rateLimit: r.z.object({ perSecond: r.positive, burst: r.positiveInt }, 'must be { perSecond, burst }').optional(),
+        rejectRate: share,
+        failRate: share,
+        pauseRate: share,
+        journalPath: r.z.string('must be a file path').optional(),
+      };
+    });
     this.bucket = options.rateLimit ? new TokenBucket(options.rateLimit) : undefined;
     this.random = options.random ?? Math.random;
   }

@@ -9,9 +9,17 @@ import { tenantEraseBatch, tenantHeldHolds } from './tenant-erasure.js';
 import { validateTenant } from '../model/hold-input.js';
 import { DEFAULT_RETENTION, MAX_PRUNE_BATCH } from '../model/retention-policy.js';
 import { ValidationError } from '../errors.js';
+import { checkKnownOptions, checkPool } from '../db/arguments.js';
 import type { TableCounts } from './sql.js';
 import { AuditAction, libraryActor, type AuditActor } from '../model/audit-actions.js';
 import { auditInsert } from '../tables/audit-log.js';
+
+/** The options both erasures check (the rest are the service's: logger, metrics, tables, actor). */
+const ERASE_FIELDS: Parameters<typeof checkKnownOptions>[2] = (r) => ({
+    schema: r.schema.optional(),
+    now: r.z.date('must be a Date').nullable().optional(),
+    lockTimeoutMs: r.positive.optional(),
+  });
 
 export interface EraseOptions {
   schema?: string;
@@ -38,6 +46,8 @@ const actorOf = (actor: AuditActor | string | undefined): AuditActor => (typeof 
  * `retention.erasure` event with the counts, never the address.
  */
 export async function eraseAddress(pool: pg.Pool, email: unknown, options: EraseOptions = {}): Promise<AddressErasure> {
+  checkPool(pool);
+  checkKnownOptions('options', options, ERASE_FIELDS);
   const address = validateErasureAddress(email);
   const tables = options.tables ?? RETENTION_TABLES;
   validateTables(tables);
@@ -98,6 +108,8 @@ export interface TenantEraseOptions extends EraseOptions {
  * `retention.tenant_erasure` event with the counts.
  */
 export async function eraseTenant(pool: pg.Pool, tenant: unknown, options: TenantEraseOptions = {}): Promise<TenantErasure> {
+  checkPool(pool);
+  checkKnownOptions('options', options, ERASE_FIELDS);
   const name = validateTenant(tenant);
   const limit = options.batchSize ?? DEFAULT_RETENTION.batchSize;
   if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PRUNE_BATCH) {

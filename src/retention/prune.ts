@@ -1,5 +1,6 @@
 import type pg from 'pg';
 import { withTransaction } from '../db/pool.js';
+import { checkKnownOptions } from '../db/arguments.js';
 import type { Logger } from '../observability/logger.js';
 import { silentLogger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
@@ -63,6 +64,19 @@ export class Pruner {
   private readonly lockTimeoutMs: number;
 
   constructor(private readonly options: PrunerOptions) {
+    checkKnownOptions(
+      'options',
+      options,
+      (r) => ({
+        pool: r.pool,
+        schema: r.schema.optional(),
+        policy: r.z.object({ intervalMs: r.positive, batchSize: r.positiveInt }, 'required: a RetentionPolicy (e.g. DEFAULT_RETENTION)'),
+        clock: r.clock.optional(),
+        logger: r.logger.optional(),
+        lockTimeoutMs: r.positive.optional(),
+      }),
+      { required: true },
+    );
     this.schema = options.schema ?? 'leasehold';
     this.clock = options.clock ?? databaseClock;
     this.logger = options.logger ?? silentLogger;

@@ -13,12 +13,16 @@
  * - `delivery.batch`    a batch recorded (its members in order), its request not yet made
  * - `delivery.accepted` the provider accepted a message, receipt not saved
  */
+import { ValidationError } from '../errors.js';
+
 export type FaultPoint = 'expiry.locked' | 'expiry.committed' | 'delivery.leased' | 'delivery.batch' | 'delivery.accepted';
 
 export type FaultHook = (point: FaultPoint, context: Record<string, unknown>) => void | Promise<void>;
 
 export class Faults {
-  constructor(private readonly hook?: FaultHook) {}
+  constructor(private readonly hook?: FaultHook) {
+    if (hook !== undefined && typeof hook !== 'function') throw new ValidationError('hook', 'must be a function (point, context) => void | Promise<void>');
+  }
 
   async at(point: FaultPoint, context: Record<string, unknown> = {}): Promise<void> {
     if (this.hook) await this.hook(point, context);

@@ -3,6 +3,7 @@ import path from 'node:path';
 import type { z } from 'zod';
 import { MAX_SENDER_LENGTH, SENDER_PATTERN, SENDER_RULE } from '../model/address.js';
 import { onFirstUse } from '../zod.js';
+import { ValidationError } from '../errors.js';
 import { describeZodError } from '../model/zod-issues.js';
 
 /**
@@ -102,7 +103,12 @@ export interface TemplateProblem {
   message: string;
 }
 
-export const describeProblem = (p: TemplateProblem): string => `${p.file}: ${p.message}`;
+export function describeProblem(p: TemplateProblem): string {
+  if (typeof p !== 'object' || p === null || typeof p.file !== 'string' || typeof p.message !== 'string') {
+    throw new ValidationError('problem', 'must be a TemplateProblem ({ file, message }) from Templates.problems');
+  }
+  return `${p.file}: ${p.message}`;
+}
 
 /**
  * Read a template directory into memory. Only `.liquid` files and

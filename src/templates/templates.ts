@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import path from 'node:path';
 import type { Template } from 'liquidjs';
 import { LeaseholdError } from '../errors.js';
+import { checkKnownOptions } from '../db/arguments.js';
 import { packageRoot } from '../runtime/package-root.js';
 import { createEngines, type Engines } from './engine.js';
 import { languageOf, localTime } from './locale.js';
@@ -124,6 +125,12 @@ export class Templates {
   private readonly engines: Engines;
 
   constructor(options: TemplatesOptions = {}) {
+    checkKnownOptions('options', options, (r) => ({
+      dir: r.z.string('must be a directory path').optional(),
+      files: r.z.record(r.z.string(), r.z.string('must be the text of a template file'), 'must be an object of file paths to texts').optional(),
+      defaultLocale: r.z.string('must be a locale such as en or de-CH').optional(),
+      defaultTimeZone: r.z.string('must be an IANA time zone such as Europe/Berlin').optional(),
+    }));
     const defaultLocale = validLocale(options.defaultLocale ?? 'en');
     const defaultTimeZone = validTimeZone(options.defaultTimeZone ?? 'UTC');
     if (!defaultLocale) throw new LeaseholdError('template_error', `default locale ${JSON.stringify(options.defaultLocale)} is not a locale Intl supports`);
