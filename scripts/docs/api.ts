@@ -85,8 +85,46 @@ class Renderer {
   /** Each component schema by its canonical JSON, so an inlined copy is named rather than expanded again. */
   private readonly components = new Map<string, string>();
 
+  /** `status description` of the refusals at least half the operations give word for word. */
+  readonly common = new Set<string>();
+  private readonly commonDescriptions = new Map<string, string>();
+
   constructor(private readonly document: OpenApiDocument) {
     for (const [name, schema] of Object.entries(document.components?.schemas ?? {})) this.components.set(canonical(schema), name);
+    const counts = new Map<string, number>();
+    let operations = 0;
+    for (const item of Object.values(document.paths)) {
+      for (const method of METHODS) {
+        const operation = item[method] as Operation | undefined;
+        if (!operation) continue;
+        operations += 1;
+        for (const [status, raw] of Object.entries(operation.responses ?? {})) {
+          if (Number(status) < 400) continue;
+          const key = refusalKey(status, this.resolve(raw));
+          counts.set(key, (counts.get(key) ?? 0) + 1);
+        }
+      }
+    }
+    for (const [key, count] of counts) {
+      if (count * 2 < operations) continue;
+      this.common.add(key);
+      const [status, ...words] = key.split(' ');
+      this.commonDescriptions.set(status!, words.join(' '));
+    }
+  }
+
+  /** The shared refusals, once, for every route that lists them. */
+  refusals(): string[] {
+    const statuses = [...this.commonDescriptions.keys()].sort();
+    if (statuses.length === 0) return [];
+    return [
+      '## Refusals',
+      '',
+      'Most routes can also answer these, each in the [`Error`](#error-schema) shape; a route lists the ones it gives.',
+      '',
+      ...statuses.map((status) => `- **${status}**: ${this.commonDescriptions.get(status)}`),
+      '',
+    ];
   }
 
   /** The component a schema is (by `$ref`, or by being an exact copy of one), if any. */
@@ -327,8 +365,11 @@ class Renderer {
       out.push(...this.content(body.content, true));
     }
 
-    const responses = Object.entries(operation.responses ?? {});
-    if (responses.length > 0) {
+    const all = Object.entries(operation.responses ?? {});
+    // The refusals most routes share are told once, under Refusals; a route lists their statuses.
+    const shared = all.filter(([status, raw]) => this.common.has(refusalKey(status, this.resolve(raw)))).map(([status]) => status);
+    const responses = all.filter(([status]) => !shared.includes(status));
+    if (all.length > 0) {
       out.push('Responses:', '');
       for (const [status, raw] of responses) {
         const response = this.resolve(raw);
@@ -338,6 +379,7 @@ class Renderer {
         if (inner.length === 2 && !inner[0]!.endsWith(':')) out.push(`${head} (${inner[0]!.replace(/\.$/, '')})`);
         else out.push(head, ...(inner.length > 0 ? ['', ...inner.map((line) => (line ? `  ${line}` : line))] : []));
       }
+      if (shared.length > 0) out.push(`- **${shared.join(', ')}**: the [refusals](#refusals) most routes share ([\`Error\`](#error-schema))`);
       out.push('');
     }
     return out;
@@ -372,7 +414,7 @@ class Renderer {
     for (const tag of tags) {
       out.push(`- ${tag}: ${operations.filter((o) => o.tag === tag).map((o) => `[${o.method.toUpperCase()} ${o.path}](#${slug(`${o.method} ${o.path}`)})`).join(', ')}`);
     }
-    out.push('');
+    out.push('', ...this.refusals());
     for (const tag of tags) {
       out.push(`## ${tag[0]!.toUpperCase()}${tag.slice(1)}`, '');
       for (const o of operations.filter((x) => x.tag === tag)) out.push(...this.operation(o.path, o.method, o.operation));
@@ -390,6 +432,11 @@ class Renderer {
     }
     return out.join('\n').replace(/\n{3,}/g, '\n\n');
   }
+}
+
+/** A refusal as the routes give it: its status and description (in the Error shape, as every refusal is). */
+function refusalKey(status: string, response: { description?: string }): string {
+  return `${status} ${response.description ?? ''}`;
 }
 
 /** JSON with object keys sorted, so two equal schemas compare equal. */
