@@ -24,11 +24,12 @@ import { batchDrain } from './batch-drain.js';
 import { leaseCost } from './lease-cost.js';
 import { tenantLatency } from './tenant-latency.js';
 import { tracingOverhead } from './tracing-overhead.js';
+import { apiContract } from './api-contract.js';
 import { packageRoot } from '../src/runtime/package-root.js';
 
 process.env.LOG_LEVEL ??= 'silent';
 
-const benchmarks: Benchmark[] = [expiryThroughput, expiryLateness, deliveryThroughput, deliveryLimiter, deliveryLatency, prune, compare, statusCost, countTriggers, importTime, batchDrain, leaseCost, tenantLatency, tracingOverhead];
+const benchmarks: Benchmark[] = [expiryThroughput, expiryLateness, deliveryThroughput, deliveryLimiter, deliveryLatency, prune, compare, statusCost, countTriggers, importTime, batchDrain, leaseCost, tenantLatency, tracingOverhead, apiContract];
 
 // The repository root, from dist/bench/run.js or (under tsx) bench/run.ts.
 const root = packageRoot();

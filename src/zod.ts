@@ -18,9 +18,23 @@ let loaded: typeof Z | undefined;
 export function zod(): typeof Z {
   if (loaded === undefined) {
     const require = createRequire(import.meta.url);
-    loaded = (require(fileURLToPath(import.meta.resolve('zod'))) as { z: typeof Z }).z;
+    loaded = (require(zodEntry(require)) as { z: typeof Z }).z;
   }
   return loaded;
+}
+
+/**
+ * zod's ES module build, as `import` resolves it. Some module runners have
+ * no import.meta.resolve (vite's, which runs vitest's globalSetup): there,
+ * Node's require resolution, which gives zod's CommonJS build (fine where
+ * no schema crosses from code that imported zod itself).
+ */
+function zodEntry(require: NodeJS.Require): string {
+  try {
+    return fileURLToPath(import.meta.resolve('zod'));
+  } catch {
+    return require.resolve('zod');
+  }
 }
 
 /** A value built with zod on its first use and kept (a schema). */
