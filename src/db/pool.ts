@@ -99,13 +99,6 @@ export function createPool(options: PoolOptions): pg.Pool {
     connectTimeoutMs: r.nonNegative.optional(),
     queryTimeoutMs: r.nonNegative.optional(),
   }), { required: true });
-  checkKnownOptions('options', options, (r) => ({
-    connectionString: r.z.string('must be a postgres:// URL').min(1, 'must be a postgres:// URL'),
-    max: r.positiveInt.optional(),
-    applicationName: r.z.string('must be a string').optional(),
-    connectTimeoutMs: r.nonNegative.optional(),
-    queryTimeoutMs: r.nonNegative.optional(),
-  }), { required: true });
   const pool = new pg.Pool({
     types: leaseholdTypes,
     connectionString: options.connectionString,
@@ -132,8 +125,6 @@ export function createPool(options: PoolOptions): pg.Pool {
  * handing a dead connection to the next caller.
  */
 export async function withClient<T>(pool: pg.Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-  checkPool(pool);
-  checkFunction('work', work);
   checkPool(pool);
   checkFunction('work', work);
   let broken: Error | undefined;
