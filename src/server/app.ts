@@ -173,8 +173,11 @@ export function buildApp(options: ApiOptions): FastifyInstance {
     retention: options.config.retention ?? DEFAULT_RETENTION,
     ...(options.config.tenantMetricsTop ? { tenantMetricsTop: options.config.tenantMetricsTop } : {}),
   });
-  opsRoutes(app.withTypeProvider<ZodTypeProvider>(), ctx, [options.metrics.registry, databaseMetrics, processMetricsRegistry()]);
-  dashboardRoutes(app);
+  // In a plugin, like every route: plugins load after @fastify/swagger, which sees only the routes added after it.
+  void app.register(async (root) => {
+    opsRoutes(root.withTypeProvider<ZodTypeProvider>(), ctx, [options.metrics.registry, databaseMetrics, processMetricsRegistry()]);
+    dashboardRoutes(root);
+  });
 
   void app.register(
     async (plugin) => {

@@ -54,6 +54,8 @@ describe('GET /v1/openapi.json', () => {
       .flatMap(([path, operations]) => Object.keys(operations).map((method) => `${method} ${path}`));
     expect(routes.length).toBeGreaterThan(20);
     expect([...routes].sort()).toEqual([...documented].sort());
+    // Outside /v1: health and metrics, open to anyone.
+    expect(Object.keys(document.paths).filter((path) => !path.startsWith('/v1')).sort()).toEqual(['/healthz', '/metrics']);
   });
 
   it("describes query parameters and bodies from the routes' own schemas", async () => {
