@@ -3,7 +3,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
-import { CHROMIUM, dashboardServer, launchChromium } from '../helpers/dashboard.js';
+import { CHROMIUM, dashboardServer, launchChromium, within } from '../helpers/dashboard.js';
 import { deliveryControlGet } from '../../src/tables/delivery-control.js';
 import { rateLimiterEnsure, rateLimiterGet, rateLimiterPause, rateLimiterSet } from '../../src/tables/rate-limiter.js';
 import type { Accounts } from '../../src/model/accounts.js';
@@ -456,10 +456,11 @@ describe.skipIf(!existsSync(CHROMIUM))('operator dashboard: hardened page, roles
     hbrowser = await launchChromium();
   });
   afterAll(async () => {
-    await hbrowser?.close();
-    await hserver?.close();
-    await hdb?.close();
-  });
+    // Each step bounded, so a hang (seen once under a loaded CI run) names the step that hung.
+    await within('closing Chromium', hbrowser?.close());
+    await within('closing the API server', hserver?.close());
+    await within('dropping the test schema', hdb?.close());
+  }, 90_000);
 
   /** A fresh tab that records every CSP violation and script error, logged in with `token`. */
   async function open(token: string): Promise<{ page: Page; violations: string[]; errors: string[] }> {
