@@ -18,7 +18,6 @@ import type { RateLimitState } from '../tables/rate-limiter.js';
 import type { SuppressionPage } from '../tables/suppressions.js';
 import type { TenantPolicyPage } from '../tables/tenants.js';
 import * as fn from './functions.js';
-import { inMigratedSchema } from '../db/schema-errors.js';
 import { checkArgument, checkOptions, checkPool, rules } from '../db/arguments.js';
 
 export interface LeaseholdOptions {
@@ -118,11 +117,11 @@ export function createLeasehold(options: LeaseholdOptions): Leasehold {
     schema,
     migrate: () => fn.migrate(pool, opts),
     holds: {
-      create: (input) => inMigratedSchema(schema, () => createHold(pool, input, { ...holdOpts, ...(options.holdDefaults ? { defaults: options.holdDefaults } : {}) })),
-      get: (id) => inMigratedSchema(schema, () => getHold(pool, id, holdOpts)),
-      confirm: (id) => inMigratedSchema(schema, () => confirmHold(pool, id, { ...holdOpts, noticeDeadlineSeconds: options.noticeDeadlineSeconds ?? null })),
-      cancel: (id) => inMigratedSchema(schema, () => cancelHold(pool, id, holdOpts)),
-      extend: (id, to) => inMigratedSchema(schema, () => extendHold(pool, id, to, holdOpts)),
+      create: (input) => createHold(pool, input, { ...holdOpts, ...(options.holdDefaults ? { defaults: options.holdDefaults } : {}) }),
+      get: (id) => getHold(pool, id, holdOpts),
+      confirm: (id) => confirmHold(pool, id, { ...holdOpts, noticeDeadlineSeconds: options.noticeDeadlineSeconds ?? null }),
+      cancel: (id) => cancelHold(pool, id, holdOpts),
+      extend: (id, to) => extendHold(pool, id, to, holdOpts),
     },
     intents: {
       get: (id) => fn.getIntent(pool, id, opts),

@@ -64,18 +64,45 @@ export function checkArgument<T>(name: string, schema: Z.ZodType<T>, value: unkn
  * in the API. A string where the options belong is the 0.1 signature
  * (`migrate(pool, 'schema')`), said so.
  */
-export function checkOptions(name: string, value: unknown, fields: (r: Rules) => Record<string, Z.ZodType>): void {
+export function checkOptions(name: string, value: unknown, fields: Fields): void {
   if (value === undefined) return;
   if (typeof value === 'string') {
     throw new ValidationError(name, `must be an object like { schema }; a string is the 0.1 signature (pass { schema: ${JSON.stringify(value)} })`);
   }
-  const r = rules();
-  checkArgument(name, r.z.strictObject(fields(r), 'must be an object'), value);
+  checkArgument(name, built(strictSchemas, fields, (r) => r.z.strictObject(fields(r), 'must be an object')), value);
 }
 
+type Fields = (r: Rules) => Record<string, Z.ZodType>;
+
+/**
+ * Each options schema is built once per `fields` function: building one
+ * costs about 80 us, which the hold functions would otherwise pay on every
+ * call (a POST /v1/holds). Pass a module-level `fields` on a hot path; an
+ * inline arrow is built again each call (fine for a constructor).
+ */
+const strictSchemas = new WeakMap<Fields, Z.ZodType>();
+const looseSchemas = new WeakMap<Fields, Z.ZodType>();
+const librarySchemas = new WeakMap<Fields, Fields>();
+
+function built(cache: WeakMap<Fields, Z.ZodType>, fields: Fields, build: (r: Rules) => Z.ZodType): Z.ZodType {
+  let schema = cache.get(fields);
+  if (!schema) {
+    schema = build(rules());
+    cache.set(fields, schema);
+  }
+  return schema;
+}
+
+const noExtra: Fields = () => ({});
+
 /** `options` of the free functions: schema, clock, logger, actor, and the call's own `extra` fields. */
-export function checkLibraryOptions(value: unknown, extra: (r: Rules) => Record<string, Z.ZodType> = () => ({})): void {
-  checkOptions('options', value, (r) => ({ ...r.library, ...extra(r) }));
+export function checkLibraryOptions(value: unknown, extra: Fields = noExtra): void {
+  let fields = librarySchemas.get(extra);
+  if (!fields) {
+    fields = (r) => ({ ...r.library, ...extra(r) });
+    librarySchemas.set(extra, fields);
+  }
+  checkOptions('options', value, fields);
 }
 
 /** The `db` argument: a pg Pool, Client or PoolClient. */
@@ -103,8 +130,9 @@ export function checkFunction(name: string, value: unknown): void {
  * gateways, templates): the known fields are checked, others are let
  * through, since the service passes its whole settings object on.
  */
-export function checkKnownOptions(name: string, value: unknown, fields: (r: Rules) => Record<string, Z.ZodType>, { required = false } = {}): void {
+export function checkKnownOptions(name: string, value: unknown, fields: Fields, { required = false } = {}): void {
   if (value === undefined && !required) return;
-  const r = rules();
-  checkArgument(name, r.z.object(fields(r), value === undefined ? 'required' : 'must be an object'), value);
+  // `required` names a missing value itself: the object's own type message is "must be an object".
+  if (value === undefined) throw new ValidationError(name, 'required');
+  checkArgument(name, built(looseSchemas, fields, (r) => r.z.object(fields(r), 'must be an object')), value);
 }

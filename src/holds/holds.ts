@@ -62,16 +62,19 @@ export interface CreateHoldResult {
 
 const schemaOf = (options: HoldOptions) => options.schema ?? 'leasehold';
 
-/** The hold functions' boundary: `db` and `options` checked (client/arguments.ts), a schema without the tables said as SchemaNotMigratedError. */
+/** Every option of the hold functions (module-level: the schema is built once, db/arguments.ts). */
+const holdOptionFields: Parameters<typeof checkOptions>[2] = (r) => ({
+  schema: r.schema.optional(),
+  clock: r.clock.optional(),
+  defaults: r.z.object({}, 'must be an object').optional(),
+  traceparent: r.z.string('must be a string').nullable().optional(),
+  noticeDeadlineSeconds: r.positive.nullable().optional(),
+});
+
+/** The hold functions' boundary: `db` and `options` checked (db/arguments.ts), a schema without the tables said as SchemaNotMigratedError. */
 function boundary<T>(db: unknown, options: unknown, work: () => Promise<T>): Promise<T> {
   checkDb(db);
-  checkOptions('options', options, (r) => ({
-    schema: r.schema.optional(),
-    clock: r.clock.optional(),
-    defaults: r.z.object({}, 'must be an object').optional(),
-    traceparent: r.z.string('must be a string').nullable().optional(),
-    noticeDeadlineSeconds: r.positive.nullable().optional(),
-  }));
+  checkOptions('options', options, holdOptionFields);
   return inMigratedSchema(schemaOf((options ?? {}) as HoldOptions), work);
 }
 
@@ -89,38 +92,38 @@ export async function createHold(
   options: CreateOptions = {},
 ): Promise<CreateHoldResult> {
   return boundary(db, options, async () => {
-  const now = options.clock?.now() ?? null;
-  const valid = validateCreateHold(input);
-  const schema = schemaOf(options);
-  const request: HoldInsert = {
-    id: valid.id,
-    customerEmail: valid.customerEmail,
-    expiresAt: valid.expiresAt ?? null,
-    ttlSeconds: valid.ttlSeconds ?? null,
-    metadata: valid.metadata,
-    tenant: valid.tenant,
-    remindBeforeSeconds: valid.remindBeforeSeconds === undefined ? (options.defaults?.remindBeforeSeconds ?? null) : valid.remindBeforeSeconds,
-    notifyOnConfirm: valid.notifyOnConfirm ?? options.defaults?.notifyOnConfirm ?? false,
-    // The thread its expire, lease, send, record and event spans link back to.
-    traceparent: options.traceparent === null ? null : (validTraceparent(options.traceparent) ?? activeTraceparent() ?? null),
-  };
-  try {
-    checkExpiresAt(valid, now ?? new Date());
-  } catch (error) {
-    // Idempotency is decided before the clock: a client whose response was
-    // lost retries the same body, perhaps after its expiresAt passed, and
-    // must get the hold it created rather than "must be in the future". Only
-    // a request that would create something is held to the deadline.
-    if (!valid.clientId) throw error;
+    const now = options.clock?.now() ?? null;
+    const valid = validateCreateHold(input);
+    const schema = schemaOf(options);
+    const request: HoldInsert = {
+      id: valid.id,
+      customerEmail: valid.customerEmail,
+      expiresAt: valid.expiresAt ?? null,
+      ttlSeconds: valid.ttlSeconds ?? null,
+      metadata: valid.metadata,
+      tenant: valid.tenant,
+      remindBeforeSeconds: valid.remindBeforeSeconds === undefined ? (options.defaults?.remindBeforeSeconds ?? null) : valid.remindBeforeSeconds,
+      notifyOnConfirm: valid.notifyOnConfirm ?? options.defaults?.notifyOnConfirm ?? false,
+      // The thread its expire, lease, send, record and event spans link back to.
+      traceparent: options.traceparent === null ? null : (validTraceparent(options.traceparent) ?? activeTraceparent() ?? null),
+    };
+    try {
+      checkExpiresAt(valid, now ?? new Date());
+    } catch (error) {
+      // Idempotency is decided before the clock: a client whose response was
+      // lost retries the same body, perhaps after its expiresAt passed, and
+      // must get the hold it created rather than "must be in the future". Only
+      // a request that would create something is held to the deadline.
+      if (!valid.clientId) throw error;
+      const existing = await holdsGetForRetry(db, schema, request, valid.requestHash);
+      if (!existing) throw error;
+      return existingHold(existing, valid);
+    }
+    const inserted = await holdsInsert(db, schema, request, now);
+    if (inserted) return { hold: holdFromRow(inserted), created: true };
     const existing = await holdsGetForRetry(db, schema, request, valid.requestHash);
-    if (!existing) throw error;
+    if (!existing) throw new IdempotencyConflictError(valid.id);
     return existingHold(existing, valid);
-  }
-  const inserted = await holdsInsert(db, schema, request, now);
-  if (inserted) return { hold: holdFromRow(inserted), created: true };
-  const existing = await holdsGetForRetry(db, schema, request, valid.requestHash);
-  if (!existing) throw new IdempotencyConflictError(valid.id);
-  return existingHold(existing, valid);
   });
 }
 
@@ -133,8 +136,8 @@ function existingHold(existing: HoldRow & { same_request: boolean }, valid: Vali
 /** The hold, or undefined when there is none with this id (like every `get` of the library). */
 export async function getHold(db: Queryable, id: string, options: HoldOptions = {}): Promise<Hold | undefined> {
   return boundary(db, options, async () => {
-  const row = await holdsGet(db, schemaOf(options), validateHoldId(id));
-  return row ? holdFromRow(row) : undefined;
+    const row = await holdsGet(db, schemaOf(options), validateHoldId(id));
+    return row ? holdFromRow(row) : undefined;
   });
 }
 
@@ -165,20 +168,20 @@ async function holdChange(db: Queryable, schema: string, holdId: string, change:
  */
 export async function confirmHold(db: Queryable, id: string, options: ConfirmOptions = {}): Promise<Hold> {
   return boundary(db, options, async () => {
-  const schema = schemaOf(options);
-  const holdId = validateHoldId(id);
-  return holdChange(db, schema, holdId, () =>
-    holdsSettle(db, schema, holdId, 'confirmed', options.clock?.now() ?? null, options.noticeDeadlineSeconds ?? null),
-  );
+    const schema = schemaOf(options);
+    const holdId = validateHoldId(id);
+    return holdChange(db, schema, holdId, () =>
+      holdsSettle(db, schema, holdId, 'confirmed', options.clock?.now() ?? null, options.noticeDeadlineSeconds ?? null),
+    );
   });
 }
 
 /** held -> cancelled. No email is sent for a cancelled hold; its pending reminder is voided. */
 export async function cancelHold(db: Queryable, id: string, options: HoldOptions = {}): Promise<Hold> {
   return boundary(db, options, async () => {
-  const schema = schemaOf(options);
-  const holdId = validateHoldId(id);
-  return holdChange(db, schema, holdId, () => holdsSettle(db, schema, holdId, 'cancelled', options.clock?.now() ?? null));
+    const schema = schemaOf(options);
+    const holdId = validateHoldId(id);
+    return holdChange(db, schema, holdId, () => holdsSettle(db, schema, holdId, 'cancelled', options.clock?.now() ?? null));
   });
 }
 
@@ -192,9 +195,9 @@ export async function cancelHold(db: Queryable, id: string, options: HoldOptions
  */
 export async function extendHold(db: Queryable, id: string, input: ExtendHoldInput, options: HoldOptions = {}): Promise<Hold> {
   return boundary(db, options, async () => {
-  const schema = schemaOf(options);
-  const holdId = validateHoldId(id);
-  const to = validateExtendHold(input);
-  return holdChange(db, schema, holdId, () => holdsExtend(db, schema, holdId, to, options.clock?.now() ?? null));
+    const schema = schemaOf(options);
+    const holdId = validateHoldId(id);
+    const to = validateExtendHold(input);
+    return holdChange(db, schema, holdId, () => holdsExtend(db, schema, holdId, to, options.clock?.now() ?? null));
   });
 }
