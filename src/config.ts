@@ -5,7 +5,7 @@ import { ConfigError, ValidationError } from './errors.js';
 import { checkEraseWithinRetention, DEFAULT_RETENTION, MAX_PRUNE_BATCH, parseErasePiiAfterDays, parseRetentionDays, type RetentionPolicy } from './model/retention-policy.js';
 import { validLocale, validTimeZone } from './model/locale.js';
 import { onFirstUse } from './zod.js';
-import { describeZodError } from './model/zod-issues.js';
+import { describeZodError, editDistance } from './model/zod-issues.js';
 import { DEFAULT_AUDIT_RETENTION_DAYS } from './model/audit-actions.js';
 
 const HOST_NAME = /^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/;
@@ -312,17 +312,6 @@ const OTHER_VARIABLES = [
   'LEASEHOLD_TEST_MISSING_PACKAGE',
 ];
 
-/** Edit distance, for "did you mean" (short names only: the variables are under 40 characters). */
-function distance(a: string, b: string): number {
-  let row = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    const next = [i];
-    for (let j = 1; j <= b.length; j++) next[j] = Math.min(row[j]! + 1, next[j - 1]! + 1, row[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
-    row = next;
-  }
-  return row[b.length]!;
-}
-
 /**
  * LEASEHOLD_* variables in `env` that nothing reads, each with the known
  * name it is closest to (when within three edits): a mistyped name is
@@ -334,7 +323,7 @@ export function unknownVariables(env: Readonly<Record<string, string | undefined
     .filter((name) => name.startsWith('LEASEHOLD_') && !known.includes(name))
     .sort()
     .map((name) => {
-      const [best] = known.map((k) => ({ k, d: distance(name, k) })).sort((x, y) => x.d - y.d);
+      const [best] = known.map((k) => ({ k, d: editDistance(name, k) })).sort((x, y) => x.d - y.d);
       return best && best.d <= 3 ? { name, didYouMean: best.k } : { name };
     });
 }
