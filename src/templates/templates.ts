@@ -17,6 +17,8 @@ import {
   META_FILE,
   PART_FILES,
   PARTIALS_DIR,
+  partialsOf,
+  kindsOf,
   parseMeta,
   readTemplateDirectory,
   TENANTS_DIR,
@@ -424,38 +426,6 @@ function sampleMoments(kind: string, expiresAt: Date): Pick<RenderInput, 'now' |
   if (kind === REMINDER_TEMPLATE) return { now: at(-5 * 60), confirmedAt: null };
   if (kind === CONFIRMED_TEMPLATE) return { now: at(-8 * 60 + 1), confirmedAt: at(-8 * 60) };
   return { now: at(2), confirmedAt: null };
-}
-
-/** `partials/<name>.liquid` files, keyed `<name>.liquid` as LiquidJS looks them up. */
-function partialsOf(files: TemplateFiles): Record<string, string> {
-  const partials: Record<string, string> = {};
-  for (const [file, content] of Object.entries(files)) {
-    const [top, name, ...rest] = file.split('/');
-    if (top === PARTIALS_DIR && name?.endsWith('.liquid') && rest.length === 0) partials[name] = content;
-  }
-  return partials;
-}
-
-/** Per tenant ('' for the shared templates), kind directories and, for each, its locale directories (sorted). */
-function kindsOf(files: TemplateFiles): Map<string, Map<string, string[]>> {
-  const tenants = new Map<string, Map<string, Set<string>>>();
-  for (const file of Object.keys(files).sort()) {
-    let segments = file.split('/');
-    let tenant = '';
-    if (segments[0] === TENANTS_DIR) {
-      if (segments.length < 4) continue;
-      tenant = segments[1]!;
-      segments = segments.slice(2);
-    }
-    if (segments[0] === PARTIALS_DIR || segments.length < 2) continue;
-    const kinds = tenants.get(tenant) ?? new Map<string, Set<string>>();
-    const locales = kinds.get(segments[0]!) ?? new Set<string>();
-    if (segments.length === 3) locales.add(segments[1]!);
-    kinds.set(segments[0]!, locales);
-    tenants.set(tenant, kinds);
-  }
-  const sorted = <V,>(map: Map<string, V>) => [...map].sort(([a], [b]) => a.localeCompare(b));
-  return new Map(sorted(tenants).map(([tenant, kinds]) => [tenant, new Map(sorted(kinds).map(([kind, locales]) => [kind, [...locales].sort()]))]));
 }
 
 function renderDetail(error: unknown): string {
