@@ -19,7 +19,17 @@ const tlv = (tag: number, ...content: Buffer[]): Buffer => {
 };
 const seq = (...items: Buffer[]) => tlv(0x30, ...items);
 const set = (...items: Buffer[]) => tlv(0x31, ...items);
-const integer = (bytes: Buffer) => tlv(0x02, bytes[0]! & 0x80 ? Buffer.concat([Buffer.from([0]), bytes]) : bytes);
+/**
+ * A non-negative DER INTEGER: minimal, as DER requires (a random serial that
+ * began with a zero byte was "illegal padding" to OpenSSL, about one cert in
+ * 500), with a zero byte in front only when the high bit is set.
+ */
+function integer(bytes: Buffer): Buffer {
+  let start = 0;
+  while (start < bytes.length - 1 && bytes[start] === 0) start++;
+  const minimal = bytes.subarray(start);
+  return tlv(0x02, minimal[0]! & 0x80 ? Buffer.concat([Buffer.from([0]), minimal]) : minimal);
+}
 const oid = (dotted: string): Buffer => {
   const [a, b, ...rest] = dotted.split('.').map(Number) as [number, number, ...number[]];
   const out = [40 * a + b];
