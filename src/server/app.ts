@@ -104,6 +104,10 @@ export function buildApp(options: ApiOptions): FastifyInstance {
     json(request, text, done);
   });
 
+  let closing = false;
+  app.addHook('preClose', async () => {
+    closing = true;
+  });
   const tokens = options.tokens ?? new ApiTokens({ envToken: options.apiToken });
   const authenticate = bearerAuth({
     tokens,
@@ -116,21 +120,20 @@ export function buildApp(options: ApiOptions): FastifyInstance {
   });
   app.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id);
+    // A request already in flight when the close began: Node would keep its
+    // connection for the keep-alive timeout (72 s) and the close would wait it out.
+    if (closing) reply.header('connection', 'close');
   });
   app.setErrorHandler(errorHandler(logger));
   // Each route's zod schemas check its input and shape its answer (server/validation.ts), and make the OpenAPI document.
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   registerOpenApi(app);
-  let closing = false;
-  app.addHook('preClose', async () => {
-    closing = true;
-  });
-  // A request on a kept-alive connection while the server closes: 503, and the connection is not kept.
+  // A request on a kept-alive connection while the server closes: 503 (and, from onSend, connection: close).
   app.addHook('onRequest', async (_request, reply) => {
     if (!closing) return;
     const { statusCode, body } = toErrorResponse(new ApiError(503, 'shutting_down', 'this server is shutting down; try again'));
-    return reply.code(statusCode).header('connection', 'close').send(body);
+    return reply.code(statusCode).send(body);
   });
   // Every route's methods, so a known path asked with another method is a 405 naming them (Allow), not a 404.
   const routeMethods = new RouteMethods();
@@ -221,7 +224,7 @@ export interface ApiServer {
  * Build the API and listen on `port` (0 picks a free one) at `host` (default
  * 127.0.0.1: loopback only). The caller owns the pool.
  */
-export async function startApiServer(options: ApiOptions & { port: number; host?: string }): Promise<ApiServer> {
+export async function startApiServer(options: ApiOptions & { port: number; host?: string; drainMs?: number }): Promise<ApiServer> {
   const app = buildApp(options);
   await app.listen({ port: options.port, host: options.host ?? '127.0.0.1' });
   // The address actually bound, not the one asked for: "0.0.0.0" says the API
@@ -231,6 +234,30 @@ export async function startApiServer(options: ApiOptions & { port: number; host?
   return {
     url: `http://${family === 'IPv6' ? `[${address}]` : address}:${port}`,
     app,
-    close: () => (closed ??= app.close().then(() => undefined)),
+    close: () => (closed ??= drainThenClose(app, options.drainMs ?? API_DRAIN_MS, options.logger)),
   };
+}
+
+/** How long a close waits for requests in flight before it cuts their connections. */
+export const API_DRAIN_MS = 10_000;
+
+/**
+ * Close: no new connections, idle ones closed, requests in flight finished
+ * (each answered with `connection: close`). A request still running after
+ * `drainMs` (a client that stopped reading, a handler stuck on a lock) has
+ * its connection cut, so a SIGTERM ends in bounded time; the cut is logged.
+ */
+async function drainThenClose(app: FastifyInstance, drainMs: number, logger: Logger): Promise<void> {
+  const closing = app.close();
+  const cut = setTimeout(() => {
+    app.server.getConnections((_error, open) => {
+      logger.warn({ event: 'api.close_forced', connections: open, drainMs }, 'requests still running after the drain; their connections are cut');
+      app.server.closeAllConnections();
+    });
+  }, drainMs);
+  try {
+    await closing;
+  } finally {
+    clearTimeout(cut);
+  }
 }
