@@ -7,10 +7,10 @@ import { validLocale, validTimeZone } from './model/locale.js';
 import { onFirstUse } from './zod.js';
 import { describeZodError, editDistance } from './model/zod-issues.js';
 import { DEFAULT_AUDIT_RETENTION_DAYS } from './model/audit-actions.js';
+import { DEFAULTS } from './defaults.js';
 
 const HOST_NAME = /^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/;
 
-/** An address to listen on: an IP literal (127.0.0.1, ::1, 0.0.0.0) or a host name (localhost). */
 /**
  * Schema names PostgreSQL keeps for itself: `pg_*` (pg_catalog, pg_toast,
  * pg_temp_N; CREATE SCHEMA refuses the prefix) and information_schema (which
@@ -21,72 +21,12 @@ export function isReservedSchemaName(name: string): boolean {
   return lower.startsWith('pg_') || lower === 'information_schema';
 }
 
+/** An address to listen on: an IP literal (127.0.0.1, ::1, 0.0.0.0) or a host name (localhost). */
 export function isListenHost(value: string): boolean {
   return isIP(value) !== 0 || HOST_NAME.test(value);
 }
 
 export const LISTEN_HOST_MESSAGE = 'must be an IP address or a host name, e.g. 127.0.0.1, 0.0.0.0 or ::1';
-
-/**
- * The defaults, one set: the environment's (below) and every worker's and
- * library function's when an option is left out.
- */
-export const DEFAULTS = {
-  schema: 'leasehold',
-  emailFrom: 'Support <support@example.com>',
-  ratePerSecond: 10,
-  rateBurst: 10,
-  expiryIntervalMs: 1000,
-  expiryBatch: 500,
-  leaseMs: 30_000,
-  deliveryBatch: 50,
-  deliveryConcurrency: 100,
-  /** The provider call's timeout when none is set: half the lease, at most 10 s. */
-  sendTimeoutMs: (leaseMs: number) => Math.min(10_000, Math.floor(leaseMs / 2)),
-  maxAttempts: 10,
-  /** Longest sleep of a delivery worker with nothing to send (a NOTIFY wakes it sooner). */
-  deliveryPollMs: 1000,
-  /**
-   * Most pooled connections of a service process (`LEASEHOLD_POOL_SIZE`
-   * unset): one running a lane, and the API alone. The delivery lane's
-   * LISTEN session is one more, outside the pool.
-   */
-  poolSizeLanes: 12,
-  poolSizeApi: 10,
-  /** Opening a database connection, or waiting for a free pooled one, gives up after this long. */
-  dbConnectTimeoutMs: 5000,
-  /** A query with no answer fails after this long (its connection is dropped); see db/pool.ts connectionBounds. */
-  dbQueryTimeoutMs: 20_000,
-  /** The server ends a transaction of leasehold's whose client has been silent inside it this long (db/pool.ts withTransaction). */
-  dbIdleInTransactionMs: 30_000,
-  /**
-   * A lane's round still unfinished after this long is given up on by its
-   * loop (runtime/loop.ts); each of its waits is bounded already, so this
-   * only ever fires on a bug.
-   */
-  tickTimeoutMs: 120_000,
-  /** A delivery worker looks for leases whose owner is gone this often... */
-  reclaimIntervalMs: 150,
-  /** How often a delivery worker ends intents whose deadline passed unsent (delivery/deadlines.ts). */
-  deadlineSweepIntervalMs: 1000,
-  /** ...and takes them once the owner has been gone this long (a session that blinked keeps its leases). */
-  reclaimGraceMs: 300,
-  /** An account cooling down (429) this long sends its intents on to the next account in failover. */
-  failoverAfterS: 60,
-  /** Refused tokens from one client address in a minute before it is answered 429... */
-  authFailuresPerMinute: 20,
-  /** ...for this long. */
-  authLockoutS: 300,
-} as const;
-
-/**
- * A sender at a documentation domain (example.com, .org, .net; RFC 2606),
- * like DEFAULTS.emailFrom: providers refuse it or it lands in spam, so the
- * delivery worker warns until a real one is set.
- */
-export function isExampleSender(from: string): boolean {
-  return /@example\.(com|org|net)>?\s*$/i.test(from);
-}
 
 /**
  * Every environment variable leasehold reads, with its default. Parsing

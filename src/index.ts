@@ -15,7 +15,8 @@
  * and of the other dependencies only pg: zod and pino also wait for first use
  * (test/architecture/entry-imports.test.ts).
  */
-export { loadConfig, DEFAULTS, type Config } from './config.js';
+export { loadConfig, type Config } from './config.js';
+export { DEFAULTS } from './defaults.js';
 export {
   LeaseholdError,
   ValidationError,
@@ -96,7 +97,8 @@ export type { RetentionPreview } from './retention/preview.js';
 export type { EmailGateway, EmailMessage, SendContext, SendResult } from './providers/gateway.js';
 export { SandboxGateway, type SandboxOptions } from './providers/sandbox.js';
 export { createGateway } from './providers/registry.js';
-export { loadTemplates, Templates, TemplateRenderError, INTENT_HEADER, MESSAGE_KINDS, type TemplatesOptions, type RenderInput } from './templates/templates.js';
+export { loadTemplates, Templates, MESSAGE_KINDS, type TemplatesOptions } from './templates/templates.js';
+export { TemplateRenderError, INTENT_HEADER, type RenderInput } from './templates/render.js';
 export { type RenderedMessage } from './model/message.js';
 export { describeProblem, type TemplateFiles, type TemplateProblem } from './templates/source.js';
 export { EventKind, BounceType, emailOutcome, type ProviderEvent, type EmailEvent, type EmailOutcome } from './model/event-kinds.js';

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type pg from 'pg';
-import { DEFAULTS, type Config } from './config.js';
+import type { Config } from './config.js';
+import { DEFAULTS } from './defaults.js';
 import { intentsChannel, Listener, notifyIntents } from './db/listener.js';
 import { Presence } from './db/presence.js';
 import { DeliveryWorker, type DeliveryWorkerOptions } from './delivery/worker.js';
@@ -10,7 +11,7 @@ import { accountWebhooks, webhookSettingsFromEnv, type AccountWebhook, type Webh
 import { ExpiryWorker, type ExpiryWorkerOptions } from './holds/expiry-worker.js';
 import type { Logger } from './observability/logger.js';
 import { createMetrics, stalledAfterSeconds, type Metrics } from './observability/metrics.js';
-import { Operations } from './ops.js';
+import { Operations } from './ops/operations.js';
 import type { EmailGateway } from './providers/gateway.js';
 import { accountsFromConfig, createGateways, type AccountGateway } from './providers/registry.js';
 import type { Accounts } from './model/accounts.js';

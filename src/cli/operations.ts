@@ -1,4 +1,4 @@
-import type { Operations } from '../ops.js';
+import type { Operations } from '../ops/operations.js';
 import { cliActor, type CommandContext } from './context.js';
 
 /**
@@ -8,7 +8,7 @@ import { cliActor, type CommandContext } from './context.js';
  * server: an operator command starts in a fraction of the time.
  */
 export async function withOperations(ctx: CommandContext, work: (ops: Operations) => Promise<void>): Promise<void> {
-  const [{ Operations }, { accountsFromConfig }] = await Promise.all([import('../ops.js'), import('../providers/registry.js')]);
+  const [{ Operations }, { accountsFromConfig }] = await Promise.all([import('../ops/operations.js'), import('../providers/registry.js')]);
   // These act on a running fleet's rows: a mistyped schema must fail, not
   // get migrated into an empty one that a pause or rate change then lands in.
   const db = await ctx.database({ poolSize: 2, migrations: 'require' });

@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import { DEFAULTS } from '../config.js';
+import { DEFAULTS } from '../defaults.js';
 import { intentsChannel, Listener } from '../db/listener.js';
 import { migrate as migrateSchema, type MigrateResult } from '../db/migrate.js';
 import type { Queryable } from '../db/pool.js';
@@ -18,7 +18,7 @@ import { checkArgument, checkDb, checkLibraryOptions, checkOptions, checkPool, c
 import { IntentState as IntentStates } from '../model/intent-states.js';
 import { SuppressionReason as SuppressionReasons } from '../model/suppression-reasons.js';
 import type { Metrics } from '../observability/metrics.js';
-import { Operations } from '../ops.js';
+import { Operations } from '../ops/operations.js';
 import { libraryActor } from '../model/audit-actions.js';
 import type { RetentionTables } from '../retention/policy.js';
 import { retentionPreview, type RetentionPreview } from '../retention/preview.js';
@@ -204,7 +204,7 @@ export function listSuppressions(
 
 /** A tenant's policy, or undefined when it has none (`''`: the empty tenant's; a tenant that breaks the id rule throws ValidationError). */
 export function getTenantPolicy(db: Queryable, tenant: string, options: LibraryOptions = {}): Promise<TenantPolicy | undefined> {
-  return call(db, options, () => (checkString('tenant', tenant), operations(db, options).tenantPolicy(tenant)));
+  return call(db, options, () => (checkString('tenant', tenant), operations(db, options).tenants.policy(tenant)));
 }
 
 /** Every tenant policy, by tenant (the empty tenant first), keyset-paged (`cursor` from the previous page's `nextCursor`). */
@@ -213,7 +213,7 @@ export async function listTenantPolicies(db: Queryable, page: { limit?: number; 
     checkOptions('page', page, (r) => ({ limit: r.z.unknown().optional(), cursor: r.z.string('must be a string').optional() }));
     const limit = page.limit ?? DEFAULT_PAGE_LIMIT;
     if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PAGE_LIMIT) throw new ValidationError('limit', `must be a whole number from 1 to ${MAX_PAGE_LIMIT}`);
-    return operations(db, options).tenantPolicies({ ...page, limit });
+    return operations(db, options).tenants.policies({ ...page, limit });
   });
 }
 
@@ -235,14 +235,14 @@ export function putTenantPolicy(
   return call(
     db,
     options,
-    () => (checkString('tenant', tenant), operations(db, options).setTenantPolicy(tenant, policy, options.accounts ?? null)),
+    () => (checkString('tenant', tenant), operations(db, options).tenants.setPolicy(tenant, policy, options.accounts ?? null)),
     (r) => ({ accounts: r.z.array(r.z.string('must be a string'), 'must be an array of account names').optional() }),
   );
 }
 
 /** Remove a tenant's policy (it then shares its account with no cap); returns it, or throws NotFoundError when it had none. */
 export function deleteTenantPolicy(db: Queryable, tenant: string, options: LibraryOptions = {}): Promise<TenantPolicy> {
-  return call(db, options, () => (checkString('tenant', tenant), operations(db, options).deleteTenantPolicy(tenant)));
+  return call(db, options, () => (checkString('tenant', tenant), operations(db, options).tenants.deletePolicy(tenant)));
 }
 
 /** Store provider events (delivered, bounced, complained) you received yourself; bounces and complaints suppress. */

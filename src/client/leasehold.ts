@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import { DEFAULTS } from '../config.js';
+import { DEFAULTS } from '../defaults.js';
 import type { MigrateResult } from '../db/migrate.js';
 import { DeliveryWorker, type DeliveryWorkerOptions } from '../delivery/worker.js';
 import { cancelHold, confirmHold, createHold, extendHold, getHold, type CreateHoldResult, type HoldDefaults } from '../holds/holds.js';

@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { DEFAULTS } from '../config.js';
+import { DEFAULTS } from '../defaults.js';
 import { isConnectionError } from '../errors.js';
 import { checkFunction, checkKnownOptions, checkPool } from './arguments.js';
 

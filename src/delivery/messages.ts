@@ -3,7 +3,8 @@ import { messagesGetMany, messagesStore, type StoredMessage } from '../tables/me
 import type { AttemptResult, LeasedIntent } from '../tables/outbox.js';
 import { idempotencyKeyFor } from '../model/intent-states.js';
 import type { EmailMessage } from '../providers/gateway.js';
-import { TemplateRenderError, type Templates } from '../templates/templates.js';
+import type { Templates } from '../templates/templates.js';
+import { TemplateRenderError } from '../templates/render.js';
 import { type RenderedMessage } from '../model/message.js';
 
 /**

@@ -1,4 +1,4 @@
-import { DEFAULTS } from '../config.js';
+import { DEFAULTS } from '../defaults.js';
 import type { Logger } from '../observability/logger.js';
 import { ServiceLoop } from '../runtime/loop.js';
 import { DeadlineSweeper } from './deadlines.js';

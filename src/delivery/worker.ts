@@ -3,7 +3,7 @@ import type pg from 'pg';
 import type { Queryable } from '../db/pool.js';
 import type { Clock } from '../runtime/clock.js';
 import { databaseClock } from '../runtime/clock.js';
-import { DEFAULTS, isExampleSender } from '../config.js';
+import { DEFAULTS, isExampleSender } from '../defaults.js';
 import { ValidationError } from '../errors.js';
 import { noFaults, type Faults } from '../runtime/faults.js';
 import { LoopWorker, ServiceLoop, type TickResult } from '../runtime/loop.js';

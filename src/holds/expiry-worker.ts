@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import { DEFAULTS } from '../config.js';
+import { DEFAULTS } from '../defaults.js';
 import { intentsChannel } from '../db/listener.js';
 import { withTransaction } from '../db/pool.js';
 import type { Clock } from '../runtime/clock.js';

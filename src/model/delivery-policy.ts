@@ -72,6 +72,19 @@ export const PAUSED_BY_OPERATOR = 'operator';
 export const MAX_PAUSE_REASON = 500;
 export const PAUSE_REASON_RULE = `must be 1-${MAX_PAUSE_REASON} characters`;
 
+/** The reason shown when an operator pauses without giving one. */
+export const DEFAULT_PAUSE_REASON = 'paused by an operator';
+
+/** Longest pause with an end: a year (longer is an indefinite pause). */
+export const MAX_PAUSE_SECONDS = 31_536_000;
+
+/** A pause's length in seconds (`forSeconds`), when one is given. */
+export function validatePauseSeconds(forSeconds: number | undefined): void {
+  if (forSeconds !== undefined && !(Number.isFinite(forSeconds) && forSeconds > 0 && forSeconds <= MAX_PAUSE_SECONDS)) {
+    throw new ValidationError('forSeconds', `must be a number of seconds from more than 0 to ${MAX_PAUSE_SECONDS}`);
+  }
+}
+
 /** A pause's reason, trimmed: shown by status, /healthz and the dashboard. */
 export function validatePauseReason(reason: unknown, field = 'reason'): string {
   const trimmed = typeof reason === 'string' ? reason.trim() : '';

@@ -1,4 +1,4 @@
-import { DEFAULTS } from '../config.js';
+import { DEFAULTS } from '../defaults.js';
 import type { Queryable } from '../db/pool.js';
 import type { Logger } from '../observability/logger.js';
 import { databaseClock, type Clock } from '../runtime/clock.js';

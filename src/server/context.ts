@@ -7,7 +7,7 @@ import { DEFAULT_PAGE_LIMIT, MAX_PAGE_LIMIT } from '../model/cursor.js';
 import { INTENT_ID_PATTERN } from '../model/intent-states.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
-import type { Operations } from '../ops.js';
+import type { Operations } from '../ops/operations.js';
 import type { FastifyRequest } from 'fastify';
 import { NotFoundError } from '../errors.js';
 import { tenantAllowed } from '../model/api-tokens.js';

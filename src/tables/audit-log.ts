@@ -6,7 +6,7 @@ import { cursorTimeSql, decodeCursor, pageOf } from '../model/cursor.js';
 /**
  * Every statement on `audit_log` (migration 0025). Entries are written by
  * the change they record, on the same client inside the same transaction
- * (ops.ts), so a change and its entry commit together; only refused calls
+ * (ops/), so a change and its entry commit together; only refused calls
  * (server/auth.ts) and a finished retention run write one on their own.
  */
 

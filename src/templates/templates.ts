@@ -5,8 +5,17 @@ import { LeaseholdError } from '../errors.js';
 import { checkKnownOptions } from '../db/arguments.js';
 import { packageRoot } from '../runtime/package-root.js';
 import { createEngines, type Engines } from './engine.js';
-import { languageOf, localTime } from './locale.js';
-import { remaining } from './remaining.js';
+import { languageOf } from './locale.js';
+import {
+  detailOf,
+  fileOf,
+  prefixOf,
+  renderDetail,
+  renderVariant,
+  TemplateRenderError,
+  type RenderInput,
+  type Variant,
+} from './render.js';
 import { validLocale, validTimeZone } from '../model/locale.js';
 import { HOLD_ID_PATTERN } from '../model/hold-input.js';
 import { CONFIRMED_TEMPLATE, EXPIRED_TEMPLATE, REMINDER_TEMPLATE } from '../model/hold-states.js';
@@ -28,9 +37,6 @@ import {
   type TemplateProblem,
 } from './source.js';
 
-/** Header naming the intent on every message, so a recipient's side can recognise duplicates. */
-export const INTENT_HEADER = 'X-Leasehold-Intent-Id';
-
 /** The message kinds the lanes send; a template set must have each. */
 export const MESSAGE_KINDS = [EXPIRED_TEMPLATE, REMINDER_TEMPLATE, CONFIRMED_TEMPLATE] as const;
 
@@ -45,53 +51,6 @@ export interface TemplatesOptions {
   defaultTimeZone?: string;
 }
 
-/** What a template is rendered from: the stored facts of one intent and its hold. */
-export interface RenderInput {
-  intentId: string;
-  holdId: string;
-  metadata: Record<string, unknown>;
-  expiresAt: Date;
-  expiredAt: Date | null;
-  /** When the hold was confirmed (the confirmation email's `confirmedAt`); null or absent while it is not. */
-  confirmedAt?: Date | null;
-  /** The moment of rendering, which `remaining` counts from. Default: now. */
-  now?: Date;
-  /** Sender used when the template's meta names none (EMAIL_FROM). */
-  from: string;
-  /** The hold's tenant: its own templates (`tenants/<tenant>/`) are used where it has them. Default '' (shared only). */
-  tenant?: string;
-}
-
-
-/**
- * A template could not be rendered. `broken` means the template itself fails
- * (with the sample input too), so every message of it would: delivery
- * pauses. Otherwise only this message's data is the problem (a metadata key
- * the template needs is missing): the intent is rejected.
- */
-export class TemplateRenderError extends LeaseholdError {
-  constructor(
-    readonly file: string,
-    readonly broken: boolean,
-    detail: string,
-  ) {
-    super('template_error', `template ${file}: ${detail}`);
-  }
-}
-
-interface Variant {
-  /** '' for the shared templates. */
-  tenant: string;
-  kind: string;
-  /** Directory name, e.g. `en`, `pt-BR`. */
-  locale: string;
-  parts: Record<Part, Template[]> | undefined;
-  brokenBecause: string | undefined;
-  from: string | undefined;
-  replyTo: string | undefined;
-  headers: Record<string, string>;
-  version: string;
-}
 
 interface Kind {
   /** '' for the shared templates. */
@@ -104,12 +63,6 @@ interface Kind {
   /** By lower-cased locale. */
   variants: Map<string, Variant>;
 }
-
-/** Where a tenant's files live: `tenants/<tenant>/`, or nothing for the shared templates. */
-const prefixOf = (tenant: string) => (tenant ? `${TENANTS_DIR}/${tenant}/` : '');
-const fileOf = (tenant: string, kind: string, locale: string, part: Part) => `${prefixOf(tenant)}${kind}/${locale}/${PART_FILES[part]}`;
-
-const detailOf = (error: unknown) => ((error as Error)?.message ?? String(error)).split('\n')[0]!.slice(0, 300);
 
 /**
  * A loaded, parsed template set. Loading never throws for what is in the
@@ -296,7 +249,7 @@ export class Templates {
         for (const variant of kind.variants.values()) {
           if (!variant.parts) continue;
           try {
-            this.renderVariant(variant, this.sampleInput(kind.name, { tenant }), variant.locale, this.defaultTimeZone);
+            renderVariant(this.engines, variant, this.sampleInput(kind.name, { tenant }), variant.locale, this.defaultTimeZone);
           } catch (error) {
             problems.push({ file: (error as TemplateRenderError).file ?? `${dir}/${variant.locale}`, message: renderDetail(error) });
           }
@@ -347,14 +300,14 @@ export class Templates {
     const dir = `${prefixOf(variant.tenant)}${kind}/${variant.locale}`;
     if (!variant.parts) throw new TemplateRenderError(dir, true, variant.brokenBecause ?? 'does not parse');
     try {
-      return this.renderVariant(variant, input, locale, timeZone);
+      return renderVariant(this.engines, variant, input, locale, timeZone);
     } catch (error) {
       const file = error instanceof TemplateRenderError ? error.file : dir;
       // Does the template fail with its sample input too? Then it is broken
       // for every message, not just this one.
       let broken = false;
       try {
-        this.renderVariant(variant, this.sampleInput(kind, { tenant: variant.tenant }), locale, timeZone);
+        renderVariant(this.engines, variant, this.sampleInput(kind, { tenant: variant.tenant }), locale, timeZone);
       } catch {
         broken = true;
       }
@@ -364,55 +317,6 @@ export class Templates {
 
   private variantFor(kind: Kind, locale: string): Variant | undefined {
     return kind.variants.get(locale.toLowerCase()) ?? kind.variants.get(languageOf(locale));
-  }
-
-  private renderVariant(variant: Variant, input: RenderInput, locale: string, timeZone: string): RenderedMessage {
-    const parts = variant.parts!;
-    const scope = {
-      holdId: input.holdId,
-      reference: input.intentId,
-      metadata: structuredClone(input.metadata),
-      locale,
-      timeZone,
-      expiresAt: localTime(input.expiresAt, locale, timeZone),
-      expiredAt: localTime(input.expiredAt ?? input.expiresAt, locale, timeZone),
-      confirmedAt: input.confirmedAt ? localTime(input.confirmedAt, locale, timeZone) : null,
-      remaining: remaining(input.expiresAt, input.now ?? new Date(), locale),
-    };
-    const run = (part: Part): string => {
-      // LiquidJS answers each `{% if metadata.x %}` on a missing key (lenientIf)
-      // by throwing and catching an Error internally; capturing a stack trace
-      // for each was a third of the delivery lane's CPU at batch 1,000 (463 of
-      // ~1,400 ms per 10,000 messages). Rendering is synchronous, so stack
-      // capture is off exactly for its duration; no stack is read from it.
-      const stackTraceLimit = Error.stackTraceLimit;
-      Error.stackTraceLimit = 0;
-      try {
-        // Variables are globals so partials ({% render %}) see them too.
-        return String((part === 'html' ? this.engines.html : this.engines.text).renderSync(parts[part], {}, { globals: scope }));
-      } catch (error) {
-        throw new TemplateRenderError(fileOf(variant.tenant, variant.kind, variant.locale, part), false, detailOf(error));
-      } finally {
-        Error.stackTraceLimit = stackTraceLimit;
-      }
-    };
-    const subject = run('subject').replace(/\s+/g, ' ').trim();
-    if (subject === '') throw new TemplateRenderError(fileOf(variant.tenant, variant.kind, variant.locale, 'subject'), false, 'rendered an empty subject');
-    if (subject.length > 998) throw new TemplateRenderError(fileOf(variant.tenant, variant.kind, variant.locale, 'subject'), false, 'rendered a subject longer than 998 characters');
-    return {
-      template: variant.kind,
-      templateLocale: variant.locale,
-      templateVersion: variant.version,
-      ...(variant.tenant ? { templateTenant: variant.tenant } : {}),
-      locale,
-      timeZone,
-      subject,
-      text: run('text').trim() + '\n',
-      html: run('html').trim() + '\n',
-      from: variant.from ?? input.from,
-      replyTo: variant.replyTo ?? null,
-      headers: { ...variant.headers, [INTENT_HEADER]: input.intentId },
-    };
   }
 }
 
@@ -426,11 +330,6 @@ function sampleMoments(kind: string, expiresAt: Date): Pick<RenderInput, 'now' |
   if (kind === REMINDER_TEMPLATE) return { now: at(-5 * 60), confirmedAt: null };
   if (kind === CONFIRMED_TEMPLATE) return { now: at(-8 * 60 + 1), confirmedAt: at(-8 * 60) };
   return { now: at(2), confirmedAt: null };
-}
-
-function renderDetail(error: unknown): string {
-  const message = detailOf(error);
-  return error instanceof TemplateRenderError ? message.replace(/^template [^:]+: /, '') : message;
 }
 
 /** Load a template set (see TemplatesOptions). Check it with `check()` before relying on it. */

@@ -10,7 +10,7 @@ import { ExpiryWorker } from '../../src/holds/expiry-worker.js';
 import { intentsLease } from '../../src/tables/outbox.js';
 import { attemptsList } from '../../src/tables/attempts.js';
 import { intentsGet } from '../../src/tables/outbox.js';
-import { replayIntent } from '../../src/ops.js';
+import { replayIntent } from '../../src/ops/replay.js';
 import type { SendResult } from '../../src/providers/gateway.js';
 import { PostmarkGateway } from '../../src/providers/postmark.js';
 import { ManualClock } from '../../src/runtime/clock.js';

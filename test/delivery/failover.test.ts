@@ -2,7 +2,7 @@ import net from 'node:net';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ident } from '../../src/db/pool.js';
 import { DeliveryWorker, type DeliveryRun } from '../../src/delivery/worker.js';
-import { Operations } from '../../src/ops.js';
+import { Operations } from '../../src/ops/operations.js';
 import { holdTimeline } from '../../src/read/timeline.js';
 import { formatTimeline } from '../../src/cli/commands/trace.js';
 import { PostmarkGateway } from '../../src/providers/postmark.js';

@@ -11,7 +11,7 @@ import { ExpiryWorker } from '../../src/holds/expiry-worker.js';
 import { messagesStore, messagesSummary } from '../../src/tables/messages.js';
 import { attemptsList } from '../../src/tables/attempts.js';
 import { intentsGet, intentsLease } from '../../src/tables/outbox.js';
-import { replayIntent } from '../../src/ops.js';
+import { replayIntent } from '../../src/ops/replay.js';
 import { ManualClock } from '../../src/runtime/clock.js';
 import { holdTimeline } from '../../src/read/timeline.js';
 import { prepareMessages } from '../../src/delivery/messages.js';

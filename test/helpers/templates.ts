@@ -1,7 +1,7 @@
 import { mkdtempSync, mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import type { RenderInput } from '../../src/templates/templates.js';
+import type { RenderInput } from '../../src/templates/render.js';
 import type { TemplateFiles } from '../../src/templates/source.js';
 
 const KIND = 'reservation-expired';

@@ -3,7 +3,7 @@ import { ident } from '../../src/db/pool.js';
 import { createHold, getHold } from '../../src/holds/holds.js';
 import { createLogger } from '../../src/observability/logger.js';
 import { createMetrics } from '../../src/observability/metrics.js';
-import { replayIntent } from '../../src/ops.js';
+import { replayIntent } from '../../src/ops/replay.js';
 import { Pruner } from '../../src/retention/prune.js';
 import { PruneWorker } from '../../src/retention/prune-worker.js';
 import { DEFAULT_RETENTION, type RetentionPolicy } from '../../src/model/retention-policy.js';

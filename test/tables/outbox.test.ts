@@ -6,7 +6,7 @@ import { ExpiryWorker } from '../../src/holds/expiry-worker.js';
 import { intentsLease, intentsRecord, type AttemptResult } from '../../src/tables/outbox.js';
 import { attemptsList } from '../../src/tables/attempts.js';
 import { intentsGet } from '../../src/tables/outbox.js';
-import { replayIntent } from '../../src/ops.js';
+import { replayIntent } from '../../src/ops/replay.js';
 import { ManualClock } from '../../src/runtime/clock.js';
 import { ident } from '../../src/db/pool.js';
 import { IntentStateError } from '../../src/errors.js';

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { readTemplateDirectory } from '../../src/templates/source.js';
-import { loadTemplates, shippedTemplates, TemplateRenderError, type Templates } from '../../src/templates/templates.js';
+import { loadTemplates, shippedTemplates, type Templates } from '../../src/templates/templates.js';
+import { TemplateRenderError } from '../../src/templates/render.js';
 import { input, templateFiles } from '../helpers/templates.js';
 
 const KIND = 'reservation-expired';

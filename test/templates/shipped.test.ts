@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { MESSAGE_KINDS, shippedTemplates, type RenderInput } from '../../src/templates/templates.js';
+import { MESSAGE_KINDS, shippedTemplates } from '../../src/templates/templates.js';
+import type { RenderInput } from '../../src/templates/render.js';
 import type { RenderedMessage } from '../../src/model/message.js';
 import { runCliInProcess } from '../helpers/cli.js';
 

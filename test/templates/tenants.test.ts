@@ -3,7 +3,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { describeProblem } from '../../src/templates/source.js';
-import { loadTemplates, TemplateRenderError } from '../../src/templates/templates.js';
+import { loadTemplates } from '../../src/templates/templates.js';
+import { TemplateRenderError } from '../../src/templates/render.js';
 import { runCliInProcess } from '../helpers/cli.js';
 import { input, templateFiles, writeTemplateDir } from '../helpers/templates.js';
 

@@ -1,7 +1,7 @@
 import { InvalidArgumentError, type Command } from 'commander';
 import { counts, iso } from '../../format.js';
 import { ACCOUNT_NAME } from '../../model/accounts.js';
-import type { AccountView } from '../../ops.js';
+import type { AccountView } from '../../ops/operations.js';
 import type { ContextFactory } from '../context.js';
 import { withOperations } from '../operations.js';
 import { burstArg, intentIdArg, perSecondArg, reasonArg, secondsArg } from './args.js';

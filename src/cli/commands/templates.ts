@@ -5,7 +5,7 @@ import path from 'node:path';
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import { CONFIRMED_TEMPLATE, EXPIRED_TEMPLATE, intentIdForHold, REMINDER_TEMPLATE } from '../../model/hold-states.js';
 import { validLocale, validTimeZone } from '../../model/locale.js';
-import type { RenderInput } from '../../templates/templates.js';
+import type { RenderInput } from '../../templates/render.js';
 import { CliExit, EXIT_FAILURE, EXIT_USAGE } from '../context.js';
 import type { ContextFactory } from '../context.js';
 import { holdIdArg } from './args.js';
@@ -80,7 +80,7 @@ export function registerTemplates(program: Command, context: ContextFactory): vo
     .option('--out <file>', 'where to write the HTML (default: a new private directory under the temporary directory)')
     .action(async (kind: string, options: PreviewOptions) => {
       const ctx = context();
-      const [{ templatesFromConfig }, { TemplateRenderError }] = await Promise.all([import('../../templates/configured.js'), import('../../templates/templates.js')]);
+      const [{ templatesFromConfig }, { TemplateRenderError }] = await Promise.all([import('../../templates/configured.js'), import('../../templates/render.js')]);
       const set = templatesFromConfig(ctx.config);
       const kinds = [...new Set([...set.list(), ...(options.tenant ? set.list(options.tenant) : [])].map((k) => k.kind))];
       if (!kinds.includes(kind)) {

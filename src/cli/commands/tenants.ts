@@ -6,7 +6,7 @@ import { isSender, SENDER_RULE } from '../../model/address.js';
 import { DEFAULT_PAGE_LIMIT, MAX_PAGE_LIMIT } from '../../model/cursor.js';
 import { validateTenant } from '../../model/hold-input.js';
 import { MAX_WEIGHT, MIN_WEIGHT, WEIGHT_RULE, type TenantPolicy } from '../../model/tenant-policy.js';
-import type { Operations } from '../../ops.js';
+import type { Operations } from '../../ops/operations.js';
 import { CliExit, EXIT_FAILURE, EXIT_USAGE, type ContextFactory } from '../context.js';
 import { withOperations } from '../operations.js';
 import { accountNameArg, columns } from './accounts.js';
@@ -91,8 +91,8 @@ export function registerTenants(program: Command, context: ContextFactory): void
     .action(async (options: { limit: number; cursor?: string; top: number; json?: boolean }) => {
       const ctx = context();
       await withOperations(ctx, async (ops) => {
-        const page = await ops.tenantPolicies({ limit: options.limit, ...(options.cursor ? { cursor: options.cursor } : {}) });
-        const backlog = await ops.tenantsBacklog(options.top);
+        const page = await ops.tenants.policies({ limit: options.limit, ...(options.cursor ? { cursor: options.cursor } : {}) });
+        const backlog = await ops.tenants.backlog(options.top);
         if (options.json) {
           ctx.out(JSON.stringify({ ...page, backlog }, null, 2));
           return;
@@ -113,7 +113,7 @@ export function registerTenants(program: Command, context: ContextFactory): void
       const ctx = context();
       const { json } = command.optsWithGlobals<{ json?: boolean }>();
       await withOperations(ctx, async (ops) => {
-        const policy = await ops.tenantPolicy(tenant);
+        const policy = await ops.tenants.policy(tenant);
         if (!policy) throw new CliExit(EXIT_FAILURE, `leasehold: tenant ${shown(tenant)} has no policy (it shares its account with no cap)`);
         if (json) ctx.out(JSON.stringify(policy, null, 2));
         else for (const line of formatTenantPolicy(policy)) ctx.out(line);
@@ -136,9 +136,9 @@ export function registerTenants(program: Command, context: ContextFactory): void
       const { json } = command.optsWithGlobals<{ json?: boolean }>();
       const policy = Object.fromEntries(Object.entries(options).filter(([key, value]) => key in FLAGS && value !== undefined));
       await withOperations(ctx, async (ops) => {
-        let result: Awaited<ReturnType<Operations['setTenantPolicy']>>;
+        let result: Awaited<ReturnType<Operations['tenants']['setPolicy']>>;
         try {
-          result = await ops.setTenantPolicy(tenant, policy);
+          result = await ops.tenants.setPolicy(tenant, policy);
         } catch (error) {
           if (error instanceof ValidationError) {
             throw new CliExit(EXIT_USAGE, `leasehold tenants set: ${FLAGS[error.field] ?? error.field}: ${error.message.replace(/^[\w.]+: /, '').replace(/\bperSecond\b/g, '--per-second')}`);
@@ -162,7 +162,7 @@ export function registerTenants(program: Command, context: ContextFactory): void
     .action(async (tenant: string, options: { reason?: string }) => {
       const ctx = context();
       await withOperations(ctx, async (ops) => {
-        const pause = await ops.pauseTenant(tenant, ...(options.reason !== undefined ? [options.reason] : []));
+        const pause = await ops.tenants.pause(tenant, ...(options.reason !== undefined ? [options.reason] : []));
         ctx.out(`tenant ${shown(tenant)}: paused (${pause.reason})`);
       });
     });
@@ -175,7 +175,7 @@ export function registerTenants(program: Command, context: ContextFactory): void
       const ctx = context();
       await withOperations(ctx, async (ops) => {
         try {
-          await ops.resumeTenant(tenant);
+          await ops.tenants.resume(tenant);
         } catch (error) {
           if (error instanceof NotFoundError) throw new CliExit(EXIT_FAILURE, `leasehold: tenant ${shown(tenant)} is not paused`);
           throw error;
@@ -192,7 +192,7 @@ export function registerTenants(program: Command, context: ContextFactory): void
       const ctx = context();
       await withOperations(ctx, async (ops) => {
         try {
-          await ops.deleteTenantPolicy(tenant);
+          await ops.tenants.deletePolicy(tenant);
         } catch (error) {
           if (error instanceof NotFoundError) throw new CliExit(EXIT_FAILURE, `leasehold: tenant ${shown(tenant)} has no policy`);
           throw error;

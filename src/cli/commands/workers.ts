@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { DEFAULTS } from '../../config.js';
+import { DEFAULTS } from '../../defaults.js';
 import { onShutdownSignals } from '../../runtime/shutdown.js';
 import { startTracing, tracingFromEnv } from '../../runtime/tracing-sdk.js';
 import type { ServiceParts } from '../../service.js';

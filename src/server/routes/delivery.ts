@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { MAX_PAUSE_SECONDS } from '../../ops.js';
+import { MAX_PAUSE_SECONDS } from '../../model/delivery-policy.js';
 import { storableText } from '../../text.js';
 import { expectNoBody, opsOf, type ApiContext } from '../context.js';
 import { access } from '../auth.js';

@@ -60,9 +60,9 @@ export function tenantRoutes(app: ZodApp, ctx: ApiContext): void {
     },
     async (request) => {
       const query = request.query;
-      const page = await ops.tenantPolicies({ limit: query.limit, ...(query.cursor ? { cursor: query.cursor } : {}) });
+      const page = await ops.tenants.policies({ limit: query.limit, ...(query.cursor ? { cursor: query.cursor } : {}) });
       // The tenants with email waiting, largest backlog first (`top`, default 20).
-      return { ...page, backlog: await ops.tenantsBacklog(query.top) };
+      return { ...page, backlog: await ops.tenants.backlog(query.top) };
     },
   );
 
@@ -85,7 +85,7 @@ export function tenantRoutes(app: ZodApp, ctx: ApiContext): void {
     async (request) => {
       const tenant = ownTenant(request, request.params.tenant);
       const reason = request.body?.reason;
-      return opsOf(request, ctx).pauseTenant(tenant, ...(reason !== undefined ? [reason] : []));
+      return opsOf(request, ctx).tenants.pause(tenant, ...(reason !== undefined ? [reason] : []));
     },
   );
 
@@ -100,7 +100,7 @@ export function tenantRoutes(app: ZodApp, ctx: ApiContext): void {
         response: answers({ 200: json(TenantPauseShape, 'resumed') }, { 400: BAD_INPUT, 404: `the tenant was not paused${NOT_YOURS}` }, { body: true }),
       },
     },
-    async (request) => opsOf(request, ctx).resumeTenant(ownTenant(request, request.params.tenant)),
+    async (request) => opsOf(request, ctx).tenants.resume(ownTenant(request, request.params.tenant)),
   );
 
   app.get(
@@ -116,7 +116,7 @@ export function tenantRoutes(app: ZodApp, ctx: ApiContext): void {
     },
     async (request) => {
       const tenant = ownTenant(request, request.params.tenant);
-      const policy = await ops.tenantPolicy(tenant);
+      const policy = await ops.tenants.policy(tenant);
       if (!policy) throw new NotFoundError('tenant policy', tenant);
       return policy;
     },
@@ -141,7 +141,7 @@ export function tenantRoutes(app: ZodApp, ctx: ApiContext): void {
     },
     async (request, reply) => {
       const { tenant } = request.params;
-      const { policy, created } = await opsOf(request, ctx).setTenantPolicy(tenant, request.body ?? {});
+      const { policy, created } = await opsOf(request, ctx).tenants.setPolicy(tenant, request.body ?? {});
       if (created) reply.header('location', `/v1/tenants/${encodeURIComponent(tenant)}`);
       return reply.code(created ? 201 : 200).send(policy);
     },
@@ -159,7 +159,7 @@ export function tenantRoutes(app: ZodApp, ctx: ApiContext): void {
       },
     },
     async (request, reply) => {
-      await opsOf(request, ctx).deleteTenantPolicy(request.params.tenant);
+      await opsOf(request, ctx).tenants.deletePolicy(request.params.tenant);
       return reply.code(204).send();
     },
   );

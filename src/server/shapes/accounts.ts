@@ -1,10 +1,10 @@
 import { z } from 'zod';
 import { ACCOUNT_PROVIDERS, type QuotaUnit } from '../../model/accounts.js';
-import type { AccountView } from '../../ops.js';
+import type { AccountView } from '../../ops/operations.js';
 import { NullableTimestamp, type SameKeys } from './common.js';
 import { AccountPauseShape, RateLimitShape } from './delivery.js';
 
-/** The answers about provider accounts (ops.ts AccountView). */
+/** The answers about provider accounts (ops/operations.ts AccountView). */
 
 const UNITS = ['requests', 'emails'] as const satisfies readonly QuotaUnit[];
 

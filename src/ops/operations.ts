@@ -1,20 +1,24 @@
-import { IntentStateError, NotFoundError, ValidationError } from './errors.js';
-import { validatePauseReason } from './model/delivery-policy.js';
-import { PAUSED_BY_OPERATOR, validatePolicy, type RateLimitPolicy } from './model/delivery-policy.js';
-import type { Intent } from './model/intent-states.js';
-import { silentLogger, type Logger } from './observability/logger.js';
-import { databaseClock, type Clock } from './runtime/clock.js';
 import pg from 'pg';
-import { withTransaction, type Queryable } from './db/pool.js';
-import { AuditAction, libraryActor, type AuditActor } from './model/audit-actions.js';
-import { auditInsert, type AuditRecord } from './tables/audit-log.js';
-import { addressHash } from './model/address.js';
-import type { Suppression } from './model/suppression-reasons.js';
-import { suppressionsAdd, suppressionsGet, suppressionsRemove } from './tables/suppressions.js';
-import { deliveryControlGet, deliveryPause, deliveryResume, type DeliveryControl } from './tables/delivery-control.js';
-import { messagesDiscardFinished } from './tables/messages.js';
-import { intentsGet, intentsMove, intentsOfHold, intentsPendingByAccount, intentsReplay } from './tables/outbox.js';
-import { attemptsLastMinuteByAccount } from './tables/attempts.js';
+import { IntentStateError, NotFoundError, ValidationError } from '../errors.js';
+import {
+  DEFAULT_PAUSE_REASON,
+  PAUSED_BY_OPERATOR,
+  validatePauseSeconds,
+  validatePolicy,
+  type RateLimitPolicy,
+} from '../model/delivery-policy.js';
+import type { Intent } from '../model/intent-states.js';
+import { silentLogger, type Logger } from '../observability/logger.js';
+import { databaseClock, type Clock } from '../runtime/clock.js';
+import { withTransaction, type Queryable } from '../db/pool.js';
+import { AuditAction, libraryActor, type AuditActor } from '../model/audit-actions.js';
+import { auditInsert, type AuditRecord } from '../tables/audit-log.js';
+import { addressHash } from '../model/address.js';
+import type { Suppression } from '../model/suppression-reasons.js';
+import { suppressionsAdd, suppressionsGet, suppressionsRemove } from '../tables/suppressions.js';
+import { deliveryControlGet, deliveryPause, deliveryResume, type DeliveryControl } from '../tables/delivery-control.js';
+import { intentsGet, intentsMove, intentsOfHold, intentsPendingByAccount } from '../tables/outbox.js';
+import { attemptsLastMinuteByAccount } from '../tables/attempts.js';
 import {
   rateLimiterEnsure,
   rateLimiterGet,
@@ -24,27 +28,17 @@ import {
   rateLimiterSet,
   type AccountPause,
   type RateLimitState,
-} from './tables/rate-limiter.js';
-import { DEFAULT_ACCOUNT, type AccountProvider, type Accounts, type QuotaUnit } from './model/accounts.js';
-import { validateTenant } from './model/hold-input.js';
-import { validateTenantPolicy, type TenantPolicy } from './model/tenant-policy.js';
-import {
-  tenantPause,
-  tenantPoliciesGet,
-  tenantPoliciesList,
-  tenantPolicyDelete,
-  tenantPolicyPut,
-  tenantResume,
-  tenantsBacklog,
-  type TenantBacklog,
-  type TenantPause,
-  type TenantPolicyPage,
-} from './tables/tenants.js';
+} from '../tables/rate-limiter.js';
+import { DEFAULT_ACCOUNT, type AccountProvider, type Accounts, type QuotaUnit } from '../model/accounts.js';
+import { replayIntent } from './replay.js';
+import { TenantOperations } from './tenants.js';
 
 /**
  * What an operator does to a running fleet: pause, resume, replay, change
- * the rate limit. One place, so the CLI, the API and the dashboard (through
- * the API) do exactly the same thing and log the same one event per change.
+ * the rate limit, manage accounts and suppressions, and through `tenants`
+ * (ops/tenants.ts) each tenant's policy and pause. One place, so the CLI,
+ * the API and the dashboard (through the API) do exactly the same thing and
+ * log the same one event per change.
  */
 
 export interface OperationsOptions {
@@ -63,12 +57,6 @@ export interface OperationsOptions {
    */
   actor?: AuditActor;
 }
-
-/** The reason shown when an operator pauses without giving one. */
-export const DEFAULT_PAUSE_REASON = 'paused by an operator';
-
-/** Longest pause with an end: a year (longer is an indefinite pause). */
-export const MAX_PAUSE_SECONDS = 31_536_000;
 
 /** One account as operators see it: `leasehold accounts`, GET /v1/accounts. */
 export interface AccountView {
@@ -96,6 +84,8 @@ export class Operations {
   private readonly logger: Logger;
   private readonly clock: Clock;
   private readonly actor: AuditActor;
+  /** Each tenant's policy and pause (ops/tenants.ts), audited like every change here. */
+  readonly tenants: TenantOperations;
 
   constructor(private readonly options: OperationsOptions) {
     this.pool = options.pool;
@@ -108,6 +98,14 @@ export class Operations {
     this.logger = options.logger ?? silentLogger;
     this.clock = options.clock ?? databaseClock;
     this.actor = options.actor ?? libraryActor();
+    this.tenants = new TenantOperations({
+      pool: this.pool,
+      schema: this.schema,
+      clock: this.clock,
+      logger: this.logger,
+      accountNames: this.accounts.accounts.map((a) => a.name),
+      change: (work) => this.audited((ops, audit) => work(ops.pool, audit)),
+    });
   }
 
   /** The same operations on behalf of `actor` (the API makes one per request: token name and request id). */
@@ -139,9 +137,7 @@ export class Operations {
   async pause(options: { reason?: string; forSeconds?: number } = {}): Promise<DeliveryControl> {
     const reason = options.reason ?? DEFAULT_PAUSE_REASON;
     const { forSeconds } = options;
-    if (forSeconds !== undefined && !(Number.isFinite(forSeconds) && forSeconds > 0 && forSeconds <= MAX_PAUSE_SECONDS)) {
-      throw new ValidationError('forSeconds', `must be a number of seconds from more than 0 to ${MAX_PAUSE_SECONDS}`);
-    }
+    validatePauseSeconds(forSeconds);
     const control = await this.audited(async (ops, audit) => {
       const before = await deliveryControlGet(ops.pool, ops.schema, ops.clock.now());
       const after = await deliveryPause(ops.pool, ops.schema, {
@@ -230,9 +226,7 @@ export class Operations {
   async pauseAccount(name: string, options: { reason?: string; forSeconds?: number } = {}): Promise<AccountView> {
     const account = this.account(name);
     const { forSeconds } = options;
-    if (forSeconds !== undefined && !(Number.isFinite(forSeconds) && forSeconds > 0 && forSeconds <= MAX_PAUSE_SECONDS)) {
-      throw new ValidationError('forSeconds', `must be a number of seconds from more than 0 to ${MAX_PAUSE_SECONDS}`);
-    }
+    validatePauseSeconds(forSeconds);
     const pause = await this.audited(async (ops, audit) => {
       await rateLimiterEnsure(ops.pool, ops.schema, { perSecond: account.rate.perSecond, burst: account.rate.burst }, name);
       const before = (await rateLimiterGet(ops.pool, ops.schema, ops.clock.now(), name))?.pause ?? null;
@@ -309,85 +303,6 @@ export class Operations {
     return intent;
   }
 
-  /** A tenant's policy, or undefined when it has none. A tenant that breaks the tenant rule is a ValidationError naming `tenant`. */
-  async tenantPolicy(tenant: string): Promise<TenantPolicy | undefined> {
-    return tenantPoliciesGet(this.pool, this.schema, validateTenant(tenant));
-  }
-
-  /** Every tenant policy, by tenant, keyset-paged. */
-  async tenantPolicies(page: { limit: number; cursor?: string }): Promise<TenantPolicyPage> {
-    return tenantPoliciesList(this.pool, this.schema, page);
-  }
-
-  /**
-   * Set a tenant's policy as a whole (model/tenant-policy.ts). `accounts`:
-   * the account names a policy may route to, by default the configured
-   * ones; null where they are not known (a library caller that passed
-   * none), and then any well-formed name is stored.
-   */
-  async setTenantPolicy(
-    tenant: string,
-    input: unknown,
-    accounts: readonly string[] | null = this.accounts.accounts.map((a) => a.name),
-  ): Promise<{ policy: TenantPolicy; created: boolean }> {
-    const name = validateTenant(tenant);
-    const fields = validateTenantPolicy(input, accounts ?? undefined);
-    const result = await this.audited(async (ops, audit) => {
-      const before = await tenantPoliciesGet(ops.pool, ops.schema, name);
-      const result = await tenantPolicyPut(ops.pool, ops.schema, name, fields, ops.clock.now());
-      await audit({ action: AuditAction.tenantPolicySet, target: name, before: before ?? null, after: result.policy });
-      return result;
-    });
-    // The addresses stay out of the log, as every address does.
-    const { from, replyTo, ...logged } = fields;
-    this.logger.info(
-      { event: 'tenant.policy_set', tenant: name, created: result.created, ...logged, from: from !== null, replyTo: replyTo !== null, by: PAUSED_BY_OPERATOR },
-      'tenant policy set',
-    );
-    return result;
-  }
-
-  /** Remove a tenant's policy (it then shares its account with no cap); NotFoundError when it had none. */
-  async deleteTenantPolicy(tenant: string): Promise<TenantPolicy> {
-    const name = validateTenant(tenant);
-    const removed = await this.audited(async (ops, audit) => {
-      const removed = await tenantPolicyDelete(ops.pool, ops.schema, name);
-      if (!removed) throw new NotFoundError('tenant policy', name);
-      await audit({ action: AuditAction.tenantPolicyDelete, target: name, before: removed, after: null });
-      return removed;
-    });
-    this.logger.info({ event: 'tenant.policy_deleted', tenant: name, by: PAUSED_BY_OPERATOR }, 'tenant policy deleted');
-    return removed;
-  }
-  /**
-   * Pause one tenant: no round leases its intents (they stay pending) until
-   * it is resumed; every other tenant goes on. `reason` as for the fleet's pause.
-   */
-  async pauseTenant(tenant: string, reason: string = DEFAULT_PAUSE_REASON): Promise<TenantPause> {
-    const name = validateTenant(tenant);
-    const why = validatePauseReason(reason);
-    const pause = await this.audited(async (ops, audit) => {
-      const pause = await tenantPause(ops.pool, ops.schema, name, why);
-      await audit({ action: AuditAction.tenantPause, target: name, after: pause });
-      return pause;
-    });
-    this.logger.warn({ event: 'tenant.paused', tenant: name, reason: pause.reason, by: PAUSED_BY_OPERATOR }, 'tenant paused');
-    return pause;
-  }
-
-  /** Resume one tenant; NotFoundError when it was not paused. */
-  async resumeTenant(tenant: string): Promise<TenantPause> {
-    const name = validateTenant(tenant);
-    const resumed = await this.audited(async (ops, audit) => {
-      const resumed = await tenantResume(ops.pool, ops.schema, name);
-      if (!resumed) throw new NotFoundError('tenant pause', name);
-      await audit({ action: AuditAction.tenantResume, target: name, after: resumed });
-      return resumed;
-    });
-    this.logger.info({ event: 'tenant.resumed', tenant: name, by: PAUSED_BY_OPERATOR }, 'tenant resumed');
-    return resumed;
-  }
-
   /**
    * Suppress an address by hand (reason `manual`); one already suppressed
    * keeps its first entry and nothing is recorded. The audit entry names
@@ -413,13 +328,6 @@ export class Operations {
       return removed;
     });
   }
-
-  /** The `limit` tenants with the largest backlogs (1-1000). */
-  async tenantsBacklog(limit = 20): Promise<TenantBacklog[]> {
-    if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw new ValidationError('limit', 'must be a whole number from 1 to 1000');
-    return tenantsBacklog(this.pool, this.schema, limit);
-  }
-
 
   /**
    * An account's limiter policy and state (default: the first account in
@@ -454,37 +362,4 @@ export class Operations {
     this.logger.info({ event: 'rate_limit.changed', account, ...policy }, 'rate limit changed');
     return state;
   }
-}
-
-/**
- * Send an intent again, on purpose, without touching its hold: a finished
- * intent (sent, rejected or dead) goes back to pending with a fresh attempt
- * budget. Its replay count changes the provider idempotency key
- * (`<id>#replay-<n>`), so a provider that deduplicates still sends it.
- * A pending intent is refused: it is already going to be sent. So is an
- * intent whose recipient was erased (retention): there is nobody to send to.
- *
- * A replay is the one time a message may change: its stored rendering is
- * dropped first (only while the intent is finished, so no pending intent
- * ever loses its snapshot mid-retries), and the next send renders it again
- * from the templates of that moment.
- */
-export async function replayIntent(
-  db: Queryable,
-  id: string,
-  options: { schema?: string; now?: Date | null } = {},
-): Promise<Intent> {
-  const schema = options.schema ?? 'leasehold';
-  await messagesDiscardFinished(db, schema, id);
-  const replayed = await intentsReplay(db, schema, id, options.now ?? null);
-  const intent = await intentsGet(db, schema, id);
-  if (!intent) throw new NotFoundError('intent', id);
-  if (!replayed) {
-    const message =
-      intent.state === 'pending'
-        ? `intent ${JSON.stringify(id)} is already pending`
-        : `intent ${JSON.stringify(id)} cannot be replayed: its recipient was erased`;
-    throw new IntentStateError(id, intent.state, message);
-  }
-  return intent;
 }

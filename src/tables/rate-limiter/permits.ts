@@ -1,0 +1,207 @@
+import type { Queryable } from '../../db/pool.js';
+import { ident } from '../../db/pool.js';
+import { LimiterMissingError } from '../../errors.js';
+import { DEFAULT_ACCOUNT } from '../../model/accounts.js';
+import { pausedNow } from '../pause.js';
+import { quotaUsed, rate, refilled } from './bucket-sql.js';
+
+/**
+ * The delivery lane's statements on rate_limiter: taking permits (which
+ * reads every pause and the cooldown in the same statement), giving back
+ * the unused ones, and the cooldown after a provider's 429.
+ */
+
+export interface PermitGrant {
+  granted: number;
+  /** Delivery is paused fleet-wide, or this account is. */
+  paused: boolean;
+  pauseReason: string | null;
+  /** This account's own pause is in force (the fleet's may be too). */
+  accountPaused: boolean;
+  /** A provider rate limit is cooling this account down. */
+  coolingDown: boolean;
+  /** The account's daily quota is used up for today (UTC): its intents move on until the day turns. */
+  quotaSpent: boolean;
+  /** Emails the daily quota had left before this take (undefined: no quota): a batch may carry no more. */
+  quotaLeft?: number;
+  /** How long until asking again could succeed (ms). */
+  retryInMs: number;
+  perSecond: number;
+  burst: number;
+  /**
+   * When the permits were granted: the bucket's time of this take, as
+   * stored in `refilled_at` (timestamptz text, to the microsecond). The
+   * attempts they pay for start then, and a refund of the unused ones
+   * applies only while it is still the bucket's time (rateLimiterRefund).
+   */
+  bucketTime: string;
+}
+
+/**
+ * Take up to `want` permits. With the database clock, the time is read
+ * after the row lock is granted (clock_timestamp()) and never earlier than
+ * the last refill, so waiting on the lock cannot mint permits twice.
+ */
+export async function rateLimiterTake(
+  db: Queryable,
+  schema: string,
+  want: number,
+  now: Date | null = null,
+  account = DEFAULT_ACCOUNT,
+  /** The account's emails per UTC day (model/accounts.ts dailyQuota); undefined: none. */
+  dailyQuota?: number,
+  /** Emails one permit may carry (a `requests` account sending batches): the daily quota is counted in emails. */
+  emailsPerPermit = 1,
+): Promise<PermitGrant> {
+  const s = ident(schema);
+  const { rows } = await db.query<{
+    granted: number;
+    paused: boolean;
+    account_paused: boolean;
+    reason: string | null;
+    cooling: boolean;
+    cooldown_ms: number;
+    quota_spent: boolean;
+    quota_left: number | null;
+    day_left_ms: number;
+    left: number;
+    per_second: number;
+    burst: number;
+    bucket_time: string;
+  }>(
+    `WITH cur AS (
+       SELECT l.name, ${rate('l')} AS per_second, l.burst, l.tokens, l.refilled_at, l.cooldown_until,
+              l.paused AS a_paused, l.paused_until AS a_paused_until, l.reason AS a_reason,
+              ${quotaUsed('l', "coalesce($3::timestamptz, clock_timestamp())")} AS quota_used_today,
+              (coalesce($3::timestamptz, clock_timestamp()) AT TIME ZONE 'UTC')::date AS today,
+              greatest(l.refilled_at, coalesce($3::timestamptz, clock_timestamp())) AS t,
+              coalesce($3::timestamptz, clock_timestamp()) AS wall
+         FROM ${s}.rate_limiter l
+        WHERE l.name = $1
+          FOR UPDATE
+     ), bucket AS (
+       SELECT cur.*, ${refilled('cur', 'cur.t')} AS avail,
+              coalesce(cur.cooldown_until > cur.wall, false) AS cooling,
+              ${pausedNow('c', 'cur.wall')} AS fleet_paused, c.reason AS fleet_reason,
+              (cur.a_paused AND (cur.a_paused_until IS NULL OR cur.a_paused_until > cur.wall)) AS account_paused
+         FROM cur, ${s}.delivery_control c
+     ), state AS (
+       -- The fleet's pause outranks the account's: its reason is the one reported.
+       SELECT bucket.*, fleet_paused OR account_paused AS paused,
+              CASE WHEN fleet_paused THEN fleet_reason WHEN account_paused THEN a_reason END AS reason
+         FROM bucket
+     ), decision AS (
+       SELECT bucket.*,
+              CASE WHEN paused OR cooling THEN 0
+                   ELSE greatest(0, least($2::int, floor(avail)::int,
+                                          coalesce(ceil(($4::int - quota_used_today) / $5::float8)::int, $2::int))) END AS granted
+         FROM state bucket
+     ), upd AS (
+       UPDATE ${s}.rate_limiter l
+          SET tokens = d.avail - d.granted, refilled_at = d.t,
+              quota_day = d.today, quota_used = d.quota_used_today + d.granted * $5::int
+         FROM decision d
+        WHERE l.name = d.name
+        RETURNING l.tokens
+     )
+     SELECT d.granted, d.paused, d.account_paused, d.reason, d.cooling, d.per_second, d.burst, d.t::text AS bucket_time,
+            $4::int IS NOT NULL AND d.quota_used_today + d.granted * $5::int >= $4::int AS quota_spent,
+            CASE WHEN $4::int IS NOT NULL THEN greatest(0, $4::int - d.quota_used_today) END AS quota_left,
+            (extract(epoch FROM ((d.today + 1)::timestamp AT TIME ZONE 'UTC') - d.wall) * 1000)::float8 AS day_left_ms,
+            (extract(epoch FROM d.cooldown_until - d.wall) * 1000)::float8 AS cooldown_ms,
+            upd.tokens AS left
+       FROM decision d, upd`,
+    [account, want, now, dailyQuota ?? null, emailsPerPermit],
+  );
+  const row = rows[0];
+  if (!row) throw new LimiterMissingError(schema, account);
+  let retryInMs = 0;
+  if (row.paused) retryInMs = 1000;
+  else if (row.cooling) retryInMs = Math.max(1, row.cooldown_ms);
+  else if (row.quota_spent && row.granted === 0) retryInMs = Math.max(1000, Math.ceil(row.day_left_ms));
+  else if (row.granted < want) retryInMs = Math.max(1, Math.ceil(((1 - Math.min(1, row.left)) / row.per_second) * 1000));
+  return {
+    granted: row.granted,
+    paused: row.paused,
+    pauseReason: row.reason,
+    accountPaused: row.account_paused,
+    coolingDown: row.cooling,
+    quotaSpent: row.quota_spent,
+    ...(row.quota_left !== null ? { quotaLeft: row.quota_left } : {}),
+    retryInMs,
+    perSecond: row.per_second,
+    burst: row.burst,
+    bucketTime: row.bucket_time,
+  };
+}
+
+/**
+ * Giving back permits a take did not use is exact only while no other take
+ * has moved the bucket since: a take in between refilled it, perhaps to
+ * `burst`, and tokens the cap absorbed then cannot be handed out again
+ * (a late refund on top of a full bucket would let the fleet exceed
+ * burst + perSecond * t). So a refund applies only while the bucket's time
+ * is still its take's (`bucketTime`); otherwise the permits are dropped,
+ * which can only slow sending, never speed it past the bound.
+ */
+const refundSet = (unused: string, unusedEmails = unused): string =>
+  `tokens = least(burst::float8, tokens + ${unused}), quota_used = greatest(0, quota_used - ${unusedEmails})`;
+
+/**
+ * For the outbox's lease statement (tables/outbox.ts): give back `unused`
+ * permits (an SQL integer expression over the lease) of the take at
+ * `bucketTime` (an SQL timestamptz expression) in the same statement, so a
+ * round that found fewer intents than permits needs no refund of its own.
+ * The limiter row is locked only as the statement ends.
+ */
+export const rateLimiterRefundInLease = (s: string, account: string, unused: string, bucketTime: string): string =>
+  `UPDATE ${s}.rate_limiter SET ${refundSet(unused)}
+    WHERE name = ${account} AND ${unused} > 0 AND refilled_at = ${bucketTime}`;
+
+/** Give back permits of the take at `bucketTime` that were not used (see above for when that applies). */
+export async function rateLimiterRefund(
+  db: Queryable,
+  schema: string,
+  permits: number,
+  bucketTime: string,
+  account = DEFAULT_ACCOUNT,
+  /** Emails of the daily quota to give back (default: one per permit). */
+  emails = permits,
+): Promise<void> {
+  if (permits <= 0 && emails <= 0) return;
+  await db.query(
+    // Tokens only while the bucket is as the take left it (a refill since has
+    // counted the time already); the day's quota count in any case.
+    `UPDATE ${ident(schema)}.rate_limiter SET
+       tokens = CASE WHEN refilled_at = $3::timestamptz THEN least(burst::float8, tokens + $2::int) ELSE tokens END,
+       quota_used = greatest(0, quota_used - $4::int)
+     WHERE name = $1`,
+    [account, Math.max(0, permits), bucketTime, Math.max(0, emails)],
+  );
+}
+
+/**
+ * A provider said "too fast": nobody in the fleet takes permits on that
+ * account until its reset, and its bucket restarts empty so the first
+ * sends after the reset are paced, not a burst. A cooldown that extends one
+ * in force keeps its start (`cooldown_since`): failover counts from there.
+ */
+export async function rateLimiterCooldown(
+  db: Queryable,
+  schema: string,
+  retryAfterMs: number,
+  now: Date | null = null,
+  account = DEFAULT_ACCOUNT,
+): Promise<void> {
+  await db.query(
+    `WITH clock AS (SELECT coalesce($3::timestamptz, clock_timestamp()) AS now)
+     UPDATE ${ident(schema)}.rate_limiter SET
+       cooldown_since = CASE WHEN cooldown_until > clock.now THEN coalesce(cooldown_since, clock.now) ELSE clock.now END,
+       cooldown_until = greatest(coalesce(cooldown_until, clock.now), clock.now + make_interval(secs => $2::float8 / 1000)),
+       tokens = 0,
+       refilled_at = greatest(refilled_at, clock.now + make_interval(secs => $2::float8 / 1000))
+      FROM clock
+     WHERE name = $1`,
+    [account, retryAfterMs, now],
+  );
+}
