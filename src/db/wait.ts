@@ -30,6 +30,8 @@ export interface WaitOptions {
   hosts: string;
   /** Longest pause between two attempts (default 5 s). */
   maxDelayMs?: number;
+  /** The clock and the pause between tries (tests move time instead of waiting). */
+  now?: () => number;
   sleep?: (ms: number) => Promise<void>;
 }
 
@@ -60,13 +62,14 @@ export async function waitForDatabase<T>(attempt: () => Promise<T>, options: Wai
   const { waitS, logger, hosts } = options;
   const sleep = options.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
   const maxDelayMs = options.maxDelayMs ?? 5000;
-  const started = Date.now();
+  const now = options.now ?? Date.now;
+  const started = now();
   let waiting: string | undefined;
   for (let tries = 1; ; tries++) {
     try {
       const result = await attempt();
       if (waiting !== undefined) {
-        logger.info({ event: 'db.connected', hosts, waitedS: Math.round((Date.now() - started) / 100) / 10, attempts: tries }, 'database reachable: starting');
+        logger.info({ event: 'db.connected', hosts, waitedS: Math.round((now() - started) / 100) / 10, attempts: tries }, 'database reachable: starting');
       }
       return result;
     } catch (error) {
@@ -76,7 +79,7 @@ export async function waitForDatabase<T>(attempt: () => Promise<T>, options: Wai
         throw new ConfigError('DATABASE_URL', `${CONFIGURATION_WORDS[code]} (${hosts}): ${message} [${code}]; fix the URL's user, password or database name`);
       }
       if (!transient(error)) throw error;
-      const elapsedMs = Date.now() - started;
+      const elapsedMs = now() - started;
       if (elapsedMs >= waitS * 1000) {
         const waited = waitS === 0 ? 'LEASEHOLD_DB_WAIT_S=0: not waiting' : `gave up after ${Math.round(elapsedMs / 1000)} s (LEASEHOLD_DB_WAIT_S=${waitS})`;
         throw new DatabaseUnavailableError(`the database is unreachable (${hosts}): ${message}; ${waited}`, { cause: error });
