@@ -1,5 +1,6 @@
+import net from 'node:net';
 import type pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { intentsChannel, Listener, notifyIntents } from '../../src/db/listener.js';
 import { migrate } from '../../src/db/migrate.js';
 import { createPool, ident, withClient } from '../../src/db/pool.js';
@@ -9,7 +10,7 @@ import { ExpiryWorker } from '../../src/holds/expiry-worker.js';
 import { silentLogger } from '../../src/observability/logger.js';
 import { SandboxGateway } from '../../src/providers/sandbox.js';
 import { rateLimiterSet } from '../../src/tables/rate-limiter.js';
-import { hasPgBinaries, startStandbyPair, type StandbyPair } from '../helpers/standby-pair.js';
+import { freePort, hasPgBinaries, startStandbyPair, type StandbyPair } from '../helpers/standby-pair.js';
 
 // A real primary and a real hot standby (pg_basebackup -R), so the standby
 // truly refuses writes; the URLs below list the standby first.
@@ -150,4 +151,59 @@ describe.skipIf(!hasPgBinaries)('a multi-host URL with target_session_attrs=read
       await pool.end();
     }
   }, 60_000);
+});
+
+describe('a multi-host URL whose first host is down', () => {
+  /** The suite's server, listed after `dead` hosts, with its user, password and database. */
+  const behind = (...dead: number[]) => {
+    const live = new URL(inject('databaseUrl'));
+    const auth = live.username ? `${live.username}${live.password ? `:${live.password}` : ''}@` : '';
+    return `postgres://${auth}${[...dead.map((p) => `127.0.0.1:${p}`), live.host].join(',')}${live.pathname}${live.search}`;
+  };
+
+  it('pooled connections and the LISTEN session skip it, and the host that answered is tried first from then on', async () => {
+    // A host that takes the TCP connection and drops it at once, counting each try.
+    let tries = 0;
+    const broken = net.createServer((socket) => {
+      tries += 1;
+      socket.destroy();
+    });
+    await new Promise<void>((resolve) => broken.listen(0, '127.0.0.1', resolve));
+    const url = behind((broken.address() as net.AddressInfo).port);
+    const pool = createPool({ connectionString: url, max: 4 });
+    let ready = false;
+    const listener = new Listener(url, intentsChannel('skips'), () => {}, silentLogger, {
+      probe: (payload) => notifyIntents(pool, 'skips', payload),
+      onSession: async () => void (ready = true),
+    });
+    try {
+      expect((await pool.query<{ one: number }>('SELECT 1 AS one')).rows[0]!.one).toBe(1);
+      expect(tries).toBe(1);
+      // Four connections at once, all new: none tries the broken host again.
+      await Promise.all(Array.from({ length: 4 }, () => withClient(pool, () => new Promise((r) => setTimeout(r, 50)))));
+      expect(tries).toBe(1);
+      listener.start();
+      await waitFor(async () => (ready ? true : undefined), 'a checked LISTEN session');
+      expect(tries).toBe(2);
+    } finally {
+      await listener.stop();
+      await pool.end();
+      broken.close();
+    }
+  });
+
+  it('with every host down, the error names each host and why, and counts as a lost connection', async () => {
+    const [a, b] = [await freePort(), await freePort()];
+    const pool = createPool({ connectionString: `postgres://u:s3cret@127.0.0.1:${a},127.0.0.1:${b}/db?target_session_attrs=read-write` });
+    try {
+      const error = (await pool.query('SELECT 1').then(
+        () => undefined,
+        (e: unknown) => e,
+      )) as Error & { code?: string };
+      expect(error.message).toBe(`no host accepts the session: 127.0.0.1:${a}: connect ECONNREFUSED 127.0.0.1:${a}; 127.0.0.1:${b}: connect ECONNREFUSED 127.0.0.1:${b}`);
+      expect(error.code).toBe('ECONNREFUSED');
+    } finally {
+      await pool.end();
+    }
+  });
 });
