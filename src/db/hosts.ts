@@ -208,6 +208,11 @@ export class DatabaseHosts {
         // keeps an error between connect and the pool's own listener from
         // ending the process.
         this.on('error', () => hosts.forget(host));
+        // The pool's connection timeout fired while the hosts were probed
+        // (it destroys this client's socket): give up as pg would.
+        if ((this.connection as unknown as { stream: { destroyed?: boolean } }).stream.destroyed) {
+          throw new Error(`timeout expired before ${host.label} was tried (the connection timeout)`);
+        }
         try {
           await super.connect();
           await hosts.accept(this, host);
