@@ -44,7 +44,7 @@ export const RateLimitShape = z
     setBy: z.string().nullable().describe('the operator (a token name, cli:<os user>, library...) or the configuration variable; null: not known'),
     setAt: NullableTimestamp.describe('when the limit in force was set; null: not known'),
     configured: z
-      .object({ perSecond: z.number(), burst: z.number().int() })
+      .object({ perSecond: z.number().describe('the configured rate'), burst: z.number().int().describe('the configured burst') })
       .nullable()
       .describe('the configuration last applied (an operator\'s limit may differ from it); null: none known yet'),
   })
