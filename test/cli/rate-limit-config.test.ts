@@ -1,4 +1,6 @@
-import { userInfo } from 'node:os';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir, userInfo } from 'node:os';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ident } from '../../src/db/pool.js';
 import { auditList } from '../../src/tables/audit-log.js';
@@ -135,5 +137,41 @@ describe('the configured rate limit on an existing database (issue 38)', () => {
     // Only the configuration's change and the operator's are audited.
     const actors = (await auditList(db.pool, db.schema, { limit: 10, action: 'rate_limit.set' })).entries.map((e) => e.actor);
     expect(actors).toEqual([actor, 'configuration']);
+  });
+});
+
+describe("an accounts file's `rate:` on an existing database", () => {
+  const accountsFile = (primary: string, backup: string) => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'lh-rate-accounts-'));
+    const file = path.join(dir, 'accounts.yaml');
+    writeFileSync(file, `accounts:\n  - { name: primary, provider: sandbox, rate: ${primary} }\n  - { name: backup, provider: sandbox, rate: ${backup} }\nfailover: [primary, backup]\n`);
+    return file;
+  };
+  const rate = async (account: string) => (await rateLimiterGet(accountsDb.pool, accountsDb.schema, null, account))!;
+  let accountsDb: TestDatabase;
+  beforeAll(async () => {
+    accountsDb = await testDatabase('cli_rate_accounts');
+  });
+  afterAll(() => accountsDb.close());
+
+  async function run(command: 'delivery-worker' | 'api', file: string): Promise<Child> {
+    const child = startNode(cliPath, [command], { ...accountsDb.env, PORT: '0', LEASEHOLD_API_TOKEN: TOKEN, LOG_LEVEL: 'info', LEASEHOLD_ACCOUNTS_FILE: file });
+    await child.waitForLine(command === 'api' ? /leasehold API listening on / : /delivery lane running/, 60_000);
+    await stop(child);
+    return child;
+  }
+
+  it('each account takes its own changed rate at the next delivery start; a process that does not send changes none', async () => {
+    await run('delivery-worker', accountsFile('{ perSecond: 10, burst: 10 }', '{ perSecond: 5, burst: 5 }'));
+    const changed = accountsFile('{ perSecond: 2, burst: 1 }', '{ perSecond: 5, burst: 5 }');
+    // An API alone with the new file: nothing changes.
+    await run('api', changed);
+    expect(await rate('primary')).toMatchObject({ perSecond: 10, burst: 10 });
+    const child = await run('delivery-worker', changed);
+    expect(await rate('primary')).toMatchObject({ perSecond: 2, burst: 1, source: 'configuration', setBy: 'LEASEHOLD_ACCOUNTS_FILE' });
+    expect(await rate('backup')).toMatchObject({ perSecond: 5, burst: 5, source: 'configuration' });
+    expect(logEvents(child.stderr(), 'rate_limit.configured').map((e) => e['account'])).toEqual(['primary']);
+    const audits = (await auditList(accountsDb.pool, accountsDb.schema, { limit: 10, action: 'rate_limit.set' })).entries;
+    expect(audits.map((e) => [e.actor, e.target])).toEqual([['configuration', 'primary']]);
   });
 });
