@@ -32,6 +32,17 @@ function bar(name, age, promise) {
   el.firstElementChild.style.width = `${Math.min(100, (age / promise) * 100)}%`;
 }
 
+// Where the limit in force came from: the configuration applied at a start,
+// or an operator's change (in force until the configuration changes).
+function limitSource(l) {
+  if (!l.source) return '';
+  const since = l.setAt ? ` at ${at(l.setAt)}` : '';
+  if (l.source !== 'operator') return ` · from the configuration${since}`;
+  const c = l.configured;
+  const differs = c && (c.perSecond !== l.perSecond || c.burst !== l.burst);
+  return ` · set by ${l.setBy || 'an operator'}${since}${differs ? ` (configured: ${c.perSecond}/s, burst ${c.burst})` : ''}`;
+}
+
 function showMessage(text) { $('#message').textContent = text || ''; }
 
 async function refreshStatus() {
@@ -67,7 +78,7 @@ async function refreshStatus() {
   field('sendRate').textContent = `${((r.sendsLastMinute.accepted || 0) / 60).toFixed(2)} accepted/s over the last minute`;
   field('intents').textContent = counts(delivery.intentsByState);
   field('limiter').textContent = limiter
-    ? `${limiter.perSecond}/s, burst ${limiter.burst}${limiter.cooldownUntil && new Date(limiter.cooldownUntil) > new Date() ? ' (provider cooldown)' : ''}`
+    ? `${limiter.perSecond}/s, burst ${limiter.burst}${limiter.cooldownUntil && new Date(limiter.cooldownUntil) > new Date() ? ' (provider cooldown)' : ''}${limitSource(limiter)}`
     : 'not set yet';
   if (limiter && document.activeElement !== $('#per-second') && document.activeElement !== $('#burst')) {
     $('#per-second').placeholder = String(limiter.perSecond);

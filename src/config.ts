@@ -103,9 +103,9 @@ const schema = onFirstUse((z) => {
     EMAIL_FROM: z.string().min(3).default(DEFAULTS.emailFrom)
       .describe("The sender, unless the template's `meta.json` (or a tenant policy) names one."),
     LEASEHOLD_RATE_PER_SECOND: z.coerce.number({ error: PER_SECOND_RULE }).refine(isValidPerSecond, PER_SECOND_RULE).default(DEFAULTS.ratePerSecond)
-      .describe("The shared limiter's initial rate, per second (0.001 to 1,000,000). Changes made at run time persist in the database."),
+      .describe("The shared limiter's rate, per second (0.001 to 1,000,000). A delivery process applies it at start when it changed since it was last applied (audited); an operator's change at run time stays in force until then. See docs/operations.md, where the rate limit comes from."),
     LEASEHOLD_RATE_BURST: int(1, MAX_BURST).default(DEFAULTS.rateBurst)
-      .describe("The shared limiter's initial burst."),
+      .describe("The shared limiter's burst, applied as LEASEHOLD_RATE_PER_SECOND is."),
     LEASEHOLD_RATE_UNIT: z.enum(['requests', 'emails'], { error: 'must be requests or emails' }).default('requests')
       .describe("What one permit of that limiter stands for: a provider request (`requests`: a batch costs one) or an email (`emails`)."),
     LEASEHOLD_SEND_BATCH: int(1, 10_000).optional()

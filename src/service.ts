@@ -24,6 +24,7 @@ import { startApiServer, type ApiServer } from './server/app.js';
 import { ApiTokens } from './server/auth.js';
 import type { AuditActor } from './model/audit-actions.js';
 import { rateLimiterEnsure } from './tables/rate-limiter.js';
+import { applyConfiguredRates } from './ops/rate-configuration.js';
 import { describeProblem } from './templates/source.js';
 import type { Templates } from './templates/templates.js';
 import { templatesFromConfig } from './templates/configured.js';
@@ -259,13 +260,22 @@ export async function startService(prepared: PreparedService, base: Omit<Service
     })(),
   };
   try {
-    // The first writes after the migrations: a restart or failover that
-    // lands between the two is waited out as the migrations' was.
+    // Each account's configured limit: a process that sends applies it when
+    // it changed since it was last applied (ops/rate-configuration.ts); the
+    // others (an API, an expiry lane) only write a missing row, so a process
+    // that never sends cannot take the limit back to its defaults. These are
+    // the first writes after the migrations: a restart or failover that lands
+    // between the two is waited out as the migrations' was.
+    const from = config.accountsFile ? 'LEASEHOLD_ACCOUNTS_FILE' : 'LEASEHOLD_RATE_PER_SECOND/LEASEHOLD_RATE_BURST';
+    const rates = prepared.accounts.accounts.map((account) => ({
+      account: account.name,
+      policy: { perSecond: account.rate.perSecond, burst: account.rate.burst },
+      from,
+    }));
     await waitForDatabase(
       async () => {
-        for (const account of prepared.accounts.accounts) {
-          await rateLimiterEnsure(base.pool, base.schema, { perSecond: account.rate.perSecond, burst: account.rate.burst }, account.name);
-        }
+        if (parts.delivery) await applyConfiguredRates(base.pool, base.schema, rates, logger);
+        else for (const rate of rates) await rateLimiterEnsure(base.pool, base.schema, rate.policy, rate.account, rate.from);
       },
       { waitS: options.dbWaitS ?? 0, logger, hosts: describeHosts(parseDatabaseUrl(options.databaseUrl)) },
     );

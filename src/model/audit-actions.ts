@@ -11,7 +11,7 @@ export const AuditAction = {
   deliveryPause: 'delivery.pause',
   /** Every pause lifted (the fleet's and each account's). */
   deliveryResume: 'delivery.resume',
-  /** An account's limiter policy (target: the account); before/after: perSecond, burst. */
+  /** An account's limiter policy (target: the account); before/after: perSecond, burst. By an operator, or by `configuration` when a start applied a changed configuration (detail: its variable). */
   rateLimitSet: 'rate_limit.set',
   /** One account's own pause and its end (target: the account). */
   accountPause: 'account.pause',
@@ -43,7 +43,7 @@ export const AUDIT_ACTIONS: readonly AuditAction[] = Object.values(AuditAction);
 
 /** Who made a change: the audit entry's actor and the request it came in. */
 export interface AuditActor {
-  /** A token name, `cli:<os user>`, `library` or `library:<name>`. */
+  /** A token name, `cli:<os user>`, `library`, `library:<name>`, or `configuration` (a start applying its configured rate limit). */
   name: string;
   /** The HTTP request's id (x-request-id), when there was one. */
   requestId?: string | null;
@@ -55,3 +55,6 @@ export function libraryActor(actor?: string): AuditActor {
 }
 
 export const DEFAULT_AUDIT_RETENTION_DAYS = 365;
+
+/** The actor of a configured rate limit that a start applied (ops/rate-configuration.ts). */
+export const CONFIGURATION_ACTOR: AuditActor = { name: 'configuration' };

@@ -350,7 +350,7 @@ export class Operations {
     const { policy, state } = await this.audited(async (ops, audit) => {
       const current = await ops.rateLimit(account);
       const policy = validatePolicy({ perSecond: change.perSecond ?? current.perSecond, burst: change.burst ?? current.burst });
-      const state = await rateLimiterSet(ops.pool, ops.schema, policy, ops.clock.now(), account);
+      const state = await rateLimiterSet(ops.pool, ops.schema, policy, ops.clock.now(), account, ops.actor.name);
       await audit({
         action: AuditAction.rateLimitSet,
         target: account,

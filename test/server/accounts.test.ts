@@ -86,11 +86,14 @@ describe('PUT /v1/accounts/:name/rate-limit', () => {
     expect(set.json()).toMatchObject({ perSecond: 4, burst: 10 });
     expect((await account(two, 'backup')).rate).toMatchObject({ perSecond: 4, burst: 10 });
     expect((await account(two, 'primary')).rate).toMatchObject({ perSecond: 2, burst: 2 });
+    // Where each limit in force came from: the operator's change, beside the configuration it overrides; the other account's configuration.
+    expect((await account(two, 'backup')).rate).toMatchObject({ source: 'operator', configured: { perSecond: 10, burst: 10 } });
+    expect((await account(two, 'primary')).rate).toMatchObject({ source: 'configuration', configured: { perSecond: 2, burst: 2 } });
 
     expect((await two.call('PUT', '/v1/accounts/primary/rate-limit', { burst: 5 })).json()).toMatchObject({ perSecond: 2, burst: 5 });
     expect((await account(two, 'backup')).rate).toMatchObject({ perSecond: 4, burst: 10 });
     // /v1/rate-limit is the first account's in failover.
-    expect((await two.call('GET', '/v1/rate-limit')).json()).toMatchObject({ perSecond: 2, burst: 5 });
+    expect((await two.call('GET', '/v1/rate-limit')).json()).toMatchObject({ perSecond: 2, burst: 5, source: 'operator', setAt: expect.any(String) });
   });
 
   it.each([

@@ -80,7 +80,10 @@ describe.skipIf(!existsSync(CHROMIUM))('operator dashboard in a real browser', (
     await page.fill('#burst', '6');
     await page.click('#rate-form button[type=submit]');
     await page.waitForFunction(() => document.querySelector('[data-field="limiter"]')?.textContent?.startsWith('3/s, burst 6'));
-    expect(await rateLimiterGet(db.pool, db.schema)).toMatchObject({ perSecond: 3, burst: 6 });
+    expect(await rateLimiterGet(db.pool, db.schema)).toMatchObject({ perSecond: 3, burst: 6, source: 'operator' });
+    // Where the limit in force came from: an operator's change, by the dashboard's token.
+    const { setBy } = (await rateLimiterGet(db.pool, db.schema))!;
+    expect(await page.textContent('[data-field="limiter"]')).toContain(`· set by ${setBy} at `);
     await page.fill('#per-second', '2');
     await page.fill('#burst', '0');
     // The browser's own min=1 check would stop the form; send it anyway to see the API's answer.

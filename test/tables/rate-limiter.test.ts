@@ -1,6 +1,8 @@
+import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rateLimiterGet, rateLimiterRefund, rateLimiterSet, rateLimiterTake } from '../../src/tables/rate-limiter.js';
 import { deliveryResume } from '../../src/tables/delivery-control.js';
+import { intentsLease } from '../../src/tables/outbox.js';
 import { testDatabase, type TestDatabase } from '../helpers/database.js';
 
 let db: TestDatabase;
@@ -45,5 +47,43 @@ describe('giving back unused permits', () => {
     expect(await tokensAt(10_200)).toBeCloseTo(2, 9);
     const c = await rateLimiterTake(db.pool, db.schema, 8, at(10_201));
     expect(c.granted).toBe(2);
+  });
+});
+
+describe("the day's quota count", () => {
+  const quotaAt = async (ms: number) => (await rateLimiterGet(db.pool, db.schema, at(ms)))!.quotaUsedToday;
+
+  it('gets back the permits of leases that found nothing, even after another take moved the bucket (idle rounds side by side)', async () => {
+    await rateLimiterSet(db.pool, db.schema, { perSecond: 40, burst: 8 }, at(20_000));
+    await db.pool.query(`UPDATE "${db.schema}".rate_limiter SET tokens = 8, quota_day = NULL, quota_used = 0`);
+    // Two rounds take permits, one after the other, and neither finds an intent to send.
+    const a = await rateLimiterTake(db.pool, db.schema, 8, at(20_000));
+    const b = await rateLimiterTake(db.pool, db.schema, 8, at(20_200));
+    expect([a.granted, b.granted]).toEqual([8, 8]);
+    expect(await quotaAt(20_200)).toBe(16);
+    for (const take of [a, b]) {
+      const leased = await intentsLease(db.pool, db.schema, {
+        limit: take.granted,
+        leaseMs: 30_000,
+        token: randomUUID(),
+        provider: 'sandbox',
+        now: take.bucketTime,
+        permits: { granted: take.granted, bucketTime: take.bucketTime },
+      });
+      expect(leased).toEqual([]);
+    }
+    // Nothing was sent, so nothing counts against the day.
+    expect(await quotaAt(20_200)).toBe(0);
+    // The tokens of the first take are still dropped (the bound), the second's come back.
+    expect(await tokensAt(20_200)).toBeCloseTo(8, 9);
+  });
+
+  it('gets back a late refund too, while its tokens are dropped', async () => {
+    await db.pool.query(`UPDATE "${db.schema}".rate_limiter SET tokens = 8, quota_day = NULL, quota_used = 0`);
+    const a = await rateLimiterTake(db.pool, db.schema, 8, at(30_000));
+    await rateLimiterTake(db.pool, db.schema, 8, at(30_200));
+    await rateLimiterRefund(db.pool, db.schema, 5, a.bucketTime);
+    expect(await quotaAt(30_200)).toBe(11);
+    expect(await tokensAt(30_200)).toBeCloseTo(0, 9);
   });
 });

@@ -5,6 +5,7 @@ import type { AccountView } from '../../ops/operations.js';
 import type { ContextFactory } from '../context.js';
 import { withOperations } from '../operations.js';
 import { burstArg, intentIdArg, perSecondArg, reasonArg, secondsArg } from './args.js';
+import { describeLimitSource } from './limit-source.js';
 
 /**
  * `leasehold accounts [pause|resume|rate-limit]` and `leasehold move`: the
@@ -114,7 +115,7 @@ export function registerAccounts(program: Command, context: ContextFactory): voi
           ctx.out(`rate limit of ${name} set: ${limiter.perSecond}/s, burst ${limiter.burst}`);
         } else {
           const limiter = await ops.rateLimit(name);
-          ctx.out(`rate limit of ${name}: ${limiter.perSecond}/s, burst ${limiter.burst} (${limiter.tokens.toFixed(1)} permits available now)`);
+          ctx.out(`rate limit of ${name}: ${limiter.perSecond}/s, burst ${limiter.burst} (${limiter.tokens.toFixed(1)} permits available now); ${describeLimitSource(limiter)}`);
         }
       });
     });

@@ -3,6 +3,7 @@ import { iso } from '../../format.js';
 import type { ContextFactory } from '../context.js';
 import { withOperations } from '../operations.js';
 import { burstArg, intentIdArg, perSecondArg, reasonArg, secondsArg } from './args.js';
+import { describeLimitSource } from './limit-source.js';
 
 /** Operator controls: pause, resume, replay, rate-limit, through the same Operations the API uses. */
 
@@ -64,7 +65,7 @@ export function registerOps(program: Command, context: ContextFactory): void {
           ctx.out(`rate limit set: ${limiter.perSecond}/s, burst ${limiter.burst}`);
         } else {
           const limiter = await ops.rateLimit();
-          ctx.out(`rate limit: ${limiter.perSecond}/s, burst ${limiter.burst} (${limiter.tokens.toFixed(1)} permits available now)`);
+          ctx.out(`rate limit: ${limiter.perSecond}/s, burst ${limiter.burst} (${limiter.tokens.toFixed(1)} permits available now); ${describeLimitSource(limiter)}`);
         }
       });
     });

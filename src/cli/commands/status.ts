@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import type { StatusReport } from '../../read/status.js';
+import { describeLimitSource } from './limit-source.js';
 import { formatBacklog } from './tenants.js';
 import type { ContextFactory } from '../context.js';
 import { counts, iso, seconds, table } from '../../format.js';
@@ -34,7 +35,7 @@ export function formatStatus(r: StatusReport): string[] {
       [
         accounts.failover.length === 1 ? 'rate limit' : `rate limit (${accounts.failover[0]})`,
         limiter
-          ? `${limiter.perSecond}/s, burst ${limiter.burst} (${limiter.tokens.toFixed(1)} permits now${limiter.cooldownUntil && limiter.cooldownUntil > new Date() ? `, provider cooldown until ${iso(limiter.cooldownUntil)}` : ''})`
+          ? `${limiter.perSecond}/s, burst ${limiter.burst} (${limiter.tokens.toFixed(1)} permits now${limiter.cooldownUntil && limiter.cooldownUntil > new Date() ? `, provider cooldown until ${iso(limiter.cooldownUntil)}` : ''}); ${describeLimitSource(limiter)}`
           : 'not set yet (the first worker or API start writes the configured policy)',
       ],
     ]),

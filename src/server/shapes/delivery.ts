@@ -36,6 +36,17 @@ export const RateLimitShape = z
     quotaUsedToday: z.number().int().describe('emails granted today (UTC), counted against a daily quota'),
     pause: AccountPauseShape,
     updatedAt: Timestamp,
+    source: z
+      .enum(['configuration', 'operator'])
+      .describe(
+        'who set the limit in force: `configuration` (LEASEHOLD_RATE_PER_SECOND/LEASEHOLD_RATE_BURST or the accounts file, applied at a start when it changed) or `operator` (a change at run time, in force until the configuration changes)',
+      ),
+    setBy: z.string().nullable().describe('the operator (a token name, cli:<os user>, library...) or the configuration variable; null: not known'),
+    setAt: NullableTimestamp.describe('when the limit in force was set; null: not known'),
+    configured: z
+      .object({ perSecond: z.number().describe('the configured rate'), burst: z.number().int().describe('the configured burst') })
+      .nullable()
+      .describe('the configuration last applied (an operator\'s limit may differ from it); null: none known yet'),
   })
   .meta({ id: 'RateLimit', description: "an account's limiter policy and its state now" });
 

@@ -140,12 +140,18 @@ export async function rateLimiterTake(
  * has moved the bucket since: a take in between refilled it, perhaps to
  * `burst`, and tokens the cap absorbed then cannot be handed out again
  * (a late refund on top of a full bucket would let the fleet exceed
- * burst + perSecond * t). So a refund applies only while the bucket's time
- * is still its take's (`bucketTime`); otherwise the permits are dropped,
+ * burst + perSecond * t). So the tokens come back only while the bucket's
+ * time is still its take's (`bucketTime`); otherwise they are dropped,
  * which can only slow sending, never speed it past the bound.
+ *
+ * The day's quota count is given back in any case: it counts emails that
+ * may have gone out, and these did not. (Dropping it with the tokens made
+ * every idle round that raced another add its permits to quotaUsedToday:
+ * 10 or so on each sandbox start with nothing sent.)
  */
-const refundSet = (unused: string, unusedEmails = unused): string =>
-  `tokens = least(burst::float8, tokens + ${unused}), quota_used = greatest(0, quota_used - ${unusedEmails})`;
+const refundSet = (unused: string, bucketTime: string, unusedEmails = unused): string =>
+  `tokens = CASE WHEN refilled_at = ${bucketTime} THEN least(burst::float8, tokens + ${unused}) ELSE tokens END,
+   quota_used = greatest(0, quota_used - ${unusedEmails})`;
 
 /**
  * For the outbox's lease statement (tables/outbox.ts): give back `unused`
@@ -155,8 +161,8 @@ const refundSet = (unused: string, unusedEmails = unused): string =>
  * The limiter row is locked only as the statement ends.
  */
 export const rateLimiterRefundInLease = (s: string, account: string, unused: string, bucketTime: string): string =>
-  `UPDATE ${s}.rate_limiter SET ${refundSet(unused)}
-    WHERE name = ${account} AND ${unused} > 0 AND refilled_at = ${bucketTime}`;
+  `UPDATE ${s}.rate_limiter SET ${refundSet(unused, bucketTime)}
+    WHERE name = ${account} AND ${unused} > 0`;
 
 /** Give back permits of the take at `bucketTime` that were not used (see above for when that applies). */
 export async function rateLimiterRefund(
@@ -170,11 +176,7 @@ export async function rateLimiterRefund(
 ): Promise<void> {
   if (permits <= 0 && emails <= 0) return;
   await db.query(
-    // Tokens only while the bucket is as the take left it (a refill since has
-    // counted the time already); the day's quota count in any case.
-    `UPDATE ${ident(schema)}.rate_limiter SET
-       tokens = CASE WHEN refilled_at = $3::timestamptz THEN least(burst::float8, tokens + $2::int) ELSE tokens END,
-       quota_used = greatest(0, quota_used - $4::int)
+    `UPDATE ${ident(schema)}.rate_limiter SET ${refundSet('$2::int', '$3::timestamptz', '$4::int')}
      WHERE name = $1`,
     [account, Math.max(0, permits), bucketTime, Math.max(0, emails)],
   );

@@ -33,16 +33,45 @@ export interface RateLimitState extends RateLimitPolicy {
   /** The account's own pause (the fleet-wide one is delivery_control's). */
   pause: AccountPause;
   updatedAt: Date;
+  /** Who set the limit in force (perSecond, burst): the configuration at a start, or an operator at run time. */
+  source: LimitSource;
+  /** The operator (audit actor), or the configuration's variable; null: not known. */
+  setBy: string | null;
+  /** When the limit in force was set; null: not known. */
+  setAt: Date | null;
+  /** The configuration last applied (a start applies its own when it differs); null: none known yet. */
+  configured: RateLimitPolicy | null;
 }
 
-/** Create the limiter row with the configured initial policy; an existing row (runtime changes) wins. */
-export async function rateLimiterEnsure(db: Queryable, schema: string, initial: RateLimitPolicy, account = DEFAULT_ACCOUNT): Promise<void> {
+/** Where the limit in force came from (migration 0028's limit_source). */
+export const LimitSource = {
+  /** LEASEHOLD_RATE_PER_SECOND and LEASEHOLD_RATE_BURST, or an accounts file's `rate:`, applied at a start. */
+  configuration: 'configuration',
+  /** `leasehold rate-limit`, PUT /v1/rate-limit, PUT /v1/accounts/:name/rate-limit, the dashboard, setRateLimit. */
+  operator: 'operator',
+} as const;
+export type LimitSource = (typeof LimitSource)[keyof typeof LimitSource];
+
+/**
+ * Create the limiter row with the configured initial policy, recorded as
+ * the configuration applied (`from`: its variable); an existing row wins.
+ * A delivery process's start applies a changed configuration instead
+ * (rateLimiterApplyConfigured).
+ */
+export async function rateLimiterEnsure(
+  db: Queryable,
+  schema: string,
+  initial: RateLimitPolicy,
+  account = DEFAULT_ACCOUNT,
+  from: string | null = null,
+): Promise<boolean> {
   const policy = validatePolicy(initial);
-  await db.query(
-    `INSERT INTO ${ident(schema)}.rate_limiter (name, per_second, burst, tokens)
-     VALUES ($1, $2::float8, $3::int, $3::int) ON CONFLICT (name) DO NOTHING`,
-    [account, policy.perSecond, policy.burst],
+  const { rowCount } = await db.query(
+    `INSERT INTO ${ident(schema)}.rate_limiter (name, per_second, burst, tokens, config_per_second, config_burst, limit_source, limit_set_by, limit_set_at)
+     VALUES ($1, $2::float8, $3::int, $3::int, $2::float8, $3::int, 'configuration', $4, now()) ON CONFLICT (name) DO NOTHING`,
+    [account, policy.perSecond, policy.burst, from],
   );
+  return (rowCount ?? 0) > 0;
 }
 
 const STATE_COLUMNS = (now: string): string =>
@@ -52,7 +81,8 @@ const STATE_COLUMNS = (now: string): string =>
      AS cooling_for_ms,
    ${refilled('l', now)}::float8 AS tokens, ${pausedNow('l', now)} AS account_paused,
    l.reason AS account_reason, l.paused_by AS account_paused_by, l.paused_at AS account_paused_at,
-   l.paused_until AS account_paused_until, ${quotaUsed('l', now)} AS quota_used_today`;
+   l.paused_until AS account_paused_until, ${quotaUsed('l', now)} AS quota_used_today,
+   l.limit_source, l.limit_set_by, l.limit_set_at, l.config_per_second, l.config_burst`;
 
 /**
  * An account's limiter row refilled to `now` (SQL expression), named by
@@ -108,6 +138,13 @@ export function rateLimiterStateFromRow(row: Record<string, unknown> | undefined
     quotaUsedToday: (row['quota_used_today'] as number | null | undefined) ?? 0,
     pause: pauseFromRow(row, 'account_'),
     updatedAt: row['updated_at'] as Date,
+    source: (row['limit_source'] as LimitSource | null | undefined) ?? LimitSource.configuration,
+    setBy: (row['limit_set_by'] as string | null | undefined) ?? null,
+    setAt: (row['limit_set_at'] as Date | null | undefined) ?? null,
+    configured:
+      row['config_per_second'] === null || row['config_per_second'] === undefined
+        ? null
+        : { perSecond: row['config_per_second'] as number, burst: row['config_burst'] as number },
   };
 }
 
@@ -136,9 +173,24 @@ export async function rateLimiterGetMany(
 }
 
 /**
- * Change the policy at run time. Tokens are refilled under the old rate up
- * to now, then clamped to the new burst, so a change never grants a burst
- * beyond the new policy.
+ * A new policy on row `l`, set at `now` by `source` (SQL expressions).
+ * Tokens are refilled under the old rate up to now, then clamped to the new
+ * burst, so a change never grants a burst beyond the new policy.
+ */
+const policySet = (perSecond: string, burst: string, now: string, source: string, by: string): string =>
+  `tokens = least(${burst}::float8, ${refilled('l', now)}),
+   refilled_at = ${now},
+   per_second = ${perSecond},
+   burst = ${burst},
+   limit_source = ${source},
+   limit_set_by = ${by},
+   limit_set_at = ${now},
+   updated_at = ${now}`;
+
+/**
+ * An operator's change of the policy at run time (`actor`: the audit
+ * log's). It stays in force until the configuration changes: the
+ * configuration last applied is left as it was.
  */
 export async function rateLimiterSet(
   db: Queryable,
@@ -146,20 +198,77 @@ export async function rateLimiterSet(
   policy: RateLimitPolicy,
   now: Date | null = null,
   account = DEFAULT_ACCOUNT,
+  actor: string | null = null,
 ): Promise<RateLimitState> {
   const valid = validatePolicy(policy);
   await db.query(
-    `INSERT INTO ${ident(schema)}.rate_limiter AS l (name, per_second, burst, tokens)
-     VALUES ($1, $2::float8, $3::int, $3::int)
+    `INSERT INTO ${ident(schema)}.rate_limiter AS l (name, per_second, burst, tokens, limit_source, limit_set_by, limit_set_at)
+     VALUES ($1, $2::float8, $3::int, $3::int, 'operator', $5, coalesce($4::timestamptz, now()))
      ON CONFLICT (name) DO UPDATE SET
-       tokens = least($3::int::float8, ${refilled('l', 'coalesce($4::timestamptz, now())')}),
-       refilled_at = coalesce($4::timestamptz, now()),
-       per_second = $2::float8,
-       burst = $3::int,
-       updated_at = coalesce($4::timestamptz, now())`,
-    [account, valid.perSecond, valid.burst, now],
+       ${policySet('$2::float8', '$3::int', 'coalesce($4::timestamptz, now())', `'operator'`, '$5::text')}`,
+    [account, valid.perSecond, valid.burst, now, actor],
   );
   return (await rateLimiterGet(db, schema, now, account))!;
+}
+
+/** What applying the configuration at a start did to an account's row (rateLimiterApplyConfigured). */
+export interface ConfiguredApplication {
+  /**
+   * - `created`: there was no row; it starts with the configuration;
+   * - `applied`: the configuration changed since it was last applied: it is the limit in force now;
+   * - `unchanged`: the configuration is the one last applied: the limit in force (an operator's, perhaps) stays;
+   * - `recorded`: no configuration was known to have been applied (an operator created the row, or
+   *   set it before migration 0028): this one is recorded as applied, and the operator's limit stays.
+   */
+  outcome: 'created' | 'applied' | 'unchanged' | 'recorded';
+  /** The row before (undefined: created). */
+  before?: RateLimitState;
+  after: RateLimitState;
+}
+
+const samePolicy = (a: RateLimitPolicy | null, b: RateLimitPolicy): boolean => a !== null && a.perSecond === b.perSecond && a.burst === b.burst;
+
+/**
+ * A start's configured policy for `account`: it takes effect when it
+ * differs from the configuration last applied to the row (overriding an
+ * operator's change), and otherwise leaves the limit in force alone. Run
+ * it inside a transaction: the row stays locked until the caller commits
+ * (with its audit entry), so processes starting together apply it once.
+ */
+export async function rateLimiterApplyConfigured(
+  client: Queryable,
+  schema: string,
+  configured: RateLimitPolicy,
+  options: { account?: string; from?: string | null; now?: Date | null } = {},
+): Promise<ConfiguredApplication> {
+  const policy = validatePolicy(configured);
+  const account = options.account ?? DEFAULT_ACCOUNT;
+  const now = options.now ?? null;
+  const from = options.from ?? null;
+  const created = await rateLimiterEnsure(client, schema, policy, account, from);
+  const s = ident(schema);
+  // Locked before it is read: a process that waited here sees what the one before it applied.
+  await client.query(`SELECT 1 FROM ${s}.rate_limiter WHERE name = $1 FOR UPDATE`, [account]);
+  const before = (await rateLimiterGet(client, schema, now, account))!;
+  if (created) return { outcome: 'created', after: before };
+  if (samePolicy(before.configured, policy)) return { outcome: 'unchanged', before, after: before };
+  const recordOnly = before.configured === null;
+  if (recordOnly) {
+    await client.query(`UPDATE ${s}.rate_limiter SET config_per_second = $2::float8, config_burst = $3::int WHERE name = $1`, [
+      account,
+      policy.perSecond,
+      policy.burst,
+    ]);
+  } else {
+    await client.query(
+      `UPDATE ${s}.rate_limiter l SET config_per_second = $2::float8, config_burst = $3::int,
+         ${policySet('$2::float8', '$3::int', 'coalesce($4::timestamptz, now())', `'configuration'`, '$5::text')}
+        WHERE name = $1`,
+      [account, policy.perSecond, policy.burst, now, from],
+    );
+  }
+  const after = (await rateLimiterGet(client, schema, now, account))!;
+  return { outcome: recordOnly ? 'recorded' : 'applied', before, after };
 }
 
 /**
