@@ -71,6 +71,9 @@ async function refreshStatus() {
         ? `running; paused accounts: ${accounts.paused.join(', ')}`
         : 'running';
   state.className = control.paused || allAccounts ? 'paused' : '';
+  // Every account row says so too: no account sends while the fleet is paused.
+  fleetPause = control.paused ? { reason: control.reason, pausedBy: control.pausedBy } : null;
+  paintAccountStates();
   field('backlog').textContent = String(delivery.backlog);
   field('oldestPending').textContent = `${seconds(delivery.oldestPendingAgeSeconds)} (promise ${seconds(r.promises.emailPromiseS)})`;
   bar('email', delivery.oldestPendingAgeSeconds, r.promises.emailPromiseS);
@@ -359,7 +362,17 @@ const at = (iso) => {
   return d.toDateString() === new Date().toDateString() ? d.toLocaleTimeString() : d.toLocaleString();
 };
 
+// The fleet's pause (GET /v1/status), which stops every account whatever its own state.
+let fleetPause = null;
+
 function accountState(a) {
+  const own = ownAccountState(a);
+  if (!fleetPause) return own;
+  const fleet = `paused with all delivery: ${fleetPause.reason || 'no reason'} (by ${fleetPause.pausedBy || '?'})`;
+  return ['paused', own[0] === 'paused' ? `${fleet}; and its own pause: ${own[1]}` : fleet];
+}
+
+function ownAccountState(a) {
   const pause = a.pause || {};
   if (pause.paused) {
     const until = pause.pausedUntil ? ` (until ${at(pause.pausedUntil)})` : '';
@@ -421,14 +434,13 @@ async function refreshAccounts() {
     seen.add(a.name);
     let row = accountRows.get(a.name);
     if (!row) { row = accountRow(a.name); accountRows.set(a.name, row); }
-    const [kind, text] = accountState(a);
+    row.account = a;
     const rate = a.rate || {};
     const c = row.cells;
     c.name.textContent = a.name;
     c.provider.textContent = a.provider;
     c.failover.textContent = a.failoverIndex === null ? '–' : `#${a.failoverIndex + 1}`;
-    c.state.textContent = text;
-    c.state.className = `state-${kind}`;
+    paintAccountState(row);
     c.rate.textContent = `${rate.perSecond} ${a.unit}/s${a.dailyQuota !== null && a.dailyQuota !== undefined ? `, ${a.dailyQuota}/day` : ''}`;
     c.burst.textContent = String(rate.burst);
     c.tokens.textContent = num(rate.tokens) === null ? '–' : num(rate.tokens).toFixed(1);
@@ -445,6 +457,17 @@ async function refreshAccounts() {
   if (rows.length !== body.children.length || rows.some((tr, i) => body.children[i] !== tr)) body.replaceChildren(...rows);
   $('#accounts-note').textContent = r.failover.length ? `(failover: ${r.failover.join(' → ')})` : '';
   firstAccount = r.failover[0] ?? null;
+}
+
+// An account's state cell from its latest row and the fleet's pause, each of which may arrive first.
+function paintAccountState(row) {
+  const [kind, text] = accountState(row.account);
+  row.cells.state.textContent = text;
+  row.cells.state.className = `state-${kind}`;
+}
+
+function paintAccountStates() {
+  for (const row of accountRows.values()) if (row.account) paintAccountState(row);
 }
 
 // The tenants with email waiting, largest backlog first, as the API orders
@@ -511,11 +534,13 @@ function logout(reason) {
   sessionStorage.removeItem('leasehold-token');
   $('#app').hidden = true;
   $('#login').hidden = false;
-  if (reason) alert(reason);
+  // Said on the login screen itself: a native alert() blocks the page and cannot be styled or read by a screen reader in place.
+  $('#login-error').textContent = reason || '';
 }
 
 function login(value) {
   token = value;
+  $('#login-error').textContent = '';
   sessionStorage.setItem('leasehold-token', value);
   $('#logout').hidden = false;
   $('#login').hidden = true;
@@ -555,10 +580,20 @@ $('#chart-window').addEventListener('change', () => {
   try { drawCharts(); } catch (error) { $('#chart-note').textContent = `(charts failed: ${error.message})`; }
 });
 $('#state-filter').addEventListener('change', () => refresh());
-$('#trace-form').addEventListener('submit', (e) => {
+// The trace panel shows one hold's answer: its life, or why there is none. It is
+// cleared before each request, so an error never sits above another hold's trace.
+function showTrace(id, content) {
+  $('#trace-note').textContent = id ? `(hold ${id})` : '';
+  $('#trace').replaceChildren(...(content ? [content] : []));
+  $('#trace-panel').hidden = !content;
+}
+
+$('#trace-form').addEventListener('submit', async (e) => {
   e.preventDefault();
-  act(async () => {
-    const t = await api('GET', `/v1/holds/${encodeURIComponent($('#trace-id').value.trim())}`);
+  const id = $('#trace-id').value.trim();
+  showTrace(null, null);
+  try {
+    const t = await api('GET', `/v1/holds/${encodeURIComponent(id)}`);
     // The whole life first (created, extensions, reminder, expiry or confirmation, each email), then the expiry email's five moments.
     const settledFirst = t.moments.eligibleAt === null;
     const lines = [
@@ -586,8 +621,16 @@ $('#trace-form').addEventListener('submit', (e) => {
     const pre = document.createElement('pre');
     pre.id = 'trace-output';
     pre.textContent = lines.join('\n');
-    $('#trace').replaceChildren(pre);
-  });
+    showTrace(t.hold.id, pre);
+  } catch (error) {
+    if (error.message === 'unauthorized') return;
+    const p = document.createElement('p');
+    p.id = 'trace-error';
+    p.className = 'trace-error';
+    p.setAttribute('role', 'alert');
+    p.textContent = `No trace: ${error.message}`;
+    showTrace(id, p);
+  }
 });
 
 if (token) login(token); else $('#login').hidden = false;

@@ -1,6 +1,6 @@
 import type { Queryable } from '../db/pool.js';
 import { HoldNotHeldError, IdempotencyConflictError, NotFoundError } from '../errors.js';
-import { holdFunctionError } from './function-errors.js';
+import { holdFunctionError, type ExtendField } from './function-errors.js';
 import { inMigratedSchema } from '../db/schema-errors.js';
 import { checkDb, checkOptions } from '../db/arguments.js';
 import type { Clock } from '../runtime/clock.js';
@@ -144,15 +144,22 @@ export async function getHold(db: Queryable, id: string, options: HoldOptions = 
 /**
  * A change through the hold functions (migrations/0024_hold_lifecycle.sql):
  * nothing changed is an unknown hold (NotFoundError) or one no longer held
- * (HoldNotHeldError, its status read again); their 22023 is a bad field.
+ * (HoldNotHeldError, its status read again); their 22023 is a bad field
+ * (for an extension, named as the caller sent it: `extendedBy`).
  */
-async function holdChange(db: Queryable, schema: string, holdId: string, change: () => Promise<HoldRow | undefined>): Promise<Hold> {
+async function holdChange(
+  db: Queryable,
+  schema: string,
+  holdId: string,
+  change: () => Promise<HoldRow | undefined>,
+  extendedBy?: ExtendField,
+): Promise<Hold> {
   let row: HoldRow | undefined;
   try {
     row = await change();
   } catch (error) {
     const { code, message, column } = error as { code?: string; message?: string; column?: string };
-    const translated = code === '22023' && message ? holdFunctionError({ code, message, ...(column ? { column } : {}) }) : undefined;
+    const translated = code === '22023' && message ? holdFunctionError({ code, message, ...(column ? { column } : {}) }, extendedBy) : undefined;
     throw translated ?? error;
   }
   if (row) return holdFromRow(row);
@@ -198,6 +205,7 @@ export async function extendHold(db: Queryable, id: string, input: ExtendHoldInp
     const schema = schemaOf(options);
     const holdId = validateHoldId(id);
     const to = validateExtendHold(input);
-    return holdChange(db, schema, holdId, () => holdsExtend(db, schema, holdId, to, options.clock?.now() ?? null));
+    const extendedBy = to.ttlSeconds !== null ? 'ttlSeconds' : 'expiresAt';
+    return holdChange(db, schema, holdId, () => holdsExtend(db, schema, holdId, to, options.clock?.now() ?? null), extendedBy);
   });
 }

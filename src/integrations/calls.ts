@@ -1,5 +1,5 @@
 import { LeaseholdError } from '../errors.js';
-import { holdFunctionError } from '../holds/function-errors.js';
+import { holdFunctionError, type ExtendField } from '../holds/function-errors.js';
 import type { Hold, HoldStatus } from '../model/hold-states.js';
 import { ident } from '../db/pool.js';
 import { holdFromRow, type HoldRow } from '../tables/holds.js';
@@ -185,22 +185,23 @@ function databaseError(error: unknown, depth = 0): { code: string; message: stri
 /**
  * The SQL functions' errors as the library's (holds/function-errors.ts),
  * with the driver's error as `cause`, wherever the driver wrapped it.
- * Anything else is returned as it was.
+ * Anything else is returned as it was. `extendedBy`: the field an
+ * extension was asked with (its refusal names it).
  */
-export function leaseholdErrorFrom(error: unknown): unknown {
+export function leaseholdErrorFrom(error: unknown, extendedBy?: ExtendField): unknown {
   if (error instanceof LeaseholdError) return error;
   const db = databaseError(error);
-  const translated = db && holdFunctionError(db);
+  const translated = db && holdFunctionError(db, extendedBy);
   return translated ? Object.assign(translated, { cause: error }) : error;
 }
 
 /** Run one call through `execute` and read back its hold, the errors translated. */
-export async function runHoldCall(execute: () => PromiseLike<unknown>): Promise<Hold> {
+export async function runHoldCall(execute: () => PromiseLike<unknown>, extendedBy?: ExtendField): Promise<Hold> {
   let result: unknown;
   try {
     result = await execute();
   } catch (error) {
-    throw leaseholdErrorFrom(error);
+    throw leaseholdErrorFrom(error, extendedBy);
   }
   const row = rowsOf(result)[0];
   if (!row) throw new TypeError('leasehold: the hold function returned no row');
@@ -221,11 +222,13 @@ export interface HoldHelpers<T> {
  * result read back and the errors translated here).
  */
 export function holdHelpers<T>(execute: (tx: T, c: FunctionCall, schema: string) => PromiseLike<unknown>): HoldHelpers<T> {
-  const run = (tx: T, c: FunctionCall, options: HoldCallOptions) => runHoldCall(() => execute(tx, c, schemaOf(options)));
+  const run = (tx: T, c: FunctionCall, options: HoldCallOptions, extendedBy?: ExtendField) =>
+    runHoldCall(() => execute(tx, c, schemaOf(options)), extendedBy);
   return {
     createHold: (tx, input, options = {}) => run(tx, createHoldCall(input), options),
     confirmHold: (tx, id, options = {}) => run(tx, confirmHoldCall(id, options), options),
     cancelHold: (tx, id, options = {}) => run(tx, cancelHoldCall(id), options),
-    extendHold: (tx, id, change, options = {}) => run(tx, extendHoldCall(id, change), options),
+    extendHold: (tx, id, change, options = {}) =>
+      run(tx, extendHoldCall(id, change), options, change.ttlSeconds !== undefined ? 'ttlSeconds' : 'expiresAt'),
   };
 }

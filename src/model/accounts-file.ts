@@ -40,6 +40,7 @@ const PROVIDER_SETTINGS: Record<AccountProvider, { required: string[]; optional:
 
 
 const COMMON_FIELDS = ['name', 'provider', 'rate', 'dailyQuota', 'batch', 'from'];
+const MAX_DAILY_QUOTA = 2_147_483_647;
 const REFERENCE = /^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$/;
 
 const fileSchema = onFirstUse((z) => {
@@ -52,7 +53,13 @@ const fileSchema = onFirstUse((z) => {
     name: z.string({ error: 'must be a string' }).regex(ACCOUNT_NAME, 'must be lowercase letters, digits, - and _ (at most 63), starting with a letter or digit'),
     provider: z.enum(ACCOUNT_PROVIDERS, { error: `must be one of ${ACCOUNT_PROVIDERS.join(', ')}` }),
     rate,
-    dailyQuota: z.number({ error: 'must be a whole number of emails' }).int('must be a whole number of emails').min(1, 'must be at least 1').optional(),
+    // The quota is compared as a PostgreSQL integer (tables/rate-limiter/permits.ts).
+    dailyQuota: z
+      .number({ error: 'must be a whole number of emails' })
+      .int('must be a whole number of emails')
+      .min(1, 'must be at least 1')
+      .max(MAX_DAILY_QUOTA, `must be at most ${MAX_DAILY_QUOTA}`)
+      .optional(),
     batch: z.number({ error: 'must be a whole number' }).int('must be a whole number').min(1, 'must be at least 1 (1 turns batching off)').optional(),
     from: z.string({ error: 'must be a string' }).min(3, 'must be a sender address').optional(),
   });

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { domainToASCII } from 'node:url';
 import { ValidationError } from '../errors.js';
 
 /**
@@ -11,7 +12,8 @@ import { ValidationError } from '../errors.js';
  */
 export function normalizeAddress(address: string): string {
   if (typeof address !== 'string') throw new ValidationError('address', address === undefined ? 'required' : 'must be a string');
-  return address.trim().toLowerCase();
+  // An internationalized domain is keyed in its ASCII form, the one holds store and providers report.
+  return asciiDomain(address.trim()).toLowerCase();
 }
 
 export function addressHash(address: string): string {
@@ -34,6 +36,39 @@ export function validateAddress(value: unknown, field = 'address'): string {
     throw new ValidationError(field, 'must be an email address such as ana@example.com');
   }
   return address;
+}
+
+// zod's email rule (z.regexes.email, mirrored by create_hold in migrations/), with a top-level domain in punycode allowed too (`.xn--p1ai`, .рф).
+const SENDABLE_ADDRESS = /^(?:[A-Za-z0-9_'+-]+\.)*[A-Za-z0-9_'+-]*[A-Za-z0-9_+-]@(?:[A-Za-z0-9][A-Za-z0-9-]*\.)+(?:[A-Za-z]{2,}|xn--[A-Za-z0-9-]+)$/;
+const MAX_ADDRESS_LENGTH = 254;
+// Any character outside ASCII.
+const NON_ASCII = /[^\x00-\x7f]/;
+
+/** The address with its domain, when that is internationalized, as punycode (`ana@bücher.de` -> `ana@xn--bcher-kva.de`); '' after the @ when it is no valid domain. */
+function asciiDomain(address: string): string {
+  const at = address.lastIndexOf('@');
+  if (at < 0 || !NON_ASCII.test(address.slice(at + 1))) return address;
+  return `${address.slice(0, at + 1)}${domainToASCII(address.slice(at + 1))}`;
+}
+
+/**
+ * A customer's address as leasehold stores and sends it, or why it cannot
+ * be. An internationalized domain (IDN) is accepted and kept as punycode,
+ * the form every provider takes (Amazon SES requires it) and the one
+ * bounce and complaint events report it in. A local part outside ASCII
+ * (SMTPUTF8, RFC 6531) is refused, saying why: Amazon SES does not support
+ * SMTPUTF8 and Postmark refuses such addresses, and a hold does not know
+ * which account will send its email.
+ */
+export function sendableAddress(value: string): { address: string } | { problem: string } {
+  const at = value.lastIndexOf('@');
+  if (at > 0 && NON_ASCII.test(value.slice(0, at))) {
+    return { problem: 'must have an ASCII local part (before the @): Amazon SES and Postmark do not accept internationalized ones (SMTPUTF8, RFC 6531)' };
+  }
+  const address = asciiDomain(value);
+  if (!SENDABLE_ADDRESS.test(address)) return { problem: 'must be an email address' };
+  if (address.length > MAX_ADDRESS_LENGTH) return { problem: `must be at most ${MAX_ADDRESS_LENGTH} characters with its domain as punycode` };
+  return { address };
 }
 
 /**

@@ -2,6 +2,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import type { z } from 'zod';
 import { ValidationError } from '../errors.js';
 import { checkJsonValue, storableText } from '../text.js';
+import { sendableAddress } from './address.js';
 import { onFirstUse } from '../zod.js';
 import { describeZodError, zodValidationError, type IssueContext } from './zod-issues.js';
 
@@ -45,7 +46,13 @@ export const createHoldSchema = onFirstUse((z) =>
   z
     .object({
       id: holdIdSchema().optional(),
-      customerEmail: storableText().max(254, 'must be at most 254 characters').pipe(z.email('must be an email address')),
+      // An internationalized domain is accepted and stored as punycode (model/address.ts sendableAddress; validateCreateHold converts it).
+      customerEmail: storableText()
+        .max(254, 'must be at most 254 characters')
+        .superRefine((value, ctx) => {
+          const sendable = sendableAddress(value);
+          if ('problem' in sendable) ctx.addIssue({ code: 'custom', message: sendable.problem });
+        }),
       expiresAt: deadlineSchema().optional(),
       ttlSeconds: secondsSchema().optional(),
       metadata: z.record(z.string(), z.unknown()).optional(),
@@ -143,7 +150,9 @@ export function validateCreateHold(input: unknown): ValidHold {
   if (Buffer.byteLength(metadataJson) > MAX_METADATA_BYTES) {
     throw new ValidationError('metadata', `must be at most ${MAX_METADATA_BYTES} bytes as JSON`);
   }
-  const customerEmail = v.customerEmail;
+  // The schema checked it is sendable; this is its stored form.
+  const sendable = sendableAddress(v.customerEmail);
+  const customerEmail = 'address' in sendable ? sendable.address : v.customerEmail;
   // expiresAt as an instant, so the same moment written in another zone is the same request.
   const requestHash = createHash('sha256')
     .update(JSON.stringify([customerEmail, expiresAt ? expiresAt.toISOString() : null, v.ttlSeconds ?? null, metadataJson]))
@@ -162,16 +171,36 @@ export function validateCreateHold(input: unknown): ValidHold {
 }
 
 /**
- * The rules on expiresAt that depend on `now` (the caller's view of the
+ * The rules on the deadline that depend on `now` (the caller's view of the
  * clock; the database enforces nothing about the future, so this is where
- * "in the past" and "absurdly far" are caught).
+ * "in the past" and "absurdly far" are caught), and the reminder the
+ * request asks for, which must fall after `now`.
  */
 export function checkExpiresAt(hold: ValidHold, now: Date): void {
-  if (hold.expiresAt === undefined) return;
-  if (hold.expiresAt.getTime() <= now.getTime()) throw new ValidationError('expiresAt', 'must be in the future');
-  if (hold.expiresAt.getTime() > now.getTime() + MAX_TTL_SECONDS * 1000) {
-    throw new ValidationError('expiresAt', 'must be within 30 days');
+  if (hold.expiresAt !== undefined) {
+    if (hold.expiresAt.getTime() <= now.getTime()) throw new ValidationError('expiresAt', 'must be in the future');
+    if (hold.expiresAt.getTime() > now.getTime() + MAX_TTL_SECONDS * 1000) {
+      throw new ValidationError('expiresAt', 'must be within 30 days');
+    }
   }
+  checkReminder(hold, now);
+}
+
+/**
+ * A reminder asked for `remindBeforeSeconds` before a hold that does not
+ * last that long would be due before the hold exists, and the database
+ * writes none (reminder_write_, migration 0024): refused rather than
+ * accepted and silently never sent. Only a request that names it is held to
+ * this; the service's default (LEASEHOLD_REMIND_BEFORE_S) is skipped for a
+ * short hold, as documented, and written if an extension leaves room.
+ */
+function checkReminder(hold: ValidHold, now: Date): void {
+  const before = hold.remindBeforeSeconds;
+  if (typeof before !== 'number') return;
+  const lasts = hold.ttlSeconds ?? (hold.expiresAt!.getTime() - now.getTime()) / 1000;
+  if (before < lasts) return;
+  const length = hold.ttlSeconds !== undefined ? `ttlSeconds ${hold.ttlSeconds}` : `expiresAt is ${Math.floor(lasts)} seconds away`;
+  throw new ValidationError('remindBeforeSeconds', `must be less than the hold lasts (${length}): a reminder ${before} seconds before expiry could never be sent`);
 }
 
 export function validateHoldId(id: unknown, field = 'id'): string {

@@ -40,7 +40,7 @@ export interface IssueProblem {
  * missing), else the first issue.
  */
 export function describeZodError(error: z.ZodError, context: IssueContext = {}): IssueProblem {
-  const issue = error.issues.find((i) => i.code === 'unrecognized_keys') ?? error.issues[0];
+  const issue = error.issues.find((i) => i.code === 'unrecognized_keys') ?? error.issues.find((i) => !isSafeIntegerRange(i)) ?? error.issues[0];
   if (issue === undefined) return { path: [], message: 'is not valid' };
   return describeIssue(issue, context);
 }
@@ -88,8 +88,19 @@ function describeIssue(issue: Issue, context: IssueContext, base: PropertyKey[] 
       }
       return { path, message: ownMessage(issue) ?? `must be ${typeWord(issue.expected)}` };
     default:
-      return { path, message: ownMessage(issue) ?? reword(issue) };
+      // The int rule's own message ("must be a whole number") is wrong about 1e20, which is whole and too large.
+      return { path, message: isSafeIntegerRange(issue) ? reword(issue) : (ownMessage(issue) ?? reword(issue)) };
   }
+}
+
+/**
+ * zod's `.int()` also refuses a number past ±2^53 (9007199254740991), as a
+ * too_big/too_small issue carrying the int rule's message. A field's own
+ * bound, when it has one, says it better, so that issue is reported first;
+ * alone, it is worded from its bound.
+ */
+function isSafeIntegerRange(issue: Issue): boolean {
+  return (issue.code === 'too_big' || issue.code === 'too_small') && issue.origin === 'int';
 }
 
 /** Our words for an issue zod worded itself. */

@@ -1,6 +1,7 @@
 import { ValidationError } from '../errors.js';
 import { onFirstUse } from '../zod.js';
 import { describeZodError } from '../model/zod-issues.js';
+import { sendableAddress } from '../model/address.js';
 
 /**
  * The retention policy and the tables it reaches, as data. Pure: no database
@@ -173,13 +174,18 @@ const addressSchema = onFirstUse((z) =>
     .string('must be a string')
     .trim()
     .min(3, 'must be an email address')
-    .max(254, 'must be at most 254 characters')
-    .pipe(z.email('must be an email address')),
+    .max(254, 'must be at most 254 characters'),
 );
 
-/** Validate an address given for erasure; the comparison is trimmed and case-insensitive. */
+/**
+ * Validate an address given for erasure; the comparison is trimmed and
+ * case-insensitive, and an internationalized domain is compared in the
+ * punycode form holds store it in (model/address.ts sendableAddress).
+ */
 export function validateErasureAddress(value: unknown, field = 'email'): string {
   const parsed = addressSchema().safeParse(value);
   if (!parsed.success) throw new ValidationError(field, describeZodError(parsed.error, { input: value }).message);
-  return parsed.data.toLowerCase();
+  const sendable = sendableAddress(parsed.data);
+  if ('problem' in sendable) throw new ValidationError(field, sendable.problem);
+  return sendable.address.toLowerCase();
 }

@@ -81,10 +81,23 @@ export function unsupportedMediaType(contentType: string | undefined): ApiError 
   return new ApiError(415, 'unsupported_media_type', message);
 }
 
+/** The 413 says the limit (Fastify's own says only "Request body is too large"): the route's, 512 KiB for webhooks, 64 KiB elsewhere. */
+export function payloadTooLarge(limitBytes: number): ApiError {
+  const limit = limitBytes % 1024 === 0 ? `${limitBytes / 1024} KiB` : `${limitBytes} bytes`;
+  return new ApiError(413, 'payload_too_large', `the body is larger than the limit (${limit})`);
+}
+
+/** Fastify's refusals that ours say better, given the request they refused. */
+function reworded(error: unknown, request: FastifyRequest): unknown {
+  const code = (error as { code?: string } | null)?.code;
+  if (code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') return unsupportedMediaType(request.headers['content-type']);
+  if (code === 'FST_ERR_CTP_BODY_TOO_LARGE') return payloadTooLarge(request.routeOptions.bodyLimit);
+  return error;
+}
+
 export function errorHandler(logger: Logger) {
   return (error: unknown, request: FastifyRequest, reply: FastifyReply) => {
-    const mediaType = (error as { code?: string } | null)?.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE';
-    const { statusCode, body } = toErrorResponse(mediaType ? unsupportedMediaType(request.headers['content-type']) : error);
+    const { statusCode, body } = toErrorResponse(reworded(error, request));
     if (statusCode >= 500) {
       // Message, code and stack only: a database error's `detail` can quote row values (a recipient).
       const e = error as { message?: string; code?: string; stack?: string };

@@ -79,6 +79,27 @@ describe('one convention', () => {
     expect((await lh.holds.cancel('lib-1')).status).toBe('cancelled');
   });
 
+  it('says its refusals as the caller asked: the extension field sent, the time in ISO 8601, a reminder longer than the hold, an IDN domain', async () => {
+    const lh = createLeasehold({ pool: db.pool, schema: db.schema, logger: silentLogger });
+    const { hold } = await lh.holds.create({ id: 'lib-words', customerEmail: 'ana@bücher.de', ttlSeconds: 3600 });
+    expect(hold.customerEmail).toBe('ana@xn--bcher-kva.de');
+    const current = hold.expiresAt.toISOString();
+    await expect(lh.holds.extend('lib-words', { ttlSeconds: 10 })).rejects.toMatchObject({
+      field: 'ttlSeconds',
+      message: `ttlSeconds: must reach past the hold's current expiresAt (${current}): extending only moves a hold later`,
+    });
+    await expect(lh.holds.extend('lib-words', { expiresAt: new Date(hold.expiresAt.getTime() - 1000) })).rejects.toMatchObject({
+      field: 'expiresAt',
+      message: `expiresAt: must be after the hold's current expiresAt (${current})`,
+    });
+    await expect(lh.holds.create({ customerEmail: 'ana@example.com', ttlSeconds: 60, remindBeforeSeconds: 120 })).rejects.toMatchObject({
+      field: 'remindBeforeSeconds',
+    });
+    await expect(lh.holds.create({ customerEmail: 'josé@example.com', ttlSeconds: 60 })).rejects.toThrow(/customerEmail: must have an ASCII local part/);
+    // Settled, so the lane tests below see only their own holds come due.
+    await lh.holds.cancel('lib-words');
+  });
+
   it('free functions run inside the application transaction and roll back with it', async () => {
     await expect(
       withTransaction(db.pool, async (client) => {

@@ -157,6 +157,7 @@ describe('Resend (Svix signatures)', () => {
     expect((await resend(big)).statusCode).toBe(200);
     const tooBig = resendEvent('email.delivered', 're-big-2', 'big@example.com', { subject: 'x'.repeat(600 * 1024) });
     expect((await resend(tooBig)).statusCode).toBe(413);
+    expect((await resend(tooBig)).json().error).toEqual({ code: 'payload_too_large', message: 'the body is larger than the limit (512 KiB)' });
   });
 
   it('an unknown message id is kept with no intent, not an error', async () => {

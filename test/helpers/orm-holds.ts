@@ -119,6 +119,11 @@ export function describeOrmHolds<Tx>(name: string, connect: (db: TestDatabase) =
       expect(await attempt((tx) => orm.createHold(tx, { id: 'h-taken', customerEmail: 'other@example.com', ttlSeconds: 60 }, options))).toBeInstanceOf(
         IdempotencyConflictError,
       );
+      // An extension asked in seconds that would not move the hold later is refused on ttlSeconds, the time in ISO 8601.
+      await orm.transaction(async (tx) => void (await orm.createHold(tx, { id: 'h-long', customerEmail: 'di@example.com', ttlSeconds: 3600 }, options)));
+      const earlier = await attempt((tx) => orm.extendHold(tx, 'h-long', { ttlSeconds: 10 }, options));
+      expect(earlier).toBeInstanceOf(ValidationError);
+      expect(earlier).toMatchObject({ field: 'ttlSeconds', message: expect.stringMatching(/current expiresAt \(\d{4}-\d\d-\d\dT[\d:.]+Z\)/) });
       expect(await attempt((tx) => orm.confirmHold(tx, 'h-missing', options))).toBeInstanceOf(NotFoundError);
       const notHeld = await attempt((tx) => orm.confirmHold(tx, 'h-cancel', options));
       expect(notHeld).toBeInstanceOf(HoldNotHeldError);

@@ -195,9 +195,12 @@ describe("a hold's reminder, expiry and confirmation", () => {
     expect(s.gateway.calls).toHaveLength(0);
   });
 
-  it('a reminder is skipped when the hold is shorter than remindBefore, and written when an extension leaves room for it', async () => {
+  it("the default reminder is skipped when the hold is shorter than it, and written when an extension leaves room for it; a request's own is refused", async () => {
     const s = await scenario();
-    await createHold(db.pool, { id: s.id, customerEmail: 'ana@example.com', ttlSeconds: 3, remindBeforeSeconds: 4 }, s.opts);
+    await expect(createHold(db.pool, { id: s.id, customerEmail: 'ana@example.com', ttlSeconds: 3, remindBeforeSeconds: 4 }, s.opts)).rejects.toMatchObject({
+      field: 'remindBeforeSeconds',
+    });
+    await createHold(db.pool, { id: s.id, customerEmail: 'ana@example.com', ttlSeconds: 3 }, { ...s.opts, defaults: { remindBeforeSeconds: 4 } });
     expect(await s.states()).toEqual({});
     await extendHold(db.pool, s.id, { ttlSeconds: 10 }, s.opts);
     expect(await s.states()).toEqual({ 'reservation-reminder': 'pending' });

@@ -126,3 +126,24 @@ describe('did you mean', () => {
     expect(editDistance('kitten', 'sitting')).toBe(3);
   });
 });
+
+describe('a number past 2^53 is too large, not "not whole"', () => {
+  it("says the field's own bound where it has one, else the largest safe integer", () => {
+    const seconds = z.number().int('must be a whole number of seconds').min(1, 'must be at least 1').max(2592000, 'must be at most 2592000 (30 days)');
+    expect(said(seconds, 1e20)).toBe('body: must be at most 2592000 (30 days)');
+    expect(said(seconds, 3e6)).toBe('body: must be at most 2592000 (30 days)');
+    expect(said(seconds, -1e20)).toBe('body: must be at least 1');
+    expect(said(seconds, 1.5)).toBe('body: must be a whole number of seconds');
+    const unbounded = z.number().int('must be a whole number of emails');
+    expect(said(unbounded, 1e20)).toBe('body: must be at most 9007199254740991');
+    expect(said(unbounded, -1e20)).toBe('body: must be at least -9007199254740991');
+    expect(said(unbounded, 2.5)).toBe('body: must be a whole number of emails');
+  });
+
+  it('every whole-seconds field of a hold says so for 1e20', () => {
+    for (const field of ['ttlSeconds', 'remindBeforeSeconds']) {
+      const input = { customerEmail: 'a@b.example', ttlSeconds: 60, [field]: 1e20 };
+      expect(() => validateCreateHold(input)).toThrow(`${field}: must be at most 2592000 (30 days)`);
+    }
+  });
+});

@@ -70,6 +70,12 @@ export const createHoldBody = () =>
   createHoldSchema().extend({
     expiresAt: Timestamp.optional().describe('in the future and within 30 days; exactly one of expiresAt and ttlSeconds'),
     ttlSeconds: createHoldSchema().shape.ttlSeconds.describe('1..2592000; exactly one of expiresAt and ttlSeconds'),
+    customerEmail: createHoldSchema().shape.customerEmail.describe(
+      'an internationalized domain is accepted and stored as punycode (ana@bücher.de is ana@xn--bcher-kva.de); the local part must be ASCII (Amazon SES and Postmark refuse SMTPUTF8 addresses)',
+    ),
+    remindBeforeSeconds: createHoldSchema().shape.remindBeforeSeconds.describe(
+      'send a reminder this many seconds before expiry; less than the hold lasts (a longer one is refused, as it could never be sent). Default LEASEHOLD_REMIND_BEFORE_S',
+    ),
     tenant: createHoldSchema().shape.tenant.describe(
       "whose hold this is: empty, or 1-128 characters by the rule of an id; default '' (the empty tenant). Its intent carries it",
     ),
