@@ -85,6 +85,8 @@ describe('the packed package', () => {
     expect(Object.keys(installedManifest.scripts ?? {}).filter((name) => /^(pre|post)?(install|prepare)$/.test(name))).toEqual([]);
     expect(existsSync(path.join(app(), 'node_modules/leasehold/dist/src/index.js'))).toBe(true);
     expect(installOutput).not.toMatch(/allowScripts/);
+    // Every runtime dependency supports the Node versions `engines` promises (cookie@2, of light-my-request 6.8, wanted Node 22).
+    expect(installOutput).not.toMatch(/EBADENGINE/);
   });
 
   it("imports as 'leasehold' and 'leasehold/server'", async () => {
