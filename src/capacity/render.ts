@@ -264,7 +264,43 @@ export function renderReport(r: CapacityReport): string[] {
     for (const note of design.notes) out.push(`      * ${note}`);
   }
 
+  out.push('', 'Prices used (each from its source page, on the date given)');
+  out.push(...table(r.prices.used.map((p) => [p.key, `${p.price}  ${p.source === 'none' ? 'no source' : p.source} (${p.taken})`]), '  '));
+
   out.push('', 'What this model cannot know');
   for (const u of r.unknowns) out.push(`  - ${u}`);
   return out;
+}
+
+/**
+ * The default: each answer in one line (can it keep up, does the worst
+ * burst keep the promise and the deadlines, the quota, the storage, the
+ * cost of each design). --detail prints renderReport, every figure with its
+ * formula and every price with its source and date.
+ */
+export function renderSummary(r: CapacityReport): string[] {
+  const w = r.workload;
+  const b = r.burst;
+  const misses = b?.deadlines.filter((d) => d.verdict === 'misses') ?? [];
+  const burst = !b
+    ? 'none given (--burst-holds)'
+    : b.oldestEmailAgeSeconds === null
+      ? `${int(b.holds)} holds: never drains`
+      : `${int(b.holds)} holds drain in ${b.drainSeconds === null ? 'never' : seconds(b.drainSeconds)}, oldest email ${seconds(b.oldestEmailAgeSeconds)} ` +
+        `against the ${seconds(b.promiseSeconds)} promise: ${b.verdict}` +
+        (misses.length > 0 ? `; ${misses.map((d) => `${d.kind} deadline misses ${int(d.missedEmails)}`).join(', ')}` : '');
+  const cheapest = Math.min(...r.costs.map((d) => d.monthlyUsd));
+  return [
+    `leasehold capacity: ${int(w.volume.emailsPerDay)} emails/day, ${w.provider.name}, ${w.deployment.workers} worker(s)`,
+    ...table([
+      ['sending rate', `${r.steady.verdict}: ${dec(r.steady.emailsPerSecond, 2)} emails/s average against ${dec(r.steady.sendRatePerSecond, 1)}/s (${pct(r.steady.utilisation)})`],
+      ['worst burst', burst],
+      ['daily quota', r.quota.verdict],
+      ['storage', `${bytes(r.rows.atRetention.bytes)} at ${r.rows.atRetention.days} days; ${dec(r.statements.average.total, 1)} statements/s on average`],
+      ...r.costs.map((d): [string, string] => [d.id === 'leasehold' ? 'cost, this design' : `cost, ${d.id}`, `${usd(d.monthlyUsd)} a month${d.monthlyUsd === cheapest ? ' (cheapest)' : ''}`]),
+    ]),
+    // What was modelled (an accounts file left out for provider flags, ...) is no detail.
+    ...r.accounts.notes.map((note) => `  ${note}`),
+    `Prices of ${r.prices.recorded} (${r.prices.region}); --detail for every formula and each price with its source and date.`,
+  ];
 }

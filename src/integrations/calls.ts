@@ -1,6 +1,7 @@
 import { LeaseholdError } from '../errors.js';
 import { holdFunctionError, type ExtendField } from '../holds/function-errors.js';
 import type { Hold, HoldStatus } from '../model/hold-states.js';
+import type { CreateHoldResult } from '../holds/holds.js';
 import { ident } from '../db/pool.js';
 import { holdFromRow, type HoldRow } from '../tables/holds.js';
 
@@ -108,7 +109,24 @@ export const schemaOf = (options: HoldCallOptions): string => options.schema ?? 
  */
 export function statement(c: FunctionCall, schema: string, placeholder: (n: number) => string = (n) => `$${n}`): { text: string; values: unknown[] } {
   const args = c.args.map((a, i) => `${a.name} => ${placeholder(i + 1)}::${a.cast}`).join(', ');
-  return { text: `SELECT * FROM ${ident(schema)}.${c.fn}(${args})`, values: c.args.map((a) => a.value) };
+  const { before, after } = selectAround(c, schema);
+  return { text: `${before}${ident(schema)}.${c.fn}(${args})${after}`, values: c.args.map((a) => a.value) };
+}
+
+/**
+ * The SELECT around a call: its row, and for create_hold whether this call
+ * made the hold (`created`, the library's `{ hold, created }`), which the
+ * function itself does not return. The statement's snapshot is taken before
+ * the function runs, so the hold is new if that snapshot did not have it
+ * (a retry in the same transaction did) and it carries this transaction's
+ * now() (a concurrent create of the same id that committed first does not).
+ */
+export function selectAround(c: FunctionCall, schema: string): { before: string; after: string } {
+  if (c.fn !== 'create_hold') return { before: 'SELECT * FROM ', after: '' };
+  return {
+    before: `SELECT h.*, (h.created_at = now() AND NOT EXISTS (SELECT 1 FROM ${ident(schema)}.support_reservations r WHERE r.id = h.id)) AS created FROM `,
+    after: ' h',
+  };
 }
 
 /** The rows of whatever a driver returned: node-postgres' `{ rows }`, or postgres.js' and Prisma's array. */
@@ -195,8 +213,8 @@ export function leaseholdErrorFrom(error: unknown, extendedBy?: ExtendField): un
   return translated ? Object.assign(translated, { cause: error }) : error;
 }
 
-/** Run one call through `execute` and read back its hold, the errors translated. */
-export async function runHoldCall(execute: () => PromiseLike<unknown>, extendedBy?: ExtendField): Promise<Hold> {
+/** Run one call through `execute` and read back its row, the errors translated. */
+async function runCall(execute: () => PromiseLike<unknown>, extendedBy?: ExtendField): Promise<Record<string, unknown>> {
   let result: unknown;
   try {
     result = await execute();
@@ -205,12 +223,18 @@ export async function runHoldCall(execute: () => PromiseLike<unknown>, extendedB
   }
   const row = rowsOf(result)[0];
   if (!row) throw new TypeError('leasehold: the hold function returned no row');
-  return holdFromDriverRow(row);
+  return row;
+}
+
+/** Run one call through `execute` and read back its hold, the errors translated. */
+export async function runHoldCall(execute: () => PromiseLike<unknown>, extendedBy?: ExtendField): Promise<Hold> {
+  return holdFromDriverRow(await runCall(execute, extendedBy));
 }
 
 /** The four hold functions of one ORM helper, given how it runs a call on its transaction type `T`. */
 export interface HoldHelpers<T> {
-  createHold(tx: T, input: CreateHoldArgs, options?: HoldCallOptions): Promise<Hold>;
+  /** The library's shape: the hold, and whether this call made it (false: an idempotent retry). */
+  createHold(tx: T, input: CreateHoldArgs, options?: HoldCallOptions): Promise<CreateHoldResult>;
   confirmHold(tx: T, id: string, options?: HoldCallOptions & ConfirmHoldArgs): Promise<Hold>;
   cancelHold(tx: T, id: string, options?: HoldCallOptions): Promise<Hold>;
   extendHold(tx: T, id: string, change: ExtendHoldArgs, options?: HoldCallOptions): Promise<Hold>;
@@ -225,7 +249,12 @@ export function holdHelpers<T>(execute: (tx: T, c: FunctionCall, schema: string)
   const run = (tx: T, c: FunctionCall, options: HoldCallOptions, extendedBy?: ExtendField) =>
     runHoldCall(() => execute(tx, c, schemaOf(options)), extendedBy);
   return {
-    createHold: (tx, input, options = {}) => run(tx, createHoldCall(input), options),
+    createHold: async (tx, input, options = {}) => {
+      const row = await runCall(() => execute(tx, createHoldCall(input), schemaOf(options)));
+      // A driver may answer the boolean as text ('t') or a number; every other column is read by holdFromDriverRow.
+      const created = row.created;
+      return { hold: holdFromDriverRow(row), created: created === true || created === 't' || created === 'true' || created === 1 };
+    },
     confirmHold: (tx, id, options = {}) => run(tx, confirmHoldCall(id, options), options),
     cancelHold: (tx, id, options = {}) => run(tx, cancelHoldCall(id), options),
     extendHold: (tx, id, change, options = {}) =>

@@ -1,5 +1,5 @@
 import { sql, type SQL } from 'drizzle-orm';
-import { holdHelpers, type FunctionCall } from './calls.js';
+import { holdHelpers, selectAround, type FunctionCall } from './calls.js';
 
 /**
  * leasehold/drizzle: holds inside a Drizzle transaction, on either of its
@@ -23,7 +23,8 @@ function toSql(c: FunctionCall, schema: string): SQL {
     c.args.map((a) => sql`${sql.raw(a.name)} => ${a.value}::${sql.raw(a.cast)}`),
     sql`, `,
   );
-  return sql`SELECT * FROM ${sql.identifier(schema)}.${sql.raw(c.fn)}(${args})`;
+  const { before, after } = selectAround(c, schema);
+  return sql`${sql.raw(before)}${sql.identifier(schema)}.${sql.raw(c.fn)}(${args})${sql.raw(after)}`;
 }
 
 export type { CreateHoldArgs, ExtendHoldArgs, ConfirmHoldArgs, HoldCallOptions } from './calls.js';

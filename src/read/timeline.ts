@@ -100,6 +100,8 @@ async function emailStory(db: Queryable, schema: string, intent: Intent): Promis
   return { kind: intent.template, intent, message, attempts, events, outcome, firstAcceptedAt: first ? (first.finishedAt ?? first.startedAt) : null };
 }
 
+const attemptsWord = (n: number) => `${n} attempt${n === 1 ? '' : 's'}`;
+
 function lifeOf(hold: Hold, extensions: HoldExtension[], emails: EmailStory[]): LifeEvent[] {
   // The deadline it was created with: before the first extension, if any.
   const created = extensions[0]?.from ?? hold.expiresAt;
@@ -116,9 +118,13 @@ function lifeOf(hold: Hold, extensions: HoldExtension[], emails: EmailStory[]): 
       life.push({ at: i.availableAt, what: `${name} due`, detail: `${i.attempts > 0 ? 'next attempt' : 'first attempt'} at ${i.availableAt.toISOString()}${by}` });
       continue;
     }
-    if (email.firstAcceptedAt) life.push({ at: email.firstAcceptedAt, what: `${name} sent`, detail: `after ${email.attempts.length} attempt(s)` });
+    // Each send counts the attempts it took, not every attempt the intent ever
+    // made: after a replay the list also holds the replay's attempts.
+    const firstAccepted = email.attempts.findIndex((a) => a.outcome === 'accepted');
+    if (email.firstAcceptedAt) life.push({ at: email.firstAcceptedAt, what: `${name} sent`, detail: `after ${attemptsWord(firstAccepted + 1)}` });
     if (i.replays > 0 && i.sentAt && email.firstAcceptedAt && i.sentAt.getTime() !== email.firstAcceptedAt.getTime()) {
-      life.push({ at: i.sentAt, what: `${name} sent again (replay ${i.replays})` });
+      const lastAccepted = email.attempts.findLastIndex((a) => a.outcome === 'accepted');
+      life.push({ at: i.sentAt, what: `${name} sent again (replay ${i.replays})`, detail: `after ${attemptsWord(lastAccepted - firstAccepted)}` });
     }
     if (i.state === 'voided') life.push({ at: i.finishedAt!, what: `${name} voided`, detail: i.lastError ?? 'never sent' });
     if (i.state === 'missed_deadline') {

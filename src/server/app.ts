@@ -203,10 +203,11 @@ export function buildApp(options: ApiOptions): FastifyInstance {
       suppressionRoutes(v1, ctx);
       tenantRoutes(v1, ctx);
       auditRoutes(v1, ctx);
-      openApiRoutes(v1);
     },
     { prefix: '/v1' },
   );
+  // Open, like /healthz: the contract is not a secret (server/openapi.ts).
+  void app.register(async (plugin) => openApiRoutes(plugin.withTypeProvider<ZodTypeProvider>()), { prefix: '/v1' });
   // Outside the bearer-token scope: each provider proves itself its own way.
   void app.register(webhookRoutes(ctx, options.webhooks ?? {}, options.accountWebhooks), { prefix: '/v1/webhooks' });
   return app;

@@ -4,8 +4,7 @@ import type { FastifyInstance } from 'fastify';
 import { jsonSchemaTransform, jsonSchemaTransformObject } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { packageVersion } from '../runtime/version.js';
-import { access } from './auth.js';
-import { answers, json, type ZodApp } from './shapes/common.js';
+import { json, openAnswers, type ZodApp } from './shapes/common.js';
 
 /**
  * The HTTP contract as an OpenAPI 3.1 document, served at
@@ -104,13 +103,16 @@ function operationId(method: string | string[], path: string): string {
   return [method].flat()[0]!.toLowerCase() + words.map((word) => word[0]!.toUpperCase() + word.slice(1)).join('');
 }
 
-/** `GET /v1/openapi.json` (behind the bearer token like the rest of /v1). */
+/**
+ * `GET /v1/openapi.json`, open like /healthz: a contract is not a secret,
+ * and a client generator fetches it before anyone has handed it a token.
+ * Every route it describes still needs one.
+ */
 export function openApiRoutes(app: ZodApp): void {
   app.get(
     '/openapi.json',
     {
-      ...access('read', 'any'),
-      schema: { summary: 'this document', tags: ['operations'], response: answers({ 200: json(z.record(z.string(), z.unknown()), 'OpenAPI 3.1') }) },
+      schema: { summary: 'this document (no token needed)', tags: ['operations'], security: [], response: openAnswers({ 200: json(z.record(z.string(), z.unknown()), 'OpenAPI 3.1') }) },
     },
     async () => app.swagger() as unknown as Record<string, unknown>,
   );

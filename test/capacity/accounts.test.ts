@@ -405,8 +405,11 @@ describe('leasehold capacity --accounts-file (the command, in process)', () => {
   it('LEASEHOLD_ACCOUNTS_FILE is the default; provider flags model one account instead, and say so', async () => {
     const configured = await capacity(['--emails-per-day', '100', '--json'], { LEASEHOLD_ACCOUNTS_FILE: accountsFile });
     expect(JSON.parse(configured.out).accounts).toMatchObject({ source: 'LEASEHOLD_ACCOUNTS_FILE', failover: ['primary', 'backup'] });
-    const flags = await capacity(['--emails-per-day', '100', '--per-second', '3'], { LEASEHOLD_ACCOUNTS_FILE: accountsFile });
+    const flags = await capacity(['--emails-per-day', '100', '--per-second', '3', '--detail'], { LEASEHOLD_ACCOUNTS_FILE: accountsFile });
     expect(flags.out).toContain('sandbox at 3/s burst 10');
+    // The summary says what was modelled too.
+    const summary = await capacity(['--emails-per-day', '100', '--per-second', '3'], { LEASEHOLD_ACCOUNTS_FILE: accountsFile });
+    expect(summary.out).toContain(`LEASEHOLD_ACCOUNTS_FILE (${accountsFile}) not modelled`);
     expect(flags.out).toContain(`LEASEHOLD_ACCOUNTS_FILE (${accountsFile}) not modelled: provider.perSecond given, describing one account`);
   });
 

@@ -1,8 +1,9 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { runCli } from '../helpers/cli.js';
+import { ROOT } from '../helpers/docs.js';
 
 /** `leasehold capacity` as a real child process: no database, nothing fetched. */
 
@@ -75,8 +76,20 @@ describe('leasehold capacity', () => {
     expect(report.burst.verdict).toBe('meets');
   });
 
-  it('text: every section, each cost line with its assumption', async () => {
+  it('text: a short summary by default, one line per answer, the detail behind --detail', async () => {
     const res = await capacity('--file', workloadFile);
+    expect(res.code).toBe(0);
+    const lines = res.stdout.trim().split('\n');
+    expect(lines.length).toBeLessThanOrEqual(12);
+    expect(res.stdout).toMatch(/sending rate\s+keeps-up/);
+    expect(res.stdout).toMatch(/worst burst\s+5,000 holds drain in 6m2s, oldest email 6m2s against the 15m0s promise: meets/);
+    expect(res.stdout).toMatch(/cost, this design\s+\$[\d,.]+ a month/);
+    expect(res.stdout).toContain('--detail for every formula and each price with its source and date');
+    expect(res.stdout).not.toContain('What this model cannot know');
+  });
+
+  it('--detail: every section, each cost line with its assumption, each price with its source page and date', async () => {
+    const res = await capacity('--file', workloadFile, '--detail');
     expect(res.code).toBe(0);
     for (const heading of [
       'Sending rate',
@@ -94,6 +107,22 @@ describe('leasehold capacity', () => {
     }
     expect(res.stdout).toMatch(/oldest email age\s+6m2s against the 15m0s promise: meets/);
     expect(res.stdout).toMatch(/Check every figure/);
+    const prices = res.stdout.split('Prices used')[1]!.split('What this model cannot know')[0]!.trim().split('\n').slice(1);
+    // The twelve unit prices and the provider's plan (ses), each with its page and date, none in exponent notation.
+    expect(prices).toHaveLength(13);
+    for (const line of prices) expect(line).toMatch(/^\s+[\w.]+\s+\$[\d.,]+\S* .* https:\/\/\S+ \(\d{4}-\d{2}-\d{2}\)$/);
+    expect(res.stdout).not.toMatch(/\de-\d/);
+    expect(res.stdout).not.toMatch(/from memory/);
+  });
+
+  it('--prices replaces the table: its prices, sources and dates are the ones printed', async () => {
+    const own = readFileSync(path.join(ROOT, 'capacity/prices.yaml'), 'utf8')
+      .replace(/usd: 0\.032\n/, 'usd: 0.5\n')
+      .replace('https://aws.amazon.com/rds/postgresql/pricing/\n    taken: 2026-11-30\n    note: Amazon RDS', 'https://example.com/our-rds-quote\n    taken: 2026-12-01\n    note: Amazon RDS');
+    const res = await capacity('--file', workloadFile, '--detail', '--prices', file('own-prices.yaml', own));
+    expect(res.code, res.stderr).toBe(0);
+    expect(res.stdout).toMatch(/postgres_instance_hour\s+\$0\.5 per hour\s+https:\/\/example\.com\/our-rds-quote \(2026-12-01\)/);
+    expect(res.stdout).toMatch(/database instance\s+\$365\.00\s+730 hour x \$0\.5/);
   });
 
   it('--prices reads another table', async () => {

@@ -133,7 +133,9 @@ describe('status', () => {
     await db.pool.query(`UPDATE ${ident(db.schema)}.email_attempts SET finished_at = now() WHERE intent_id = 'reservation-expired:tr-1'`);
     await cli('pause', '--reason', 'status check');
     const res = await runCli(['status'], { ...db.env, LEASEHOLD_EXPIRY_PROMISE_S: '60' });
-    expect(res.code, res.stderr).toBe(0);
+    // Not ok is exit 1, so a script or health check can use the command; the report is still printed in full.
+    expect(res.code, res.stderr).toBe(1);
+    expect(res.stderr.trim()).toBe('leasehold: status: overall NOT OK');
     const out = res.stdout;
     expect(out).toMatch(/due holds\s+3/);
     expect(out).toMatch(/oldest due hold age\s+10m\d+s\s+\(promise 1m0s: BROKEN\)/);
@@ -144,10 +146,24 @@ describe('status', () => {
     expect(out).toMatch(/delivery\s+PAUSED: status check \(by operator/);
     expect(out).toMatch(/overall: NOT OK/);
 
-    const json = JSON.parse((await cli('status', '--json')).stdout);
+    const asJson = await cli('status', '--json');
+    expect(asJson.code).toBe(1);
+    const json = JSON.parse(asJson.stdout);
     expect(json.stats.expiry.dueHolds).toBe(3);
     expect(json.stats.control.paused).toBe(true);
     expect(json.healthy).toBe(false);
     await cli('resume');
+  });
+
+  it('exits 0 once the health is ok again, and 1 while the database cannot be reached', async () => {
+    const s = ident(db.schema);
+    await db.pool.query(`DELETE FROM ${s}.support_reservations WHERE status = 'held' AND expires_at <= now()`);
+    const ok = await cli('status');
+    expect(ok.code, ok.stdout + ok.stderr).toBe(0);
+    expect(ok.stdout).toMatch(/overall: ok/);
+    expect(ok.stderr).toBe('');
+    const unreachable = await runCli(['status'], { ...db.env, DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none', LEASEHOLD_DB_CONNECT_TIMEOUT_MS: '2000' });
+    expect(unreachable.code).toBe(1);
+    expect(unreachable.stdout).toBe('');
   });
 });

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HoldNotHeldError, IdempotencyConflictError, NotFoundError, ValidationError } from '../../src/errors.js';
 import { ident } from '../../src/db/pool.js';
+import type { CreateHoldResult } from '../../src/holds/holds.js';
 import type { Hold } from '../../src/model/hold-states.js';
 import type { ConfirmHoldArgs, CreateHoldArgs, ExtendHoldArgs, HoldCallOptions } from '../../src/integrations/calls.js';
 import { testDatabase, type TestDatabase } from './database.js';
@@ -11,7 +12,7 @@ export interface OrmUnderTest<Tx> {
   transaction(work: (tx: Tx) => Promise<void>): Promise<void>;
   /** The application's own row, written through the ORM. */
   insertBooking(tx: Tx, booking: { id: string; holdId: string }): Promise<void>;
-  createHold(tx: Tx, input: CreateHoldArgs, options: HoldCallOptions): Promise<Hold>;
+  createHold(tx: Tx, input: CreateHoldArgs, options: HoldCallOptions): Promise<CreateHoldResult>;
   confirmHold(tx: Tx, id: string, options: HoldCallOptions & ConfirmHoldArgs): Promise<Hold>;
   cancelHold(tx: Tx, id: string, options: HoldCallOptions): Promise<Hold>;
   extendHold(tx: Tx, id: string, change: ExtendHoldArgs, options: HoldCallOptions): Promise<Hold>;
@@ -48,11 +49,14 @@ export function describeOrmHolds<Tx>(name: string, connect: (db: TestDatabase) =
     });
 
     it('commit keeps both rows: the booking, and the hold with its reminder intent', async () => {
-      let created: Hold | undefined;
+      let result: CreateHoldResult | undefined;
       await orm.transaction(async (tx) => {
         await orm.insertBooking(tx, { id: 'b-commit', holdId: 'h-commit' });
-        created = await orm.createHold(tx, { id: 'h-commit', customerEmail: 'ana@example.com', ttlSeconds: 600, remindBeforeSeconds: 60, metadata: { seat: '12A' } }, options);
+        result = await orm.createHold(tx, { id: 'h-commit', customerEmail: 'ana@example.com', ttlSeconds: 600, remindBeforeSeconds: 60, metadata: { seat: '12A' } }, options);
       });
+      // The library's shape: the hold, and whether this call made it.
+      expect(result!.created).toBe(true);
+      const created = result!.hold;
       expect(created).toMatchObject({ id: 'h-commit', status: 'held', customerEmail: 'ana@example.com', metadata: { seat: '12A' }, tenant: '', remindBeforeSeconds: 60 });
       expect(created!.expiresAt).toBeInstanceOf(Date);
       expect(created!.expiresAt.getTime() - created!.createdAt.getTime()).toBe(600_000);
@@ -128,10 +132,22 @@ export function describeOrmHolds<Tx>(name: string, connect: (db: TestDatabase) =
       const notHeld = await attempt((tx) => orm.confirmHold(tx, 'h-cancel', options));
       expect(notHeld).toBeInstanceOf(HoldNotHeldError);
       expect(notHeld).toMatchObject({ holdId: 'h-cancel', status: 'cancelled' });
-      // The same create again is the same hold (idempotent), not an error.
-      let again: Hold | undefined;
+      // The same create again is the same hold (idempotent), not an error, and says it made nothing.
+      let again: CreateHoldResult | undefined;
       await orm.transaction(async (tx) => void (again = await orm.createHold(tx, { id: 'h-taken', customerEmail: 'di@example.com', ttlSeconds: 60 }, options)));
-      expect(again?.id).toBe('h-taken');
+      expect([again?.hold.id, again?.created]).toEqual(['h-taken', false]);
+    });
+
+    it('created is true only for the call that made the hold: a generated id, and not a retry in the same transaction', async () => {
+      const results: CreateHoldResult[] = [];
+      await orm.transaction(async (tx) => {
+        results.push(await orm.createHold(tx, { customerEmail: 'ed@example.com', ttlSeconds: 60 }, options));
+        results.push(await orm.createHold(tx, { id: 'h-twice', customerEmail: 'ed@example.com', ttlSeconds: 60 }, options));
+        results.push(await orm.createHold(tx, { id: 'h-twice', customerEmail: 'ed@example.com', ttlSeconds: 60 }, options));
+      });
+      expect(results[0]!.hold.id).toMatch(/^hold_/);
+      expect(results.map((r) => r.created)).toEqual([true, true, false]);
+      expect(results[2]!.hold).toEqual(results[1]!.hold);
     });
   });
 }

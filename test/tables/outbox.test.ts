@@ -6,10 +6,8 @@ import { ExpiryWorker } from '../../src/holds/expiry-worker.js';
 import { intentsLease, intentsRecord, type AttemptResult } from '../../src/tables/outbox.js';
 import { attemptsList } from '../../src/tables/attempts.js';
 import { intentsGet } from '../../src/tables/outbox.js';
-import { replayIntent } from '../../src/ops/replay.js';
 import { ManualClock } from '../../src/runtime/clock.js';
 import { ident } from '../../src/db/pool.js';
-import { IntentStateError } from '../../src/errors.js';
 import { testDatabase, type TestDatabase } from '../helpers/database.js';
 import { insertDueHolds } from '../helpers/holds.js';
 import { ScriptedGateway } from '../helpers/scripted-gateway.js';
@@ -126,20 +124,6 @@ describe('leases', () => {
     expect(await intentsGet(db.pool, db.schema, intentId)).toMatchObject({ state: 'dead' });
     await intentsRecord(db.pool, db.schema, [result(token, 1, 'accepted', { receipt: 'it-went-out' })], { maxAttempts: 1, now: clock.now() });
     expect(await intentsGet(db.pool, db.schema, intentId)).toMatchObject({ state: 'sent', receipt: 'it-went-out' });
-  });
-
-  it('replay sends a finished intent again with a new idempotency key, without touching the hold', async () => {
-    const gateway = new ScriptedGateway({ kind: 'accepted', receipt: 'ok' }, true);
-    const worker = new DeliveryWorker({ pool: db.pool, schema: db.schema, gateway, clock });
-    await worker.runOnce();
-    await expect(replayIntent(db.pool, intentId, { schema: db.schema })).resolves.toMatchObject({ state: 'pending', replays: 1 });
-    await expect(replayIntent(db.pool, intentId, { schema: db.schema })).rejects.toBeInstanceOf(IntentStateError);
-    clock.advance(60_000); // replay makes it due at the database's now
-    await worker.runOnce();
-    expect(gateway.calls.map((c) => c.message.idempotencyKey)).toEqual([intentId, `${intentId}#replay-1`]);
-    expect(await intentsGet(db.pool, db.schema, intentId)).toMatchObject({ state: 'sent', attempts: 2 });
-    const { rows } = await db.pool.query(`SELECT status FROM ${ident(db.schema)}.support_reservations WHERE id = $1`, [intentId.split(':')[1]]);
-    expect(rows[0].status).toBe('expired');
   });
 
   it('stop() lets the send in flight finish and records it', async () => {

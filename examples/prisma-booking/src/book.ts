@@ -10,7 +10,7 @@ import type { PrismaClient } from '../generated/client.js';
 export async function book(prisma: PrismaClient, input: { slot: string; customerEmail: string }, schema = 'leasehold') {
   return prisma.$transaction(async (tx) => {
     const id = `booking-${input.slot}-${Date.now().toString(36)}`;
-    const hold = await createHold(tx, { id: `hold-${id}`, customerEmail: input.customerEmail, ttlSeconds: 20 * 60, metadata: { slot: input.slot } }, { schema });
+    const { hold } = await createHold(tx, { id: `hold-${id}`, customerEmail: input.customerEmail, ttlSeconds: 20 * 60, metadata: { slot: input.slot } }, { schema });
     const booking = await tx.booking.create({ data: { id, slot: input.slot, customerEmail: input.customerEmail, holdId: hold.id } });
     return { booking, hold };
   });

@@ -89,13 +89,14 @@ export function registerCapacity(program: Command, context: ContextFactory): voi
       '--accounts-file <path>',
       'provider accounts YAML, as LEASEHOLD_ACCOUNTS_FILE (its default, unless provider flags are given): each account\'s rate, unit, daily quota and batch, in failover order',
     )
+    .option('--detail', 'the whole report: every figure with its formula, every cost line, each price with its source and date')
     .option('--json', 'print the report as JSON');
   for (const [field, flag] of Object.entries(FLAGS) as Array<[WorkloadField, string]>) {
     command.addOption(field === 'freeTiers' ? new Option(flag, HELP[field]) : new Option(`${flag} <value>`, HELP[field]));
   }
   command.action(async (options: Record<string, string | boolean | undefined>) => {
     // The model and its rules (zod) load only for this command.
-    const [{ accountFieldsIn, chooseAccounts, singleAccount }, { mergeInput, nest, parseWorkload }, { capacityModel }, { parsePrices }, { renderReport }] =
+    const [{ accountFieldsIn, chooseAccounts, singleAccount }, { mergeInput, nest, parseWorkload }, { capacityModel }, { parsePrices }, { renderReport, renderSummary }] =
       await Promise.all([
         import('../../capacity/accounts.js'),
         import('../../capacity/input.js'),
@@ -156,9 +157,8 @@ export function registerCapacity(program: Command, context: ContextFactory): voi
     if (options.json) {
       ctx.out(JSON.stringify({ pricesFile, ...report }, tidy, 2));
     } else {
-      for (const line of renderReport(report)) ctx.out(line);
-      ctx.out('');
-      ctx.out(`Prices from ${pricesFile}. --json for machines.`);
+      for (const line of options.detail ? renderReport(report) : renderSummary(report)) ctx.out(line);
+      ctx.out(`Prices from ${pricesFile} (--prices <file> for your own copy). --json for machines.`);
     }
   });
 }

@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import type { StatusReport } from '../../read/status.js';
 import { describeLimitSource } from './limit-source.js';
 import { formatBacklog } from './tenants.js';
-import type { ContextFactory } from '../context.js';
+import { CliExit, EXIT_FAILURE, type ContextFactory } from '../context.js';
 import { counts, iso, seconds, table } from '../../format.js';
 
 const against = (age: number, promise: number) =>
@@ -48,6 +48,7 @@ export function registerStatus(program: Command, context: ContextFactory): void 
     .command('status')
     .description('both lanes at a glance: queue sizes, oldest ages against their promises, sends by outcome, limiter, pause')
     .option('--json', 'print the numbers as JSON')
+    .addHelpText('after', '\nExit codes: 0 ok or degraded (as /healthz answers 200), 1 not ok (as /healthz answers 503) or the database cannot be read, 2 usage or configuration.')
     .action(async (options: { json?: boolean }) => {
       const ctx = context();
       const [{ readStatus }, { tenantsBacklog }, { accountsFromConfig }] = await Promise.all([
@@ -56,8 +57,9 @@ export function registerStatus(program: Command, context: ContextFactory): void 
         import('../../providers/registry.js'),
       ]);
       const db = await ctx.database({ poolSize: 4, migrations: 'require' });
+      let report: StatusReport;
       try {
-        const report = await readStatus(db.pool, db.schema, ctx.config, accountsFromConfig(ctx.config).failover);
+        report = await readStatus(db.pool, db.schema, ctx.config, accountsFromConfig(ctx.config).failover);
         // The tenants with the largest backlogs (GET /v1/tenants and `leasehold tenants` list more).
         const tenants = await tenantsBacklog(db.pool, db.schema, 5);
         if (options.json) ctx.out(JSON.stringify({ ...report, tenants }, null, 2));
@@ -69,5 +71,7 @@ export function registerStatus(program: Command, context: ContextFactory): void 
       } finally {
         await db.close();
       }
+      // A script or health check reads the exit code, not the last line: not ok is a failure, as /healthz's 503.
+      if (!report.healthy) throw new CliExit(EXIT_FAILURE, 'leasehold: status: overall NOT OK');
     });
 }
