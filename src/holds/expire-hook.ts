@@ -4,6 +4,7 @@ import { ident, withTransaction, type Queryable } from '../db/pool.js';
 import { ConfigError, ExpireHookError, isConnectionError } from '../errors.js';
 import { redactAddresses } from '../providers/provider-common.js';
 import { hookFailuresClearSql } from '../tables/hook-failures.js';
+import { HOOK_NAME, HOOK_NAME_RULE } from '../model/expire-hook-name.js';
 import type { ExpiredHold } from '../tables/holds.js';
 
 /**
@@ -39,9 +40,6 @@ export interface ExpiredHoldInfo {
  */
 export type OnExpired = (tx: Queryable, holds: ExpiredHoldInfo[]) => Promise<void> | void;
 
-/** `<schema>.<function>`, both lowercase SQL identifiers, as LEASEHOLD_SCHEMA is. */
-export const HOOK_NAME = /^([a-z_][a-z0-9_]{0,62})\.([a-z_][a-z0-9_]{0,62})$/;
-export const HOOK_NAME_RULE = 'must be <schema>.<function>, both lowercase SQL identifiers (letters, digits, underscore), e.g. app.release_slots';
 
 /** A hook call that failed: SQLSTATE (57014 for a statement_timeout) and the database's message, addresses replaced. */
 export interface HookCallFailure {
