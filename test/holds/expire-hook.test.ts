@@ -8,6 +8,7 @@ import { ManualClock } from '../../src/runtime/clock.js';
 import { ident } from '../../src/db/pool.js';
 import { readStatus } from '../../src/read/status.js';
 import { ConfigError } from '../../src/errors.js';
+import { createLeasehold } from '../../src/client/leasehold.js';
 import { testDatabase, type TestDatabase } from '../helpers/database.js';
 import { countBy } from '../helpers/holds.js';
 
@@ -202,6 +203,18 @@ describe('the expiry hook in the expiry lane', () => {
     // Bisection: far fewer calls than one per hold.
     expect(seen.length).toBeLessThan(25);
     expect(seen[0]).toHaveLength(40);
+  });
+
+  it('createLeasehold passes onExpired to its expiry lane', async () => {
+    await dueHoldsWithSlots(3);
+    const lh = createLeasehold({ pool: db.pool, schema: db.schema, clock: new ManualClock(START), logger: capturedLog().logger });
+    const worker = lh.expiryWorker({
+      onExpired: async (tx, holds) => {
+        await tx.query(`UPDATE ${ident(app)}.slots SET freed_at = now() WHERE hold_id = ANY ($1::text[])`, [holds.map((h) => h.id)]);
+      },
+    });
+    expect((await worker.runOnce()).expired).toHaveLength(3);
+    expect((await db.pool.query(`SELECT 1 FROM ${ident(app)}.slots WHERE freed_at IS NOT NULL`)).rowCount).toBe(3);
   });
 
   it('a rolled-back expiry takes the hook changes with it (they commit together or not at all)', async () => {
