@@ -1,11 +1,12 @@
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ExpiryWorker } from '../../src/holds/expiry-worker.js';
-import { checkExpireHook, sqlExpireHook } from '../../src/holds/expire-hook.js';
+import { checkExpireHook, expireWithHook, sqlExpireHook } from '../../src/holds/expire-hook.js';
+import { holdsExpireDue } from '../../src/tables/holds.js';
 import { createLogger } from '../../src/observability/logger.js';
 import { createMetrics } from '../../src/observability/metrics.js';
 import { ManualClock } from '../../src/runtime/clock.js';
-import { ident } from '../../src/db/pool.js';
+import { ident, withTransaction } from '../../src/db/pool.js';
 import { readStatus } from '../../src/read/status.js';
 import { ConfigError } from '../../src/errors.js';
 import { createLeasehold } from '../../src/client/leasehold.js';
@@ -125,6 +126,16 @@ describe('the expiry hook in the expiry lane', () => {
     const again = await worker.runOnce();
     expect([again.expired.length, again.hookFailed.length]).toEqual([0, 0]);
     expect(ids).toHaveLength(301);
+    // Holds falling due meanwhile expire at once, past the one still waiting (it is due earlier than they are).
+    await db.pool.query(
+      `INSERT INTO ${ident(db.schema)}.support_reservations (id, customer_email, expires_at, request_hash)
+       SELECT 'later-' || i, 'c@example.com', $1::timestamptz + interval '1 second', 'x' FROM generate_series(1, 5) i`,
+      [START],
+    );
+    clock.advance(2000);
+    const later = await worker.runOnce();
+    expect(later.expired.map((h) => h.id).sort()).toEqual(['later-1', 'later-2', 'later-3', 'later-4', 'later-5']);
+    expect(await statusOf(bad)).toBe('held');
   });
 
   it('retries a failed hold with a growing back-off, then expires it once the application fixes its data', async () => {
@@ -203,6 +214,19 @@ describe('the expiry hook in the expiry lane', () => {
     // Bisection: far fewer calls than one per hold.
     expect(seen.length).toBeLessThan(25);
     expect(seen[0]).toHaveLength(40);
+  });
+
+  it("bisecting restores the transaction's own statement_timeout after each hook call", async () => {
+    await dueHoldsWithSlots(6);
+    await db.pool.query(`INSERT INTO ${ident(app)}.stuck VALUES ('slot-004')`);
+    const hook = { onExpired: sqlExpireHook(`${app}.release_slots`), name: 'release_slots', timeoutMs: 250 };
+    const timeouts = await withTransaction(db.pool, async (client) => {
+      await client.query(`SET LOCAL statement_timeout = '7s'`);
+      const batch = await expireWithHook(client, db.schema, hook, (only) => holdsExpireDue(client, db.schema, 500, START, null, null, only));
+      expect([batch.expired.length, batch.failed.map((f) => f.holdId)]).toEqual([5, ['slot-004']]);
+      return (await client.query<{ statement_timeout: string }>('SHOW statement_timeout')).rows[0]!.statement_timeout;
+    });
+    expect(timeouts).toBe('7s');
   });
 
   it('createLeasehold passes onExpired to its expiry lane', async () => {
