@@ -216,6 +216,31 @@ describe('the expiry hook in the expiry lane', () => {
     expect(seen[0]).toHaveLength(40);
   });
 
+  it('two workers bisecting at once: every good hold expires once with its slot, the bad one stays held', async () => {
+    await dueHoldsWithSlots(200);
+    await db.pool.query(`INSERT INTO ${ident(app)}.stuck VALUES ('slot-150')`);
+    await db.pool.query(`ALTER TABLE ${ident(app)}.slots ADD COLUMN IF NOT EXISTS freed integer NOT NULL DEFAULT 0`);
+    await db.pool.query(
+      `CREATE OR REPLACE FUNCTION ${ident(app)}.count_frees(ids text[]) RETURNS void LANGUAGE plpgsql AS $$
+       BEGIN
+         IF EXISTS (SELECT 1 FROM ${ident(app)}.stuck WHERE hold_id = ANY (ids)) THEN RAISE EXCEPTION 'stuck'; END IF;
+         UPDATE ${ident(app)}.slots SET freed = freed + 1 WHERE hold_id = ANY (ids);
+       END $$`,
+    );
+    const worker = () =>
+      new ExpiryWorker({ pool: db.pool, schema: db.schema, batchSize: 60, clock: new ManualClock(START), logger: capturedLog().logger, onExpired: sqlExpireHook(`${app}.count_frees`) });
+    const [a, b] = [worker(), worker()];
+    const drain = async (w: ExpiryWorker) => {
+      for (let i = 0; i < 10; i++) await w.runOnce();
+    };
+    await Promise.all([drain(a), drain(b)]);
+    const { rows } = await db.pool.query<{ freed: number; n: number }>(`SELECT freed, count(*)::int AS n FROM ${ident(app)}.slots GROUP BY freed ORDER BY freed`);
+    expect(rows).toEqual([{ freed: 0, n: 1 }, { freed: 1, n: 199 }]);
+    expect(await countBy(db.pool, db.schema, 'support_reservations', 'status')).toEqual({ expired: 199, held: 1 });
+    expect(await statusOf('slot-150')).toBe('held');
+    await db.pool.query(`ALTER TABLE ${ident(app)}.slots DROP COLUMN freed`);
+  });
+
   it("bisecting restores the transaction's own statement_timeout after each hook call", async () => {
     await dueHoldsWithSlots(6);
     await db.pool.query(`INSERT INTO ${ident(app)}.stuck VALUES ('slot-004')`);
