@@ -56,6 +56,12 @@ async function refreshStatus() {
   field('dueHolds').textContent = String(expiry.dueHolds);
   field('oldestDue').textContent = `${seconds(expiry.oldestDueAgeSeconds)} (promise ${seconds(r.promises.expiryPromiseS)})`;
   bar('expiry', expiry.oldestDueAgeSeconds, r.promises.expiryPromiseS);
+  // Named, with the database's error, so an operator can tell the application which hold its function refuses.
+  const failing = r.hookFailures ?? [];
+  field('hookFailing').textContent = (expiry.hookFailing ?? 0) === 0
+    ? 'none'
+    : `${expiry.hookFailing}: ${failing.slice(0, 3).map((f) => `${f.holdId} (${f.attempts}×, next ${new Date(f.retryAt).toLocaleTimeString()}: ${f.error})`).join('; ')}${expiry.hookFailing > 3 ? ', …' : ''}`;
+  field('hookFailing').className = (expiry.hookFailing ?? 0) === 0 ? '' : 'hook-failing';
   const state = field('deliveryState');
   // The fleet's pause, else every account in failover paused (one account: its provider's pause), else some.
   const accounts = r.stats.accounts ?? { failover: [], paused: [] };

@@ -9,6 +9,7 @@ import { describeZodError, editDistance } from './model/zod-issues.js';
 import { DEFAULT_AUDIT_RETENTION_DAYS } from './model/audit-actions.js';
 import { DEFAULTS } from './defaults.js';
 import { parseDatabaseUrl } from './model/database-url.js';
+import { HOOK_NAME, HOOK_NAME_RULE } from './model/expire-hook-name.js';
 
 const HOST_NAME = /^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/;
 
@@ -130,6 +131,14 @@ const schema = onFirstUse((z) => {
       .refine((v) => v === 'off' || Number(v) <= 2_592_000, 'must be off or a whole number of seconds (1 to 2592000)')
       .default('off')
       .describe("Seconds: expiry and confirmation emails still unsent this long after the expiry or confirmation are not sent (they end `missed_deadline`)."),
+    // The application's hook inside the expiry transaction (issue 41, holds/expire-hook.ts).
+    LEASEHOLD_EXPIRE_HOOK: z
+      .string()
+      .regex(HOOK_NAME, HOOK_NAME_RULE)
+      .optional()
+      .describe("`<schema>.<function>`: a SQL function taking `text[]` (the ids of the holds), called inside the expiry transaction after the holds expired and their intents were written, and inside confirm, cancel and extend made through the API. Must exist at start (else exit 2). See [application events](application-events.md)."),
+    LEASEHOLD_EXPIRE_HOOK_TIMEOUT_MS: int(10, 600_000).default(DEFAULTS.expireHookTimeoutMs)
+      .describe("The expiry hook's `statement_timeout`: a call slower than this counts as failing. Must be shorter than `LEASEHOLD_DB_QUERY_TIMEOUT_MS`."),
     LEASEHOLD_EXPIRY_INTERVAL_MS: int(10, 3_600_000).default(DEFAULTS.expiryIntervalMs)
       .describe("The expiry worker's longest sleep."),
     LEASEHOLD_EXPIRY_BATCH: int(1, 100_000).default(DEFAULTS.expiryBatch)
@@ -229,6 +238,10 @@ export interface Config {
   emailFrom: string;
   ratePerSecond: number;
   rateBurst: number;
+  /** LEASEHOLD_EXPIRE_HOOK: `<schema>.<function>` taking text[]; unset: no hook. */
+  expireHook: string | undefined;
+  /** The hook's statement_timeout (LEASEHOLD_EXPIRE_HOOK_TIMEOUT_MS). */
+  expireHookTimeoutMs: number;
   expiryIntervalMs: number;
   expiryBatch: number;
   leaseMs: number;
@@ -296,6 +309,12 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     );
   }
   for (const variable of ['DATABASE_URL', 'LEASEHOLD_LISTEN_URL'] as const) checkDatabaseUrl(variable, e[variable]);
+  if (e.LEASEHOLD_EXPIRE_HOOK_TIMEOUT_MS >= e.LEASEHOLD_DB_QUERY_TIMEOUT_MS) {
+    throw new ConfigError(
+      'LEASEHOLD_EXPIRE_HOOK_TIMEOUT_MS',
+      `must be shorter than LEASEHOLD_DB_QUERY_TIMEOUT_MS (${e.LEASEHOLD_DB_QUERY_TIMEOUT_MS}), or the connection is dropped before the hook's timeout fires`,
+    );
+  }
   return {
     databaseUrl: e.DATABASE_URL,
     listenUrl: e.LEASEHOLD_LISTEN_URL,
@@ -324,6 +343,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     notifyOnConfirm: e.LEASEHOLD_NOTIFY_ON_CONFIRM === 'on',
     noticeDeadlineSeconds: e.LEASEHOLD_NOTICE_DEADLINE_S === 'off' ? null : Number(e.LEASEHOLD_NOTICE_DEADLINE_S),
     ...(e.LEASEHOLD_SEND_BATCH !== undefined ? { sendBatch: e.LEASEHOLD_SEND_BATCH } : {}),
+    expireHook: e.LEASEHOLD_EXPIRE_HOOK,
+    expireHookTimeoutMs: e.LEASEHOLD_EXPIRE_HOOK_TIMEOUT_MS,
     expiryIntervalMs: e.LEASEHOLD_EXPIRY_INTERVAL_MS,
     expiryBatch: e.LEASEHOLD_EXPIRY_BATCH,
     leaseMs: e.LEASEHOLD_LEASE_MS,

@@ -48,6 +48,14 @@ export const DEFAULTS = {
   reclaimGraceMs: 300,
   /** An account cooling down (429) this long sends its intents on to the next account in failover. */
   failoverAfterS: 60,
+  /** The expiry hook's statement_timeout (LEASEHOLD_EXPIRE_HOOK_TIMEOUT_MS): slower counts as failing. */
+  expireHookTimeoutMs: 5000,
+  /** A hold whose hook failed is tried again after this, doubling per failure (jittered to half-all of it)... */
+  expireHookRetryBaseMs: 5000,
+  /** ...up to this. */
+  expireHookRetryMaxMs: 300_000,
+  /** Bisecting a batch whose hook failed stops after this long; a group still failing is left held as a whole. */
+  expireHookBisectBudgetMs: 30_000,
   /** Refused tokens from one client address in a minute before it is answered 429... */
   authFailuresPerMinute: 20,
   /** ...for this long. */

@@ -51,6 +51,30 @@ export class HoldNotHeldError extends LeaseholdError {
   }
 }
 
+/**
+ * The application's expiry hook (LEASEHOLD_EXPIRE_HOOK) failed for a
+ * change made through leasehold's API: nothing was changed. 409, not a 5xx:
+ * leasehold and the request are sound, and the application's own function
+ * refused the change (its rows conflict with it); sending the same request
+ * again changes nothing until the application's data or function does.
+ */
+export class ExpireHookError extends LeaseholdError {
+  constructor(
+    readonly holdId: string,
+    readonly hook: string,
+    /** SQLSTATE of the failure (57014: it ran past LEASEHOLD_EXPIRE_HOOK_TIMEOUT_MS), or null. */
+    readonly sqlState: string | null,
+    readonly reason: string,
+    readonly timedOut: boolean,
+  ) {
+    super(
+      'hook_failed',
+      `${hook} ${timedOut ? 'ran past its statement_timeout' : 'raised'} for hold ${JSON.stringify(holdId)}: ${reason}${sqlState ? ` (SQLSTATE ${sqlState})` : ''}; the hold is unchanged`,
+      409,
+    );
+  }
+}
+
 /** A transition was asked of an intent in a state that does not allow it. */
 export class IntentStateError extends LeaseholdError {
   constructor(

@@ -27,6 +27,7 @@ export {
   ConfigError,
   SchemaNotMigratedError,
   MissingPackageError,
+  ExpireHookError,
 } from './errors.js';
 export { createLeasehold, type Leasehold, type LeaseholdOptions } from './client/leasehold.js';
 export {
@@ -80,7 +81,9 @@ export type { TenantPolicy, TenantPolicyInput } from './model/tenant-policy.js';
 export { type RateLimitPolicy } from './model/delivery-policy.js';
 export { createPool, withClient, withTransaction, type Queryable } from './db/pool.js';
 export { startEmbeddedPostgres, type EmbeddedPostgres } from './db/embedded.js';
-export { ExpiryWorker, type ExpiryWorkerOptions, type ExpiryEvents, type HoldExpiredEvent } from './holds/expiry-worker.js';
+export { ExpiryWorker, type ExpiryWorkerOptions, type ExpiryEvents, type HoldExpiredEvent, type ExpiryRun } from './holds/expiry-worker.js';
+export type { OnExpired, ExpiredHoldInfo, FailedHold } from './holds/expire-hook.js';
+export type { HookFailure } from './tables/hook-failures.js';
 export { DeliveryWorker, type DeliveryWorkerOptions, type DeliveryRun } from './delivery/worker.js';
 export type { DeliveryEvents, IntentSentEvent, IntentRejectedEvent, IntentDeadEvent } from './delivery/events.js';
 export { ManualClock, databaseClock, type Clock } from './runtime/clock.js';

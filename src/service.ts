@@ -11,6 +11,7 @@ import { TemplatesBrokenError } from './errors.js';
 import { ingestEvents } from './events/ingest.js';
 import { accountWebhooks, webhookSettingsFromEnv, type AccountWebhook, type WebhookSettings } from './events/webhook-config.js';
 import { ExpiryWorker, type ExpiryWorkerOptions } from './holds/expiry-worker.js';
+import { checkExpireHook, sqlExpireHook } from './holds/expire-hook.js';
 import type { Logger } from './observability/logger.js';
 import { createMetrics, stalledAfterSeconds, type Metrics } from './observability/metrics.js';
 import { Operations } from './ops/operations.js';
@@ -126,6 +127,7 @@ export function expiryWorkerFor(config: Config, base: ServiceBase, extra: Partia
     noticeDeadlineSeconds: config.noticeDeadlineSeconds,
     logger: base.logger,
     ...(base.metrics ? { metrics: base.metrics } : {}),
+    ...(config.expireHook ? { onExpired: sqlExpireHook(config.expireHook), hookTimeoutMs: config.expireHookTimeoutMs } : {}),
     ...extra,
   });
 }
@@ -279,6 +281,11 @@ export async function startService(prepared: PreparedService, base: Omit<Service
       },
       { waitS: options.dbWaitS ?? 0, logger, hosts: describeHosts(parseDatabaseUrl(options.databaseUrl)) },
     );
+    // The hook runs in the expiry lane and in the API's confirm, cancel and
+    // extend: a name that is not a function taking text[] stops the start
+    // here (ConfigError naming LEASEHOLD_EXPIRE_HOOK: exit 2), after the
+    // migrations, before any hold is touched.
+    if (config.expireHook && (parts.expiry || parts.api)) await checkExpireHook(base.pool, config.expireHook);
     if (parts.api) {
       // A generated token only when no token at all is configured.
       const { token, generated } = config.apiTokensFile && !config.apiToken ? { token: undefined, generated: false } : resolveApiToken(config.apiToken);

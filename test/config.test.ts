@@ -58,6 +58,11 @@ describe('configuration', () => {
     ['LEASEHOLD_POOL_SIZE', 'many', 'whole number from 2 to 1000'],
     ['LEASEHOLD_LISTEN', 'yes', 'must be on or off'],
     ['LEASEHOLD_LISTEN_URL', 'pgbouncer:6432', 'postgres://'],
+    ['LEASEHOLD_EXPIRE_HOOK', 'release_slots', 'must be <schema>.<function>'],
+    ['LEASEHOLD_EXPIRE_HOOK', 'App.Release_Slots', 'lowercase SQL identifiers'],
+    ['LEASEHOLD_EXPIRE_HOOK', 'app.release_slots(text[])', 'must be <schema>.<function>'],
+    ['LEASEHOLD_EXPIRE_HOOK_TIMEOUT_MS', '0', 'whole number from 10'],
+    ['LEASEHOLD_EXPIRE_HOOK_TIMEOUT_MS', '20000', 'shorter than LEASEHOLD_DB_QUERY_TIMEOUT_MS'],
   ])('names %s when it is invalid', (variable, value, fragment) => {
     const error = (() => {
       try {

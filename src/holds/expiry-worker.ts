@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import { DEFAULTS } from '../defaults.js';
 import { intentsChannel } from '../db/listener.js';
-import { withTransaction } from '../db/pool.js';
+import { withTransaction, type Queryable } from '../db/pool.js';
 import type { Clock } from '../runtime/clock.js';
 import { databaseClock } from '../runtime/clock.js';
 import { noFaults, type Faults } from '../runtime/faults.js';
@@ -12,6 +12,8 @@ import type { Metrics } from '../observability/metrics.js';
 import { annotate, ATTR, capped, DB_SYSTEM, inSpan, linkHolds, MESSAGING_SYSTEM } from '../observability/tracing.js';
 import { checkArgument, checkPool, rules } from '../db/arguments.js';
 import { holdsDueOutlook, holdsExpireDue, type ExpiredHold } from '../tables/holds.js';
+import { hookFailuresRecord, type HookFailure } from '../tables/hook-failures.js';
+import { expireWithHook, type FailedHold, type HookSettings, type OnExpired } from './expire-hook.js';
 
 export interface ExpiryWorkerOptions {
   pool: pg.Pool;
@@ -27,6 +29,16 @@ export interface ExpiryWorkerOptions {
   logger?: Logger;
   metrics?: Metrics;
   faults?: Faults;
+  /**
+   * The application's hook (issue 41): called on the expiry transaction's
+   * client with the holds it expired, after their intents are written and
+   * before the commit; its changes commit with the expiry or neither does.
+   * A hold whose call fails by itself stays held and is retried with
+   * back-off (holds/expire-hook.ts); the rest of the batch expires on time.
+   */
+  onExpired?: OnExpired;
+  /** The hook's bound, as a statement_timeout around its call (default 5000 ms); slower counts as failing. */
+  hookTimeoutMs?: number;
 }
 
 /** A hold that expired, told after the transaction that expired it committed. */
@@ -45,6 +57,8 @@ export interface ExpiryEvents {
 export interface ExpiryRun {
   expired: ExpiredHold[];
   full: boolean;
+  /** Holds left held because their hook call failed (none without a hook). */
+  hookFailed: FailedHold[];
 }
 
 /**
@@ -64,6 +78,7 @@ export class ExpiryWorker extends LoopWorker<ExpiryEvents> {
   private readonly intervalMs: number;
   /** Current back-off while due holds are left behind (0 when none are). */
   private dueRetryMs = 0;
+  private readonly hook: HookSettings | undefined;
   /** The expire span's constant attributes: one statement that expires holds and creates their intents (messages). */
   private readonly spanAttributes;
 
@@ -81,9 +96,18 @@ export class ExpiryWorker extends LoopWorker<ExpiryEvents> {
         noticeDeadlineSeconds: r.positive.nullable().optional(),
         clock: r.clock.optional(),
         logger: r.logger.optional(),
+        onExpired: r.z.custom<OnExpired>((v) => typeof v === 'function', 'must be a function (tx, holds) => Promise<void>').optional(),
+        hookTimeoutMs: r.positiveInt.optional(),
       }),
       options,
     );
+    if (options.onExpired) {
+      this.hook = {
+        onExpired: options.onExpired,
+        name: options.onExpired.name && options.onExpired.name !== 'onExpired' ? options.onExpired.name : 'onExpired',
+        timeoutMs: options.hookTimeoutMs ?? DEFAULTS.expireHookTimeoutMs,
+      };
+    }
     this.schema = options.schema ?? DEFAULTS.schema;
     this.batchSize = options.batchSize ?? DEFAULTS.expiryBatch;
     this.clock = options.clock ?? databaseClock;
@@ -114,11 +138,23 @@ export class ExpiryWorker extends LoopWorker<ExpiryEvents> {
   async runOnce(): Promise<ExpiryRun> {
     const started = process.hrtime.bigint();
     const now = this.clock.now();
+    let hookFailed: FailedHold[] = [];
+    let hookStored: HookFailure[] = [];
     const expired = await inSpan('expire', { kind: 'client', attributes: this.spanAttributes }, async (span) => {
       const rows = await withTransaction(this.options.pool, async (client) => {
         // The statement also NOTIFYs intentsChannel when it created intents:
         // delivered at commit (never for a rolled-back batch), it wakes delivery workers.
-        const rows = await holdsExpireDue(client, this.schema, this.batchSize, now, intentsChannel(this.schema), this.options.noticeDeadlineSeconds ?? null);
+        const expire = (only: readonly string[] | null) =>
+          holdsExpireDue(client, this.schema, this.batchSize, now, intentsChannel(this.schema), this.options.noticeDeadlineSeconds ?? null, only);
+        let rows: ExpiredHold[];
+        if (this.hook) {
+          const batch = await expireWithHook(client, this.schema, this.hook, expire);
+          rows = batch.expired;
+          hookFailed = batch.failed;
+          hookStored = await this.recordHookFailures(client, batch.failed, now);
+        } else {
+          rows = await expire(null);
+        }
         if (rows.length > 0) await this.faults.at('expiry.locked', { holds: rows.map((r) => r.id) });
         return rows;
       });
@@ -135,6 +171,7 @@ export class ExpiryWorker extends LoopWorker<ExpiryEvents> {
     const seconds = Number(process.hrtime.bigint() - started) / 1e9;
     if (expired.length > 0) await this.faults.at('expiry.committed', { holds: expired.map((r) => r.id) });
 
+    this.reportHookFailures(hookFailed, hookStored);
     const metrics = this.options.metrics;
     metrics?.holdsExpired.inc(expired.length);
     metrics?.expiryBatchSize.observe(expired.length);
@@ -148,7 +185,32 @@ export class ExpiryWorker extends LoopWorker<ExpiryEvents> {
     for (const hold of expired) {
       this.events.emit('expired', { holdId: hold.id, intentId: hold.intent_id, expiresAt: hold.expires_at, expiredAt: hold.expired_at });
     }
-    return { expired, full: expired.length >= this.batchSize };
+    return { expired, full: expired.length + hookFailed.length >= this.batchSize, hookFailed };
+  }
+
+  /** In the batch's transaction: each failed hold's back-off. */
+  private recordHookFailures(client: Queryable, failed: FailedHold[], now: Date | null): Promise<HookFailure[]> {
+    return hookFailuresRecord(client, this.schema, failed, now, { baseMs: DEFAULTS.expireHookRetryBaseMs, maxMs: DEFAULTS.expireHookRetryMaxMs });
+  }
+
+  /** After the commit: each failed hold logged with its id and the database's error, and counted. */
+  private reportHookFailures(failed: FailedHold[], stored: HookFailure[]): void {
+    const byId = new Map(stored.map((f) => [f.holdId, f]));
+    for (const failure of failed) {
+      const row = byId.get(failure.holdId);
+      this.options.metrics?.expireHookFailures.inc({ reason: failure.timedOut ? 'timeout' : 'error' });
+      this.logger.warn(
+        {
+          event: 'expire_hook.failed',
+          holdId: failure.holdId,
+          hook: this.hook?.name,
+          code: failure.code,
+          error: failure.error,
+          ...(row ? { attempts: row.attempts, retryAt: row.retryAt.toISOString() } : {}),
+        },
+        'expiry hook failed for this hold: it stays held and is tried again after its back-off',
+      );
+    }
   }
 
   private async tick(): Promise<TickResult> {

@@ -18,6 +18,8 @@ export interface Metrics {
   expiryBatchSize: Histogram;
   expiryTransactionSeconds: Histogram;
   expiryLockContention: Gauge;
+  /** Holds whose expiry hook call failed by themselves (issue 41), by reason: `error` (the hook raised) or `timeout`. */
+  expireHookFailures: Counter<'reason'>;
   sends: Counter<'outcome' | 'account'>;
   rateLimited: Counter<'account'>;
   leaseExpirations: Counter;
@@ -100,6 +102,12 @@ export function createMetrics(registry?: Registry): Metrics {
     expiryLockContention: new Gauge({
       name: 'leasehold_expiry_lock_contention',
       help: 'Due holds skipped at the last non-full expiry run because another worker held their lock.',
+      registers: r,
+    }),
+    expireHookFailures: new Counter({
+      name: 'leasehold_expire_hook_failures_total',
+      help: 'Holds whose expiry hook (LEASEHOLD_EXPIRE_HOOK or onExpired) failed by itself, each left held and retried with back-off; by reason (error, timeout). leasehold_expire_hook_failing_holds is how many wait now.',
+      labelNames: ['reason'],
       registers: r,
     }),
     sends: new Counter({

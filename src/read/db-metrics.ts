@@ -101,6 +101,11 @@ function registerLaneGauges(
     'Seconds the oldest due hold has waited past its deadline; compare with leasehold_expiry_promise_seconds.',
     (s) => s.expiry.oldestDueAgeSeconds,
   );
+  gauge(
+    'leasehold_expire_hook_failing_holds',
+    "Held holds waiting on the application's expiry hook (LEASEHOLD_EXPIRE_HOOK), which failed for them: each is retried with back-off and is not in leasehold_due_holds.",
+    (s) => s.expiry.hookFailing,
+  );
   gauge('leasehold_email_backlog', 'Pending email intents (delivery lane queue).', (s) => s.delivery.backlog);
   gauge(
     'leasehold_oldest_pending_intent_age_seconds',

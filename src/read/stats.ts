@@ -3,6 +3,7 @@ import { controlFromRow, deliveryControlSql, type ControlRow, type DeliveryContr
 import { DEFAULT_ACCOUNT } from '../model/accounts.js';
 import { rateLimiterAccountsSql, rateLimiterStateFromRow, type AccountGaugeState, rateLimiterStateSql, type RateLimitState } from '../tables/rate-limiter.js';
 import { holdsDueFromRow, holdsDueSql } from '../tables/holds.js';
+import { hookFailuresCountFromRow, hookFailuresCountSql } from '../tables/hook-failures.js';
 import { intentsOldestPendingAgeSql, pendingAgeFromRow } from '../tables/outbox.js';
 import { intentCountsFromRow, intentCountsSql } from '../tables/intent-counts.js';
 import { IntentState } from '../model/intent-states.js';
@@ -19,6 +20,8 @@ export interface ExpiryLaneStats {
   dueHolds: number;
   /** Seconds the oldest due hold has waited past its deadline (0 when none). */
   oldestDueAgeSeconds: number;
+  /** Held holds waiting on the application's expiry hook, which failed for them (not in dueHolds: the lane is not late for them). */
+  hookFailing: number;
 }
 
 export interface DeliveryLaneStats {
@@ -60,6 +63,7 @@ export async function laneStats(db: Queryable, schema: string, failover: readonl
 export function laneStatsSql(s: string, limiterParam: string, failoverParam: string): string {
   return `SELECT *
             FROM (${holdsDueSql(s, 'now()')}) due,
+                 (${hookFailuresCountSql(s)}) hook,
                  (${intentCountsSql(s)}) intents,
                  (${intentsOldestPendingAgeSql(s)}) pending,
                  (${rateLimiterAccountsSql(s, failoverParam, 'now()')}) accounts,
@@ -71,7 +75,7 @@ export function laneStatsFromRow(row: Record<string, unknown>, failover: readonl
   const due = holdsDueFromRow(row);
   const intentsByState = intentCountsFromRow(row);
   return {
-    expiry: { dueHolds: due.due, oldestDueAgeSeconds: due.ageSeconds },
+    expiry: { dueHolds: due.due, oldestDueAgeSeconds: due.ageSeconds, hookFailing: hookFailuresCountFromRow(row) },
     delivery: { backlog: intentsByState.pending, oldestPendingAgeSeconds: pendingAgeFromRow(row), intentsByState },
     control: controlFromRow(row as unknown as ControlRow),
     limiter: rateLimiterStateFromRow(row),

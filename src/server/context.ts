@@ -15,8 +15,8 @@ import { actorOf, principalOf } from './auth.js';
 import { storableText } from '../text.js';
 
 /** What every route needs: the database, where the tables are, and where to log. */
-/** The hold defaults the API applies (LEASEHOLD_REMIND_BEFORE_S, LEASEHOLD_NOTIFY_ON_CONFIRM, LEASEHOLD_NOTICE_DEADLINE_S). */
-export type HoldSettings = 'remindBeforeSeconds' | 'notifyOnConfirm' | 'noticeDeadlineSeconds';
+/** The hold defaults the API applies (LEASEHOLD_REMIND_BEFORE_S, LEASEHOLD_NOTIFY_ON_CONFIRM, LEASEHOLD_NOTICE_DEADLINE_S), and the hook its changes call (LEASEHOLD_EXPIRE_HOOK). */
+export type HoldSettings = 'remindBeforeSeconds' | 'notifyOnConfirm' | 'noticeDeadlineSeconds' | 'expireHook' | 'expireHookTimeoutMs';
 
 export interface ApiContext {
   pool: pg.Pool;

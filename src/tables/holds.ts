@@ -2,6 +2,7 @@ import type { Queryable } from '../db/pool.js';
 import { ident } from '../db/pool.js';
 import { EXPIRED_INTENT_PREFIX, EXPIRED_TEMPLATE, type Hold, type HoldStatus } from '../model/hold-states.js';
 import { intentsInsertExpired } from './outbox.js';
+import { hookFailuresAllSql, hookFailuresWaitingSql } from './hook-failures.js';
 import { afterCursorSql, cursorTimeSql, decodeCursor, pageOf } from '../model/cursor.js';
 import { HOLD_ID_PATTERN } from '../model/hold-input.js';
 
@@ -251,6 +252,8 @@ export async function holdsExpireDue(
   notifyChannel: string | null = null,
   /** Each expiry email's deadline, in seconds after the expiry (LEASEHOLD_NOTICE_DEADLINE_S); null: none. */
   noticeDeadlineSeconds: number | null = null,
+  /** Only these holds (the expiry hook's bisection, holds/expire-hook.ts); null: any due hold. */
+  only: readonly string[] | null = null,
 ): Promise<ExpiredHold[]> {
   const s = ident(schema);
   const { rows } = await db.query<ExpiredHold>(
@@ -260,6 +263,12 @@ export async function holdsExpireDue(
        SELECT r.ctid
          FROM ${s}.support_reservations r, clock
         WHERE r.status = 'held' AND r.expires_at <= clock.now
+          -- Holds whose expiry hook failed wait out their back-off
+          -- (migration 0029). An uncorrelated InitPlan, run once per
+          -- statement over the retry index (empty in the usual case), so
+          -- the due index scan and its plan stay as they were.
+          AND r.id <> ALL (ARRAY(${hookFailuresWaitingSql(s, 'coalesce($2::timestamptz, now())')}))${only ? `
+          AND r.id = ANY ($7::text[])` : ''}
         ORDER BY r.expires_at
         LIMIT $1
         FOR UPDATE OF r SKIP LOCKED
@@ -293,7 +302,7 @@ export async function holdsExpireDue(
             e.expires_at, e.expired_at, e.traceparent
        FROM expired e
       WHERE (SELECT count(*) FROM notified) >= 0`,
-    [limit, now, notifyChannel, EXPIRED_INTENT_PREFIX, EXPIRED_TEMPLATE, noticeDeadlineSeconds],
+    [limit, now, notifyChannel, EXPIRED_INTENT_PREFIX, EXPIRED_TEMPLATE, noticeDeadlineSeconds, ...(only ? [only] : [])],
   );
   return rows;
 }
@@ -312,7 +321,8 @@ export async function holdsDueOutlook(db: Queryable, schema: string, now: Date |
     `SELECT
        (SELECT count(*) FROM (
           SELECT 1 FROM ${s}.support_reservations r
-           WHERE r.status = 'held' AND r.expires_at <= coalesce($1::timestamptz, now()) LIMIT 10000) d)::int AS locked,
+           WHERE r.status = 'held' AND r.expires_at <= coalesce($1::timestamptz, now())
+             AND r.id <> ALL (ARRAY(${hookFailuresWaitingSql(s, 'coalesce($1::timestamptz, now())')})) LIMIT 10000) d)::int AS locked,
        (SELECT extract(epoch FROM min(r.expires_at) - coalesce($1::timestamptz, now())) * 1000
           FROM ${s}.support_reservations r
          WHERE r.status = 'held' AND r.expires_at > coalesce($1::timestamptz, now()))::float8 AS next_in_ms`,
@@ -322,16 +332,19 @@ export async function holdsDueOutlook(db: Queryable, schema: string, now: Date |
   return { lockedElsewhere: row.locked, nextDueInMs: row.next_in_ms };
 }
 
-/** Oldest due-but-still-held hold, in seconds past its deadline (0 when none). */
 /**
  * Due holds and how late the oldest is at `now` (an SQL expression), as one
  * row (`due_holds`, `due_age`) through the due index, for the status
  * snapshot (read/stats.ts), which reads it beside the other lane numbers.
+ * Holds whose expiry hook failed are left out: they wait on the
+ * application's function, not on the lane, and are counted apart
+ * (`hookFailuresCountSql`), so one bad hold does not make the lane look late.
  */
 export const holdsDueSql = (s: string, now: string): string =>
   `SELECT count(*)::int AS due_holds, extract(epoch FROM ${now} - min(r.expires_at))::float8 AS due_age
      FROM ${s}.support_reservations r
-    WHERE r.status = 'held' AND r.expires_at <= ${now}`;
+    WHERE r.status = 'held' AND r.expires_at <= ${now}
+      AND r.id <> ALL (ARRAY(${hookFailuresAllSql(s)}))`;
 
 export const holdsDueFromRow = (row: Record<string, unknown>): { ageSeconds: number; due: number } => ({
   ageSeconds: Math.max(0, (row['due_age'] as number | null) ?? 0),

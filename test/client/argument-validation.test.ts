@@ -15,7 +15,7 @@ const notADb = { nope: true } as never;
 const NOT_CALLABLE = new Set(['BounceType', 'DEFAULTS', 'DEFAULT_RETENTION', 'EventKind', 'HoldStatus', 'INTENT_HEADER', 'IntentState', 'MESSAGE_KINDS', 'RETENTION_TABLES', 'SuppressionReason', 'databaseClock', 'silentLogger']);
 
 /** The error classes: what validation throws, constructed by leasehold itself. */
-const ERRORS = new Set(['LeaseholdError', 'ValidationError', 'NotFoundError', 'IdempotencyConflictError', 'HoldNotHeldError', 'IntentStateError', 'ConfigError', 'SchemaNotMigratedError', 'MissingPackageError', 'TemplateRenderError']);
+const ERRORS = new Set(['LeaseholdError', 'ValidationError', 'NotFoundError', 'IdempotencyConflictError', 'HoldNotHeldError', 'IntentStateError', 'ConfigError', 'SchemaNotMigratedError', 'MissingPackageError', 'TemplateRenderError', 'ExpireHookError']);
 
 /** Callable exports that take no arguments, so there is no wrong one to give. */
 const NO_ARGUMENTS = new Set(['defaultLibraryLogger']);
@@ -55,7 +55,12 @@ const CASES: Record<string, Case[]> = {
   confirmHold: [['db', () => entry.confirmHold(notADb, 'x')]],
   cancelHold: [['id', () => entry.cancelHold(db.pool, 5 as never, { schema: db.schema })]],
   extendHold: [['options.clock', () => entry.extendHold(db.pool, 'x', { ttlSeconds: 60 }, { clock: 5 as never })]],
-  ExpiryWorker: [['options.pool', () => new entry.ExpiryWorker({} as never)], ['options.batchSize', () => new entry.ExpiryWorker({ pool: db.pool, batchSize: 0 })]],
+  ExpiryWorker: [
+    ['options.pool', () => new entry.ExpiryWorker({} as never)],
+    ['options.batchSize', () => new entry.ExpiryWorker({ pool: db.pool, batchSize: 0 })],
+    ['options.onExpired', () => new entry.ExpiryWorker({ pool: db.pool, onExpired: 'app.release_slots' as never })],
+    ['options.hookTimeoutMs', () => new entry.ExpiryWorker({ pool: db.pool, onExpired: () => {}, hookTimeoutMs: -1 })],
+  ],
   DeliveryWorker: [
     ['options.gateway', () => new entry.DeliveryWorker({ pool: db.pool })],
     ['options.gateway', () => new entry.DeliveryWorker({ pool: db.pool, gateway: {} as never })],

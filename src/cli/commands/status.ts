@@ -23,6 +23,10 @@ export function formatStatus(r: StatusReport): string[] {
     ...table([
       ['due holds', String(expiry.dueHolds)],
       ['oldest due hold age', against(expiry.oldestDueAgeSeconds, r.promises.expiryPromiseS)],
+      // Only when there are any: held because the application's LEASEHOLD_EXPIRE_HOOK fails for them.
+      ...(expiry.hookFailing > 0
+        ? [['expiry hook failing', `${expiry.hookFailing} held (${r.hookFailures.slice(0, 5).map((f) => `${f.holdId}: ${f.error}`).join('; ')}${expiry.hookFailing > 5 ? '; ...' : ''})`] as [string, string]]
+        : []),
     ]),
     'delivery lane',
     ...table([

@@ -1,5 +1,7 @@
 import { z } from 'zod';
 import { cancelHold, confirmHold, createHold, extendHold, getHold } from '../../holds/holds.js';
+import { sqlExpireHook, withExpireHook } from '../../holds/expire-hook.js';
+import { DEFAULTS } from '../../defaults.js';
 import { holdsList } from '../../tables/holds.js';
 import { HoldStatus } from '../../model/hold-states.js';
 import type { CreateHoldInput } from '../../model/hold-input.js';
@@ -52,9 +54,14 @@ const idParams = () => z.object({ id: holdIdSchema() });
 
 const NOT_FOUND = 'no such hold (or one of a tenant this token may not see)';
 const NOT_HELD = 'hold_not_held: the hold already left held (error.status says where it went)';
+const NOT_HELD_OR_HOOK = `${NOT_HELD}; or hook_failed: the application's LEASEHOLD_EXPIRE_HOOK raised (or ran past its timeout) for this change, and nothing changed (the message is the database's)`;
 
 export function holdRoutes(app: ZodApp, ctx: ApiContext): void {
   const { pool, schema, logger, config } = ctx;
+  // confirm, cancel and extend call the application's hook in their own transaction (holds/expire-hook.ts).
+  const hook = config.expireHook
+    ? { onExpired: sqlExpireHook(config.expireHook), name: config.expireHook, timeoutMs: config.expireHookTimeoutMs ?? DEFAULTS.expireHookTimeoutMs }
+    : undefined;
   const defaults = {
     ...(config.remindBeforeSeconds !== undefined ? { remindBeforeSeconds: config.remindBeforeSeconds } : {}),
     ...(config.notifyOnConfirm !== undefined ? { notifyOnConfirm: config.notifyOnConfirm } : {}),
@@ -142,14 +149,14 @@ export function holdRoutes(app: ZodApp, ctx: ApiContext): void {
         summary: 'held -> confirmed (its pending reminder is voided; a confirmation email when the hold asked for one)',
         tags: ['holds'],
         params: idParams(),
-        response: answers({ 200: json(HoldShape, 'confirmed') }, { 400: BAD_INPUT, 404: NOT_FOUND, 409: NOT_HELD }, { body: true }),
+        response: answers({ 200: json(HoldShape, 'confirmed') }, { 400: BAD_INPUT, 404: NOT_FOUND, 409: NOT_HELD_OR_HOOK }, { body: true }),
       },
     },
     async (request) => {
       const { id } = request.params;
       expectNoBody(request.body);
       await visibleHold(request, pool, schema, id);
-      const hold = await confirmHold(pool, id, { schema, noticeDeadlineSeconds: config.noticeDeadlineSeconds ?? null });
+      const hold = await withExpireHook(pool, schema, hook, (db) => confirmHold(db, id, { schema, noticeDeadlineSeconds: config.noticeDeadlineSeconds ?? null }));
       logger.info({ event: 'hold.confirmed', holdId: hold.id }, 'hold confirmed');
       return hold;
     },
@@ -163,14 +170,14 @@ export function holdRoutes(app: ZodApp, ctx: ApiContext): void {
         summary: 'held -> cancelled (no email is sent; its pending reminder is voided)',
         tags: ['holds'],
         params: idParams(),
-        response: answers({ 200: json(HoldShape, 'cancelled') }, { 400: BAD_INPUT, 404: NOT_FOUND, 409: NOT_HELD }, { body: true }),
+        response: answers({ 200: json(HoldShape, 'cancelled') }, { 400: BAD_INPUT, 404: NOT_FOUND, 409: NOT_HELD_OR_HOOK }, { body: true }),
       },
     },
     async (request) => {
       const { id } = request.params;
       expectNoBody(request.body);
       await visibleHold(request, pool, schema, id);
-      const hold = await cancelHold(pool, id, { schema });
+      const hold = await withExpireHook(pool, schema, hook, (db) => cancelHold(db, id, { schema }));
       logger.info({ event: 'hold.cancelled', holdId: hold.id }, 'hold cancelled');
       return hold;
     },
@@ -185,13 +192,13 @@ export function holdRoutes(app: ZodApp, ctx: ApiContext): void {
         tags: ['holds'],
         params: idParams(),
         body: extendHoldBody(),
-        response: answers({ 200: json(HoldShape, 'extended (or already at that deadline)') }, { 400: BAD_INPUT, 404: NOT_FOUND, 409: NOT_HELD }, { body: true }),
+        response: answers({ 200: json(HoldShape, 'extended (or already at that deadline)') }, { 400: BAD_INPUT, 404: NOT_FOUND, 409: NOT_HELD_OR_HOOK }, { body: true }),
       },
     },
     async (request) => {
       const { id } = request.params;
       await visibleHold(request, pool, schema, id);
-      const hold = await extendHold(pool, id, request.body, { schema });
+      const hold = await withExpireHook(pool, schema, hook, (db) => extendHold(db, id, request.body, { schema }));
       logger.info({ event: 'hold.extended', holdId: hold.id, expiresAt: hold.expiresAt }, 'hold extended');
       return hold;
     },

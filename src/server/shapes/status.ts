@@ -5,7 +5,8 @@ import type { StatusReport } from '../../read/status.js';
 import type { SendRateBin } from '../../tables/attempts.js';
 import type { LaneSampleAt } from '../../tables/lane-samples.js';
 import type { AccountGaugeState } from '../../tables/rate-limiter.js';
-import { valuesOf, type SameKeys } from './common.js';
+import type { HookFailure } from '../../tables/hook-failures.js';
+import { Timestamp, valuesOf, type SameKeys } from './common.js';
 import { DeliveryControlShape, RateLimitShape } from './delivery.js';
 
 /**
@@ -23,6 +24,17 @@ const byOutcome = () => z.partialRecord(z.enum(valuesOf(AttemptOutcome)), count(
 const ExpiryLaneShape = z.object({
   dueHolds: count().describe('holds still held past their deadline'),
   oldestDueAgeSeconds: seconds().describe('how long the oldest due hold has waited past its deadline (0: none)'),
+  hookFailing: count().describe("held holds waiting on the application's expiry hook, which failed for them (LEASEHOLD_EXPIRE_HOOK); not in dueHolds"),
+});
+
+const HookFailureShape = z.object({
+  holdId: z.string(),
+  attempts: count().describe('failed calls so far'),
+  firstFailedAt: Timestamp,
+  lastFailedAt: Timestamp,
+  retryAt: Timestamp.describe('not expired again before this (back-off doubling per failure)'),
+  code: z.string().nullable().describe('SQLSTATE of the last failure (57014: ran past LEASEHOLD_EXPIRE_HOOK_TIMEOUT_MS), null for a callback error without one'),
+  error: z.string().describe("the database's error (addresses replaced by <address>)"),
 });
 
 const DeliveryLaneShape = z.object({
@@ -64,6 +76,7 @@ export const StatusReportShape = z
     promises: z
       .object({ expiryPromiseS: seconds(), emailPromiseS: seconds() })
       .describe('LEASEHOLD_EXPIRY_PROMISE_S and LEASEHOLD_EMAIL_PROMISE_S: the oldest ages health holds the lanes to'),
+    hookFailures: z.array(HookFailureShape).describe('held holds whose expiry hook failed, longest-failing first (at most 20)'),
     healthy: z.boolean().describe('health is not unavailable (degraded counts as healthy: delivery goes on through the other accounts)'),
     health: z.enum(['ok', 'degraded', 'unavailable']).describe('what /healthz would say of the lanes (without its per-process checks)'),
   })
@@ -103,8 +116,9 @@ const _stats: SameKeys<z.output<typeof LaneStatsShape>, LaneStats> = true;
 const _expiry: SameKeys<z.output<typeof ExpiryLaneShape>, ExpiryLaneStats> = true;
 const _delivery: SameKeys<z.output<typeof DeliveryLaneShape>, DeliveryLaneStats> = true;
 const _byState: SameKeys<z.output<typeof DeliveryLaneShape>['intentsByState'], DeliveryLaneStats['intentsByState']> = true;
+const _hookFailure: SameKeys<z.output<typeof HookFailureShape>, HookFailure> = true;
 const _gauge: SameKeys<z.output<typeof AccountGaugeShape>, AccountGaugeState> = true;
 const _accounts: SameKeys<z.output<typeof LaneStatsShape>['accounts'], LaneStats['accounts']> = true;
 const _bin: SameKeys<z.output<typeof SendRateShape>['bins'][number], SendRateBin> = true;
 const _sample: SameKeys<z.output<typeof LaneHistoryShape>['samples'][number], LaneSampleAt> = true;
-void [_status, _stats, _expiry, _delivery, _byState, _gauge, _accounts, _bin, _sample];
+void [_hookFailure, _status, _stats, _expiry, _delivery, _byState, _gauge, _accounts, _bin, _sample];
