@@ -25,3 +25,4 @@
 
 export * from './rate-limiter/state.js';
 export * from './rate-limiter/permits.js';
+export * from './rate-limiter/endpoint-permits.js';
