@@ -162,8 +162,8 @@ export class WebhookWorker extends LoopWorker {
   private async deliver(endpoint: WebhookEndpoint, event: LeasedWebhook, leasedAt: Date): Promise<void> {
     const localStart = Date.now();
     const result = await sendWebhook(endpoint, event, { timeoutMs: this.timeoutMs, ...(this.options.fetch ? { fetch: this.options.fetch } : {}) });
-    // The database's time of the lease, moved on by how long the request took.
-    const now = new Date(leasedAt.getTime() + (Date.now() - localStart));
+    // The injected clock's now, or the database's time of the lease moved on by how long the request took.
+    const now = this.clock.now() ?? new Date(leasedAt.getTime() + (Date.now() - localStart));
     let record: WebhookResult;
     if (result.ok) {
       record = { id: event.id, leaseToken: event.leaseToken, outcome: 'delivered', status: result.status, error: null };
@@ -173,7 +173,7 @@ export class WebhookWorker extends LoopWorker {
       const dead = givenUp(event.dueSince, nextAt, this.options.giveUpAfterMs ?? DEFAULTS.webhookGiveUpAfterS * 1000);
       record = { id: event.id, leaseToken: event.leaseToken, outcome: dead ? 'dead' : 'retry', status: result.status, error: result.error, ...(dead ? {} : { nextAt }) };
     }
-    const recorded = await webhookEventsRecord(this.options.pool, this.options.schema, [record], this.clock === databaseClock ? null : now);
+    const recorded = await webhookEventsRecord(this.options.pool, this.options.schema, [record], this.clock.now());
     const fields = { webhookId: event.id, endpoint: endpoint.name, type: event.type, attempt: event.attempts, status: result.status, durationMs: result.durationMs };
     if (recorded.length === 0) {
       this.logger.warn({ event: 'webhook.lease_lost', ...fields }, 'webhook result not recorded: its lease had ended');
