@@ -8,6 +8,8 @@ import { rateLimiterSet } from '../../src/tables/rate-limiter.js';
 import { intentsGet, intentsSweepDeadlines } from '../../src/tables/outbox.js';
 import { WEBHOOK_EVENT_TYPES, type WebhookEndpoint } from '../../src/model/webhook-events.js';
 import { WebhookWorker } from '../../src/webhooks/worker.js';
+import { holdTimeline } from '../../src/read/timeline.js';
+import { formatTimeline } from '../../src/cli/commands/trace.js';
 import { testDatabase, type TestDatabase } from '../helpers/database.js';
 import { insertDueHolds } from '../helpers/holds.js';
 import { ScriptedGateway } from '../helpers/scripted-gateway.js';
@@ -135,5 +137,11 @@ describe('signed webhooks, end to end', () => {
     const bounced = [...delivered.values()].find((r) => r.body!.type === 'email.bounced')!.body!;
     expect(bounced.data).toMatchObject({ intentId: `reservation-expired:${bounced.data['holdId'] as string}`, kind: 'reservation-expired', outcome: 'bounced', bounceType: 'hard' });
     for (const r of delivered.values()) expect(JSON.stringify(r.body)).not.toContain('@');
+
+    // The hold's timeline (GET /v1/holds/:id, trace) tells its webhooks.
+    const timeline = await holdTimeline(db.pool, schema, 'wc');
+    expect(timeline.webhooks).toMatchObject([{ type: 'hold.confirmed', endpoint: 'app', state: 'delivered' }]);
+    expect(timeline.life.map((e) => e.what)).toContain('webhook hold.confirmed to app delivered');
+    expect(formatTimeline(timeline).join('\n')).toMatch(/webhooks:\n {2}msg_\w+ {2}hold\.confirmed -> app: delivered after \d+ attempt\(s\), last HTTP 204/);
   });
 });
