@@ -2,7 +2,6 @@ import { configFileDocument, configFileFailure } from './config-file.js';
 import { onFirstUse } from '../zod.js';
 import { describeZodError } from './zod-issues.js';
 import { BURST_RULE, isValidPerSecond, MAX_BURST, PER_SECOND_RULE } from './delivery-policy.js';
-import { DEFAULTS } from '../defaults.js';
 import { TENANT_PATTERN } from './hold-input.js';
 import {
   WEBHOOK_ENDPOINT_NAME,
@@ -61,16 +60,15 @@ function fieldOf(path: ReadonlyArray<PropertyKey>): string {
   return path.reduce<string>((out, key) => (typeof key === 'number' ? `${out}[${key}]` : out ? `${out}.${String(key)}` : String(key)), '');
 }
 
-/**
- * Parse an endpoints file. `taken` are names already in use (the
- * environment's `default` endpoint); `env` resolves the `${VAR}` references.
- */
+/** Parse an endpoints file; `env` resolves the `${VAR}` references. */
 export function parseWebhookEndpoints(
   text: string,
   env: Readonly<Record<string, string | undefined>>,
-  taken: readonly string[] = [],
+  /** An endpoint's rate and concurrency where the file gives none (defaults.ts), and the names already in use (the environment's `default`). */
+  fallback: { rate: WebhookEndpoint['rate']; concurrency: number; taken: readonly string[] },
   source = 'LEASEHOLD_WEBHOOKS_FILE',
 ): WebhookEndpoint[] {
+  const { taken } = fallback;
   const fail = configFileFailure(source);
   const doc = configFileDocument(text, source);
   const parsed = fileSchema().safeParse(doc);
@@ -99,8 +97,8 @@ export function parseWebhookEndpoints(
       secret: secret!,
       ...(raw.types ? { types: [...new Set(raw.types)] } : {}),
       ...(raw.tenants ? { tenants: [...new Set(raw.tenants)] } : {}),
-      rate: raw.rate ?? { perSecond: DEFAULTS.webhookRatePerSecond, burst: DEFAULTS.webhookRateBurst },
-      concurrency: raw.concurrency ?? DEFAULTS.webhookConcurrency,
+      rate: raw.rate ?? fallback.rate,
+      concurrency: raw.concurrency ?? fallback.concurrency,
     };
   });
 }

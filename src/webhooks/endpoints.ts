@@ -29,7 +29,8 @@ export function webhookEndpointsFromConfig(config: Config): WebhookEndpoint[] {
     } catch (error) {
       throw new ConfigError('LEASEHOLD_WEBHOOKS_FILE', `cannot read ${config.webhooksFile}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
     }
-    endpoints.push(...parseWebhookEndpoints(text, config.env, endpoints.map((e) => e.name)));
+    const rate = { perSecond: DEFAULTS.webhookRatePerSecond, burst: DEFAULTS.webhookRateBurst };
+    endpoints.push(...parseWebhookEndpoints(text, config.env, { rate, concurrency: DEFAULTS.webhookConcurrency, taken: endpoints.map((e) => e.name) }));
   }
   return endpoints;
 }
