@@ -49,7 +49,7 @@ export function createDatabaseMetrics(options: DatabaseMetricsOptions): Registry
   registerReputationGauges(registry, part('reputation'));
   registerRetentionGauges(registry, part('retained'), options.retention);
   if (options.tenantMetricsTop) registerTenantGauges(registry, options, options.tenantMetricsTop);
-  registerWebhookGauges(registry, options);
+  registerWebhookGauges(registry, part('webhooks'));
   return registry;
 }
 

@@ -1,18 +1,15 @@
 import { Gauge, type Registry } from 'prom-client';
-import type { Queryable } from '../db/pool.js';
-import { webhookEventsBacklog, type WebhookBacklog } from '../tables/webhook-events.js';
-import { scrapeSnapshot } from './snapshot.js';
+import type { WebhookBacklog } from '../tables/webhook-events.js';
 
 /**
  * The application's webhooks at scrape time, from the database (every
  * instance reports the same): pending and given-up events and the oldest
  * pending age, by endpoint name. An endpoint's name is configuration, a
  * handful of values; its URL is never a label. An endpoint with nothing
- * pending or dead has no series (a scrape reads only those rows, through
- * the pending and listing indexes).
+ * pending or dead has no series (the scrape's part reads only those rows,
+ * through the pending and listing indexes: read/scrape.ts).
  */
-export function registerWebhookGauges(registry: Registry, options: { db: Queryable; schema: string; snapshotTtlMs?: number }): void {
-  const reading = scrapeSnapshot(() => webhookEventsBacklog(options.db, options.schema), options.snapshotTtlMs);
+export function registerWebhookGauges(registry: Registry, reading: () => Promise<WebhookBacklog[] | undefined>): void {
   const gauges: Array<[string, string, (b: WebhookBacklog) => number]> = [
     ['leasehold_app_webhooks_pending', 'Application webhooks not yet delivered (waiting, leased or backing off), by endpoint.', (b) => b.pending],
     ['leasehold_app_webhooks_dead', 'Application webhooks given up after LEASEHOLD_WEBHOOK_GIVE_UP_AFTER_S and not replayed, by endpoint.', (b) => b.dead],

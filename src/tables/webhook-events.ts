@@ -217,16 +217,25 @@ export interface WebhookBacklog {
   oldestPendingAgeSeconds: number;
 }
 
+/**
+ * The backlog as one row (`webhook_backlog`: a JSON array of WebhookBacklog),
+ * for the /metrics scrape's one statement (read/scrape.ts) beside the other
+ * parts; `now` is an SQL timestamptz expression.
+ */
+export const webhookBacklogSql = (s: string, now: string): string =>
+  `SELECT coalesce(json_agg(json_build_object('endpoint', b.endpoint, 'pending', b.pending, 'dead', b.dead,
+            'oldestPendingAgeSeconds', greatest(0, coalesce(b.oldest, 0))) ORDER BY b.endpoint), '[]') AS webhook_backlog
+     FROM (SELECT endpoint,
+                  count(*) FILTER (WHERE state = 'pending')::int AS pending,
+                  count(*) FILTER (WHERE state = 'dead')::int AS dead,
+                  extract(epoch FROM ${now} - min(created_at) FILTER (WHERE state = 'pending'))::float8 AS oldest
+             FROM ${s}.webhook_events
+            WHERE state IN ('pending', 'dead')
+            GROUP BY endpoint) b`;
+
+export const webhookBacklogFromRow = (row: Record<string, unknown>): WebhookBacklog[] => (row['webhook_backlog'] as WebhookBacklog[] | undefined) ?? [];
+
 export async function webhookEventsBacklog(db: Queryable, schema: string, now: Date | null = null): Promise<WebhookBacklog[]> {
-  const { rows } = await db.query<{ endpoint: string; pending: number; dead: number; oldest: number | null }>(
-    `SELECT endpoint,
-            count(*) FILTER (WHERE state = 'pending')::int AS pending,
-            count(*) FILTER (WHERE state = 'dead')::int AS dead,
-            (extract(epoch FROM coalesce($1::timestamptz, now()) - min(created_at) FILTER (WHERE state = 'pending')))::float8 AS oldest
-       FROM ${ident(schema)}.webhook_events
-      WHERE state IN ('pending', 'dead')
-      GROUP BY endpoint ORDER BY endpoint`,
-    [now],
-  );
-  return rows.map((r) => ({ endpoint: r.endpoint, pending: r.pending, dead: r.dead, oldestPendingAgeSeconds: Math.max(0, r.oldest ?? 0) }));
+  const { rows } = await db.query(webhookBacklogSql(ident(schema), 'coalesce($1::timestamptz, now())'), [now]);
+  return webhookBacklogFromRow(rows[0]!);
 }
