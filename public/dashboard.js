@@ -502,11 +502,46 @@ async function refreshTenants() {
   $('#tenants-empty').hidden = rows.length > 0;
 }
 
+// The application's webhooks: each endpoint's backlog, and the given-up ones with a replay (same webhook-id).
+async function refreshAppWebhooks() {
+  const r = await api('GET', '/v1/webhook-deliveries?state=dead&limit=10');
+  const row = (cells, key) => {
+    const tr = document.createElement('tr');
+    tr.dataset.webhook = key;
+    for (const [col, text, className] of cells) {
+      const td = document.createElement('td');
+      td.dataset.col = col;
+      td.textContent = text;
+      if (className) td.className = className;
+      tr.append(td);
+    }
+    return tr;
+  };
+  const backlog = r.backlog.map((b) => row([['endpoint', b.endpoint], ['pending', String(b.pending), 'num'],
+    ['oldest', seconds(num(b.oldestPendingAgeSeconds) ?? 0), 'num'], ['dead', String(b.dead), 'num']], b.endpoint));
+  const dead = r.webhooks.map((w) => {
+    const tr = row([['id', w.id, 'id'], ['type', w.type], ['hold', w.holdId || ''], ['endpoint', w.endpoint], ['error', w.lastError || '']], w.id);
+    const action = document.createElement('td');
+    const button = document.createElement('button');
+    button.type = 'button';
+    button.textContent = 'Replay';
+    button.className = 'operate-only';
+    button.addEventListener('click', () => act(() => api('POST', `/v1/webhook-deliveries/${encodeURIComponent(w.id)}/replay`)));
+    action.append(button);
+    tr.append(action);
+    return tr;
+  });
+  $('#app-webhook-rows').replaceChildren(...backlog);
+  $('#app-webhook-dead').replaceChildren(...dead);
+  $('#app-webhooks-table').hidden = backlog.length === 0;
+  $('#app-webhooks-empty').hidden = backlog.length > 0;
+}
+
 async function refresh() {
   if (!token) return;
   try {
     await refreshRole();
-    await Promise.all([refreshStatus(), refreshIntents(), refreshSends(), refreshHistory(), refreshAccounts(), refreshTenants(), refreshAudit(), refreshLimitHistory()]);
+    await Promise.all([refreshStatus(), refreshIntents(), refreshSends(), refreshHistory(), refreshAccounts(), refreshTenants(), refreshAudit(), refreshLimitHistory(), refreshAppWebhooks()]);
     $('#updated').textContent = `updated ${new Date().toLocaleTimeString()}`;
     $('#refresh-error').textContent = '';
   } catch (error) {

@@ -10,6 +10,7 @@ import { DEFAULT_AUDIT_RETENTION_DAYS } from './model/audit-actions.js';
 import { DEFAULTS } from './defaults.js';
 import { parseDatabaseUrl } from './model/database-url.js';
 import { HOOK_NAME, HOOK_NAME_RULE } from './model/expire-hook-name.js';
+import { webhookSecretProblem, webhookUrlProblem } from './model/webhook-events.js';
 
 const HOST_NAME = /^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/;
 
@@ -180,6 +181,19 @@ const schema = onFirstUse((z) => {
       .refine((v) => validTimeZone(v) !== undefined, 'must be an IANA time zone (e.g. UTC, Europe/Berlin)')
       .default('UTC')
       .describe("The IANA time zone for holds whose `metadata.timeZone` is missing or unknown."),
+    // Webhooks to the application (src/webhooks/, docs/application-events.md).
+    LEASEHOLD_WEBHOOK_URL: z.string().refine((v) => !webhookUrlProblem(v), 'must be an absolute http:// or https:// URL without credentials').optional()
+      .describe("An endpoint (named `default`) that receives every application event (`hold.expired`, `email.accepted`, ...) as a signed Standard Webhooks POST. Needs `LEASEHOLD_WEBHOOK_SECRET`."),
+    LEASEHOLD_WEBHOOK_SECRET: z.string().refine((v) => !webhookSecretProblem(v), 'must be a Standard Webhooks secret: whsec_ followed by base64 of 24 to 64 bytes').optional()
+      .describe("The `whsec_...` secret `LEASEHOLD_WEBHOOK_URL`'s requests are signed with (`webhook-signature: v1,<HMAC-SHA256>`)."),
+    LEASEHOLD_WEBHOOKS_FILE: z.string().min(1).optional()
+      .describe("YAML file of more webhook endpoints, each with its `url`, `secret` (a `${VAR}` reference), `types`, `tenants`, `rate` and `concurrency`."),
+    LEASEHOLD_WEBHOOK_TIMEOUT_MS: int(100, 600_000).default(DEFAULTS.webhookTimeoutMs)
+      .describe("A webhook request with no answer within this long counts as failed and is retried."),
+    LEASEHOLD_WEBHOOK_GIVE_UP_AFTER_S: int(60, 31_536_000).default(DEFAULTS.webhookGiveUpAfterS)
+      .describe("A webhook event still undelivered this many seconds after it was written is given up (`dead`); `leasehold webhooks replay` sends it again."),
+    LEASEHOLD_WEBHOOK_CONCURRENCY: int(1, 100).default(DEFAULTS.webhookConcurrency)
+      .describe("Most requests in flight to `LEASEHOLD_WEBHOOK_URL` at once (the endpoints file sets its own per endpoint)."),
     LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info')
       .describe("The pino log level."),
   });
@@ -192,7 +206,7 @@ type Env = z.infer<ReturnType<typeof schema>>;
 
 // Never echoed in an error line: that would put a secret (the token, a
 // database password) in logs and terminals.
-const SECRET_VARIABLES = new Set(['LEASEHOLD_API_TOKEN', 'DATABASE_URL', 'LEASEHOLD_LISTEN_URL']);
+const SECRET_VARIABLES = new Set(['LEASEHOLD_API_TOKEN', 'DATABASE_URL', 'LEASEHOLD_LISTEN_URL', 'LEASEHOLD_WEBHOOK_SECRET']);
 
 export interface Config {
   databaseUrl: string | undefined;
@@ -260,6 +274,14 @@ export interface Config {
   /** Locale and time zone for holds whose metadata names none. */
   defaultLocale: string;
   defaultTimeZone: string;
+  /** The webhook endpoint of the environment (`default`): both or neither. */
+  webhookUrl: string | undefined;
+  webhookSecret: string | undefined;
+  /** More endpoints (LEASEHOLD_WEBHOOKS_FILE), read by webhooks/endpoints.ts. */
+  webhooksFile: string | undefined;
+  webhookTimeoutMs: number;
+  webhookGiveUpAfterS: number;
+  webhookConcurrency: number;
   /** The raw environment, for provider adapters reading their own variables. */
   env: Readonly<Record<string, string | undefined>>;
 }
@@ -315,6 +337,12 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       `must be shorter than LEASEHOLD_DB_QUERY_TIMEOUT_MS (${e.LEASEHOLD_DB_QUERY_TIMEOUT_MS}), or the connection is dropped before the hook's timeout fires`,
     );
   }
+  if (e.LEASEHOLD_WEBHOOK_URL !== undefined && e.LEASEHOLD_WEBHOOK_SECRET === undefined) {
+    throw new ConfigError('LEASEHOLD_WEBHOOK_SECRET', 'is required when LEASEHOLD_WEBHOOK_URL is set (every webhook is signed)');
+  }
+  if (e.LEASEHOLD_WEBHOOK_SECRET !== undefined && e.LEASEHOLD_WEBHOOK_URL === undefined) {
+    throw new ConfigError('LEASEHOLD_WEBHOOK_URL', 'is required when LEASEHOLD_WEBHOOK_SECRET is set');
+  }
   return {
     databaseUrl: e.DATABASE_URL,
     listenUrl: e.LEASEHOLD_LISTEN_URL,
@@ -359,6 +387,12 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     templatesDir: e.LEASEHOLD_TEMPLATES_DIR,
     defaultLocale: e.LEASEHOLD_DEFAULT_LOCALE,
     defaultTimeZone: e.LEASEHOLD_DEFAULT_TIME_ZONE,
+    webhookUrl: e.LEASEHOLD_WEBHOOK_URL,
+    webhookSecret: e.LEASEHOLD_WEBHOOK_SECRET,
+    webhooksFile: e.LEASEHOLD_WEBHOOKS_FILE,
+    webhookTimeoutMs: e.LEASEHOLD_WEBHOOK_TIMEOUT_MS,
+    webhookGiveUpAfterS: e.LEASEHOLD_WEBHOOK_GIVE_UP_AFTER_S,
+    webhookConcurrency: e.LEASEHOLD_WEBHOOK_CONCURRENCY,
     env,
   };
 }

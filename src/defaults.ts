@@ -60,6 +60,16 @@ export const DEFAULTS = {
   authFailuresPerMinute: 20,
   /** ...for this long. */
   authLockoutS: 300,
+  /** Webhooks to the application (src/webhooks/): one request's timeout, shorter than its lease... */
+  webhookTimeoutMs: 10_000,
+  /** ...an event still undelivered this long after it was written is given up (`dead`, replayable)... */
+  webhookGiveUpAfterS: 259_200,
+  /** ...most requests in flight to one endpoint, and its limiter row's rate unless the endpoints file sets one. */
+  webhookConcurrency: 4,
+  webhookRatePerSecond: 20,
+  webhookRateBurst: 20,
+  /** The webhook lane's longest sleep with nothing due. */
+  webhookIntervalMs: 1000,
 } as const;
 
 /**

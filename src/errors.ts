@@ -168,3 +168,13 @@ export class MissingPackageError extends LeaseholdError {
     );
   }
 }
+
+/** A replay was asked of an application webhook that is not given up (pending or delivered). */
+export class WebhookStateError extends LeaseholdError {
+  constructor(
+    readonly webhookId: string,
+    readonly state: string,
+  ) {
+    super('webhook_state', `webhook ${JSON.stringify(webhookId)} is ${state}: only a given-up (dead) webhook can be replayed`, 409);
+  }
+}

@@ -29,6 +29,10 @@ import { applyConfiguredRates } from './ops/rate-configuration.js';
 import { describeProblem } from './templates/source.js';
 import type { Templates } from './templates/templates.js';
 import { templatesFromConfig } from './templates/configured.js';
+import type { WebhookEndpoint } from './model/webhook-events.js';
+import { webhookEndpointsFromConfig } from './webhooks/endpoints.js';
+import { startWebhookLane } from './webhooks/lane.js';
+import type { WebhookWorker } from './webhooks/worker.js';
 
 /**
  * The composition root: the one place that builds leasehold's parts from a
@@ -62,6 +66,8 @@ export interface PreparedService {
   webhooks: WebhookSettings | undefined;
   /** Each account's webhook endpoint (an accounts file's accounts). */
   accountWebhooks: Map<string, AccountWebhook> | undefined;
+  /** The application's webhook endpoints (LEASEHOLD_WEBHOOK_URL, LEASEHOLD_WEBHOOKS_FILE), checked; delivered by the delivery lane's process. */
+  appWebhooks: WebhookEndpoint[];
   /** LEASEHOLD_API_TOKENS_FILE's tokens, read and checked (the API's part only). */
   tokenEntries: Awaited<ReturnType<typeof ApiTokens.readFile>> | undefined;
 }
@@ -104,6 +110,8 @@ export async function prepareService(config: Config, parts: ServiceParts, overri
     templates: parts.delivery ? checkedTemplates(config) : undefined,
     webhooks: parts.api ? webhookSettingsFromEnv(config.env) : undefined,
     accountWebhooks: parts.api && config.accountsFile ? accountWebhooks(accounts.accounts) : undefined,
+    // Read for every part, so a broken endpoints file stops any start, in one line.
+    appWebhooks: webhookEndpointsFromConfig(config),
     // A broken tokens file stops the start here, in one line naming the entry and the field.
     tokenEntries: parts.api && config.apiTokensFile ? await ApiTokens.readFile(config.apiTokensFile) : undefined,
   };
@@ -197,6 +205,8 @@ export interface RunningService {
   expiry?: ExpiryWorker;
   delivery?: DeliveryWorker;
   prune?: PruneWorker;
+  /** The application's webhooks, beside the delivery lane when endpoints are configured. */
+  webhooks?: WebhookWorker;
   metrics: Metrics;
   /** Lines for the operator (address, generated token, lanes running), printed once signals are handled. */
   announcements: string[];
@@ -341,6 +351,13 @@ export async function startService(prepared: PreparedService, base: Omit<Service
       const names = gateways.map(({ account, gateway }) => `${account.name}: ${gateway.name}`).join(', ');
       logger.info({ event: 'delivery_worker.started', accounts: gateways.map((g) => g.account.name), provider: gateways[0]!.gateway.name }, 'delivery worker started');
       service.announcements.push(`delivery lane running (${gateways.length === 1 ? `provider ${gateways[0]!.gateway.name}` : `accounts ${names}`})`);
+      const webhooks = await startWebhookLane(prepared.appWebhooks, config, full);
+      if (webhooks) {
+        service.webhooks = webhooks;
+        metrics.watchLane('webhooks', { age: () => webhooks.lastRoundAgeSeconds(), stalledAfterSeconds: stalledAfterSeconds(webhooks.roundIntervalMs) });
+        stops.unshift(() => webhooks.stop());
+        service.announcements.push(`webhooks to ${prepared.appWebhooks.map((e) => e.name).join(', ')}`);
+      }
     }
     if (parts.expiry) {
       const worker = expiryWorkerFor(config, full);

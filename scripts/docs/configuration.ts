@@ -35,6 +35,10 @@ const GROUPS: ReadonlyArray<{ title: string; variables: readonly string[] }> = [
     title: 'Retention',
     variables: ['LEASEHOLD_RETENTION_DAYS', 'LEASEHOLD_ERASE_PII_AFTER_DAYS', 'LEASEHOLD_AUDIT_RETENTION_DAYS', 'LEASEHOLD_PRUNE_BATCH', 'LEASEHOLD_PRUNE_INTERVAL_MS'],
   },
+  {
+    title: 'Application webhooks',
+    variables: ['LEASEHOLD_WEBHOOK_URL', 'LEASEHOLD_WEBHOOK_SECRET', 'LEASEHOLD_WEBHOOKS_FILE', 'LEASEHOLD_WEBHOOK_TIMEOUT_MS', 'LEASEHOLD_WEBHOOK_GIVE_UP_AFTER_S', 'LEASEHOLD_WEBHOOK_CONCURRENCY'],
+  },
   { title: 'Templates', variables: ['LEASEHOLD_TEMPLATES_DIR', 'LEASEHOLD_DEFAULT_LOCALE', 'LEASEHOLD_DEFAULT_TIME_ZONE'] },
   { title: 'Logging', variables: ['LOG_LEVEL'] },
 ];

@@ -16,6 +16,7 @@ import { registerCompareTimers } from './commands/compare-timers.js';
 import { registerDrill } from './commands/drill.js';
 import { registerDbAccess } from './commands/db-access.js';
 import { registerAccess } from './commands/access.js';
+import { registerWebhooks } from './commands/webhooks.js';
 import { packageVersion } from '../runtime/version.js';
 
 /**
@@ -53,6 +54,7 @@ export function buildProgram(context: ContextFactory): Command {
   registerDrill(program, context);
   registerDbAccess(program, context);
   registerAccess(program, context);
+  registerWebhooks(program, context);
   for (const command of program.commands) command.exitOverride();
   return program;
 }

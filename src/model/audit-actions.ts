@@ -37,6 +37,8 @@ export const AuditAction = {
   authRefused: 'auth.refused',
   /** A client address answered 429 after too many refused tokens in a minute (target: the address). */
   authLocked: 'auth.locked',
+  /** A given-up application webhook sent again (target: its webhook-id). */
+  webhookReplay: 'webhook.replay',
 } as const;
 export type AuditAction = (typeof AuditAction)[keyof typeof AuditAction];
 export const AUDIT_ACTIONS: readonly AuditAction[] = Object.values(AuditAction);

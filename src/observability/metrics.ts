@@ -49,6 +49,8 @@ export interface Metrics {
   authRefused: Counter<'reason'>;
   /** Client addresses locked out (429) after too many refused tokens in a minute. */
   authLockouts: Counter;
+  /** Webhook attempts to the application's endpoints (src/webhooks/), by endpoint name, event type and outcome (delivered, retry, dead). */
+  appWebhooks: Counter<'endpoint' | 'type' | 'outcome'>;
 }
 
 export interface LaneWatch {
@@ -224,6 +226,12 @@ export function createMetrics(registry?: Registry): Metrics {
     authLockouts: new Counter({
       name: 'leasehold_api_auth_lockouts_total',
       help: 'Client addresses answered 429 for a while after too many refused tokens in a minute.',
+      registers: r,
+    }),
+    appWebhooks: new Counter({
+      name: 'leasehold_app_webhook_attempts_total',
+      help: "Webhook attempts to the application's endpoints by endpoint name (never its URL), event type and outcome (delivered, retry, dead).",
+      labelNames: ['endpoint', 'type', 'outcome'],
       registers: r,
     }),
   };

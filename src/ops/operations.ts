@@ -32,6 +32,7 @@ import {
 import { DEFAULT_ACCOUNT, type AccountProvider, type Accounts, type QuotaUnit } from '../model/accounts.js';
 import { replayIntent } from './replay.js';
 import { TenantOperations } from './tenants.js';
+import { WebhookOperations } from './webhooks.js';
 
 /**
  * What an operator does to a running fleet: pause, resume, replay, change
@@ -86,6 +87,8 @@ export class Operations {
   private readonly actor: AuditActor;
   /** Each tenant's policy and pause (ops/tenants.ts), audited like every change here. */
   readonly tenants: TenantOperations;
+  /** The application's webhooks (ops/webhooks.ts): list, backlog, replay a given-up one, audited. */
+  readonly webhooks: WebhookOperations;
 
   constructor(private readonly options: OperationsOptions) {
     this.pool = options.pool;
@@ -104,6 +107,13 @@ export class Operations {
       clock: this.clock,
       logger: this.logger,
       accountNames: this.accounts.accounts.map((a) => a.name),
+      change: (work) => this.audited((ops, audit) => work(ops.pool, audit)),
+    });
+    this.webhooks = new WebhookOperations({
+      pool: this.pool,
+      schema: this.schema,
+      clock: this.clock,
+      logger: this.logger,
       change: (work) => this.audited((ops, audit) => work(ops.pool, audit)),
     });
   }

@@ -9,6 +9,7 @@ import type { RetentionTables } from '../retention/policy.js';
 import type { RetentionPolicy } from '../model/retention-policy.js';
 import { scrapeSnapshot, snapshotGauges } from './snapshot.js';
 import { tenantsBacklog, type TenantBacklog } from '../tables/tenants.js';
+import { registerWebhookGauges } from './webhook-metrics.js';
 
 /**
  * Gauges of shared state, collected from the database at scrape time. Every
@@ -48,6 +49,7 @@ export function createDatabaseMetrics(options: DatabaseMetricsOptions): Registry
   registerReputationGauges(registry, part('reputation'));
   registerRetentionGauges(registry, part('retained'), options.retention);
   if (options.tenantMetricsTop) registerTenantGauges(registry, options, options.tenantMetricsTop);
+  registerWebhookGauges(registry, part('webhooks'));
   return registry;
 }
 

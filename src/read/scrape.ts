@@ -3,6 +3,7 @@ import { DEFAULT_ACCOUNT } from '../model/accounts.js';
 import { RETENTION_TABLES, type RetentionTables } from '../retention/policy.js';
 import { retentionOldestFromRow, retentionOldestSql, type OldestRetained } from '../retention/preview.js';
 import { laneStatsFromRow, laneStatsSql, type LaneStats } from './stats.js';
+import { webhookBacklogFromRow, webhookBacklogSql, type WebhookBacklog } from '../tables/webhook-events.js';
 import { EVENT_WINDOW_HOURS, reputationFromRow, reputationSql, type Reputation } from './event-metrics.js';
 
 /** Everything the database gauges of /metrics show. */
@@ -10,6 +11,8 @@ export interface ScrapeReading {
   lanes: LaneStats;
   reputation: Reputation;
   retained: OldestRetained;
+  /** The application's webhooks waiting or given up, per endpoint. */
+  webhooks: WebhookBacklog[];
 }
 
 /**
@@ -33,10 +36,11 @@ export async function scrapeReading(
   const { rows } = await db.query(
     `WITH lanes AS MATERIALIZED (${laneStatsSql(s, '$1', '$3::text[]')}),
           reputation AS MATERIALIZED (${reputationSql(s, '$2::int')}),
-          retained AS MATERIALIZED (${retentionOldestSql(s, tables)})
-     SELECT * FROM lanes, reputation, retained`,
+          retained AS MATERIALIZED (${retentionOldestSql(s, tables)}),
+          webhooks AS MATERIALIZED (${webhookBacklogSql(s, 'now()')})
+     SELECT * FROM lanes, reputation, retained, webhooks`,
     [failover[0], EVENT_WINDOW_HOURS, failover],
   );
   const row = rows[0] as Record<string, unknown>;
-  return { lanes: laneStatsFromRow(row, failover), reputation: reputationFromRow(row), retained: retentionOldestFromRow(row, tables) };
+  return { lanes: laneStatsFromRow(row, failover), reputation: reputationFromRow(row), retained: retentionOldestFromRow(row, tables), webhooks: webhookBacklogFromRow(row) };
 }

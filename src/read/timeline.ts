@@ -9,6 +9,7 @@ import { attemptsList } from '../tables/attempts.js';
 import { holdExtensionsList, type HoldExtension } from '../tables/hold-extensions.js';
 import { intentsOfHold } from '../tables/outbox.js';
 import type { Attempt, Intent } from '../model/intent-states.js';
+import { webhookEventsOfHold, type WebhookEvent } from '../tables/webhook-events.js';
 
 /**
  * A hold's whole life: created, each extension, its reminder (sent, voided
@@ -60,6 +61,8 @@ export interface HoldTimeline {
   extensions: HoldExtension[];
   /** Every email of the hold (reminder, expiry, confirmation), in the order they became available. */
   emails: EmailStory[];
+  /** The application's webhooks about this hold (one per event and endpoint), in the order they were written. */
+  webhooks: WebhookEvent[];
   /** The whole life in time order, one line each: what `trace` and the dashboard print. */
   life: LifeEvent[];
 }
@@ -102,7 +105,15 @@ async function emailStory(db: Queryable, schema: string, intent: Intent): Promis
 
 const attemptsWord = (n: number) => `${n} attempt${n === 1 ? '' : 's'}`;
 
-function lifeOf(hold: Hold, extensions: HoldExtension[], emails: EmailStory[]): LifeEvent[] {
+function webhookLife(w: WebhookEvent): LifeEvent {
+  const to = `webhook ${w.type} to ${w.endpoint}`;
+  const tries = `${attemptsWord(w.attempts)}, ${w.id}`;
+  if (w.state === 'delivered') return { at: w.finishedAt!, what: `${to} delivered`, detail: tries };
+  if (w.state === 'dead') return { at: w.finishedAt!, what: `${to} given up`, detail: `${tries}; last: ${w.lastError ?? '?'}` };
+  return { at: w.availableAt, what: `${to} due`, detail: w.lastError ? `${tries}; last: ${w.lastError}` : tries };
+}
+
+function lifeOf(hold: Hold, extensions: HoldExtension[], emails: EmailStory[], webhooks: WebhookEvent[]): LifeEvent[] {
   // The deadline it was created with: before the first extension, if any.
   const created = extensions[0]?.from ?? hold.expiresAt;
   const life: LifeEvent[] = [{ at: hold.createdAt, what: 'created', detail: `expires at ${created.toISOString()}` }];
@@ -133,6 +144,7 @@ function lifeOf(hold: Hold, extensions: HoldExtension[], emails: EmailStory[]): 
     if (i.state === 'rejected' || i.state === 'dead') life.push({ at: i.finishedAt!, what: `${name} ${i.state}`, detail: i.lastError ?? '' });
     if (email.outcome) life.push({ at: email.outcome.at, what: `${name} ${email.outcome.kind}`, detail: email.outcome.provider });
   }
+  for (const w of webhooks) life.push(webhookLife(w));
   // Time order; at one instant, cause before effect: the hold's own change,
   // then what it did to its emails (voided, missed), then sends and outcomes.
   const rank = (e: LifeEvent) =>
@@ -143,7 +155,11 @@ function lifeOf(hold: Hold, extensions: HoldExtension[], emails: EmailStory[]): 
 export async function holdTimeline(db: Queryable, schema: string, holdId: string): Promise<HoldTimeline> {
   const hold = await getHold(db, holdId, { schema });
   if (!hold) throw new NotFoundError('hold', holdId);
-  const [intents, extensions] = await Promise.all([intentsOfHold(db, schema, hold.id), holdExtensionsList(db, schema, hold.id)]);
+  const [intents, extensions, webhooks] = await Promise.all([
+    intentsOfHold(db, schema, hold.id),
+    holdExtensionsList(db, schema, hold.id),
+    webhookEventsOfHold(db, schema, hold.id),
+  ]);
   const emails = await Promise.all(intents.map((intent) => emailStory(db, schema, intent)));
   const expiry = emails.find((e) => e.kind === EXPIRED_TEMPLATE) ?? null;
   const intent = expiry?.intent ?? null;
@@ -172,6 +188,7 @@ export async function holdTimeline(db: Queryable, schema: string, holdId: string
     events: expiry?.events ?? [],
     extensions,
     emails,
-    life: lifeOf(hold, extensions, emails),
+    webhooks,
+    life: lifeOf(hold, extensions, emails, webhooks),
   };
 }

@@ -105,6 +105,8 @@ export const RETENTION_TABLES: RetentionTables = {
     { table: 'email_events', key: 'id', age: 'occurred_at', applies: 't.intent_id IS NULL', prune: true, erase: {} },
     // Batches (one provider request each) list intent ids only; an open one is still resendable.
     { table: 'email_batches', key: 'id', age: 'created_at', applies: 'NOT t.open', prune: true, erase: {} },
+    // Application webhooks (migration 0030) name holds and intents by id only; a finished one ages on its own.
+    { table: 'webhook_events', key: 'id', age: 'created_at', applies: "t.state <> 'pending'", prune: true, erase: {} },
     // Suppressions outlive the retention; erasure keeps the hash, so the address stays suppressed.
     {
       table: 'suppressions',

@@ -24,6 +24,7 @@ import { holdRoutes } from './routes/holds.js';
 import { openApiRoutes, registerOpenApi } from './openapi.js';
 import { serializerCompiler, validatorCompiler } from './validation.js';
 import { intentRoutes } from './routes/intents.js';
+import { appWebhookRoutes } from './routes/app-webhooks.js';
 import { opsRoutes } from './routes/ops.js';
 import { retentionRoutes } from './routes/retention.js';
 import { DEFAULT_RETENTION } from '../model/retention-policy.js';
@@ -194,6 +195,7 @@ export function buildApp(options: ApiOptions): FastifyInstance {
       });
       holdRoutes(v1, ctx);
       intentRoutes(v1, ctx);
+      appWebhookRoutes(v1, ctx);
       deliveryRoutes(v1, ctx);
       accountRoutes(v1, ctx);
       statusRoutes(v1, ctx);

@@ -17,7 +17,9 @@
  *   policy changes and the account's pause;
  * - rate-limiter/permits.ts: the delivery lane's take, refund and cooldown;
  * - rate-limiter/bucket-sql.ts: the refill and the day's quota, in SQL,
- *   shared by both.
+ *   shared by both;
+ * - rate-limiter/endpoint-permits.ts: a webhook endpoint's take from its
+ *   own row (`webhook:<name>`), without email's pauses and quota.
  * Nothing outside tables/ imports these files: they are reached here.
  *
  * `now` parameters are `coalesce($n, now())`: null means the database clock.
@@ -25,3 +27,4 @@
 
 export * from './rate-limiter/state.js';
 export * from './rate-limiter/permits.js';
+export * from './rate-limiter/endpoint-permits.js';

@@ -93,6 +93,8 @@ export const SAMPLES: Record<string, { url: string; body?: unknown }> = {
   'GET /v1/intents': { url: '/v1/intents' },
   'GET /v1/intents/:id': { url: '/v1/intents/missing' },
   'POST /v1/intents/:id/replay': { url: '/v1/intents/missing/replay' },
+  'GET /v1/webhook-deliveries': { url: '/v1/webhook-deliveries' },
+  'POST /v1/webhook-deliveries/:id/replay': { url: '/v1/webhook-deliveries/msg_missing/replay' },
   'POST /v1/intents/:id/move': { url: '/v1/intents/missing/move', body: { account: 'default' } },
   'GET /v1/delivery': { url: '/v1/delivery' },
   'POST /v1/delivery/pause': { url: '/v1/delivery/pause', body: { reason: 'access table' } },

@@ -15,7 +15,7 @@ export const LAYERS: ReadonlyArray<{ name: string; units: string[]; role: string
   { name: 'db', units: ['db/'], role: 'pool, transactions, migrations, LISTEN, embedded PostgreSQL' },
   { name: 'tables', units: ['tables/'], role: 'one module per table: its named, parameterised statements' },
   { name: 'parts', units: ['templates/', 'providers/'], role: 'message rendering; the provider gateway and its adapters' },
-  { name: 'lanes', units: ['holds/', 'delivery/', 'events/', 'retention/'], role: 'hold API and expiry lane; delivery lane; provider events; retention' },
+  { name: 'lanes', units: ['holds/', 'delivery/', 'events/', 'retention/', 'webhooks/'], role: 'hold API and expiry lane; delivery lane; provider events; retention; webhooks to the application' },
   { name: 'read', units: ['read/', 'capacity/'], role: 'read models: lane stats, health, status, timeline, metrics; the capacity model' },
   { name: 'ops', units: ['ops/'], role: 'operator actions: pause, resume, replay, rate limit, accounts, tenants' },
   { name: 'client', units: ['client/'], role: 'the library API: createLeasehold and the free functions, one convention' },

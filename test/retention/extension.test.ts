@@ -69,10 +69,17 @@ describe('tables added by one entry each', () => {
         [open],
       );
     }
+    // Application webhooks: a finished one ages out on its own; a pending one, however old, and a recent one stay.
+    await db.pool.query(
+      `INSERT INTO ${s}.webhook_events (id, endpoint, type, payload, occurred_at, created_at, state, finished_at)
+       VALUES ('msg_old_done', 'app', 'hold.expired', '{}', now(), now() - interval '40 days', 'delivered', now() - interval '40 days'),
+              ('msg_old_pending', 'app', 'hold.expired', '{}', now(), now() - interval '40 days', 'pending', NULL),
+              ('msg_new_dead', 'app', 'hold.expired', '{}', now(), now() - interval '1 day', 'dead', now())`,
+    );
 
     const preview = await retentionPreview(db.pool, db.schema, { now: null, retentionDays: 30, erasePiiAfterDays: 7, tables: TABLES });
     const run = await new Pruner({ pool: db.pool, schema: db.schema, policy: DEFAULT_RETENTION, tables: TABLES }).runUntilDone();
-    expect(run.pruned).toEqual({ email_attempts: 1, email_messages: 1, email_events: 2, email_batches: 1, email_outbox: 1, support_reservations: 1 });
+    expect(run.pruned).toEqual({ email_attempts: 1, email_messages: 1, email_events: 2, email_batches: 1, webhook_events: 1, email_outbox: 1, support_reservations: 1 });
     // Events hold no address: erasure has nothing to change in them.
     expect(run.erased).toEqual({ email_attempts: 0, email_messages: 1, email_events: 0, email_outbox: 1, support_reservations: 1, suppressions: 1 });
     // The dry run counted the same (story events and standalone events share a table name).
@@ -83,11 +90,12 @@ describe('tables added by one entry each', () => {
     expect(await count('email_messages')).toBe(0); // 'mid' erased: its rendered message deleted
     expect(await count('email_events')).toBe(2);
     expect(await count('email_batches')).toBe(1);
+    expect(await count('webhook_events')).toBe(2);
     expect((await db.pool.query(`SELECT address, address_hash FROM ${s}.suppressions`)).rows).toEqual([
       { address: null, address_hash: addressHash('old@example.com') },
     ]);
     const oldest = await retentionOldest(db.pool, db.schema, TABLES);
-    expect(Object.keys(oldest.oldestAgeSeconds).sort()).toEqual(['email_batches', 'email_events', 'support_reservations', 'suppressions']);
+    expect(Object.keys(oldest.oldestAgeSeconds).sort()).toEqual(['email_batches', 'email_events', 'support_reservations', 'suppressions', 'webhook_events']);
     expect(oldest.oldestAgeSeconds.suppressions).toBeGreaterThan(399 * 86_400);
   });
 

@@ -40,6 +40,14 @@ const CHANGES: Record<string, { url: string; body?: unknown; setup?: () => Promi
   'POST /v1/accounts/:name/pause': { url: '/v1/accounts/default/pause', body: { reason: 'audit test' } },
   'POST /v1/accounts/:name/resume': { url: '/v1/accounts/default/resume' },
   'POST /v1/intents/:id/replay': { url: '/v1/intents/reservation-expired:audit-dead/replay' },
+  'POST /v1/webhook-deliveries/:id/replay': {
+    url: '/v1/webhook-deliveries/msg_audit_dead/replay',
+    setup: () =>
+      db.pool.query(
+        `INSERT INTO ${ident(db.schema)}.webhook_events (id, endpoint, type, payload, occurred_at, state, finished_at)
+         VALUES ('msg_audit_dead', 'app', 'hold.expired', '{}', now(), 'dead', now())`,
+      ),
+  },
   'POST /v1/intents/:id/move': { url: '/v1/intents/reservation-expired:audit-pending/move', body: { account: 'default' } },
   'POST /v1/suppressions': { url: '/v1/suppressions', body: { address: 'Secret.Person@example.com' } },
   'DELETE /v1/suppressions/:address': { url: '/v1/suppressions/secret.person%40example.com' },

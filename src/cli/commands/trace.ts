@@ -102,6 +102,13 @@ export function formatTimeline(t: HoldTimeline): string[] {
     if (!t.intent) lines.push('  no email intent yet (the hold is still held)');
   }
   for (const email of t.emails) lines.push(...emailLines(email));
+  if (t.webhooks.length > 0) {
+    lines.push('webhooks:');
+    for (const w of t.webhooks) {
+      const status = w.lastStatus !== null ? `, last HTTP ${w.lastStatus}` : w.lastError ? `, last: ${w.lastError}` : '';
+      lines.push(`  ${w.id}  ${w.type} -> ${w.endpoint}: ${w.state} after ${w.attempts} attempt(s)${status}${w.replays > 0 ? `, replayed ${w.replays}` : ''}`);
+    }
+  }
   return lines;
 }
 

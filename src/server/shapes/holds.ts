@@ -3,6 +3,7 @@ import { HoldStatus, type Hold } from '../../model/hold-states.js';
 import { createHoldSchema, extendHoldSchema } from '../../model/hold-input.js';
 import type { HoldTimeline } from '../../read/timeline.js';
 import { NullableTimestamp, Timestamp, valuesOf, type SameKeys } from './common.js';
+import { AppWebhookShape } from './app-webhooks.js';
 import { AttemptShape, EmailEventShape, EmailOutcomeShape, IntentShape, MessageShape } from './intents.js';
 
 /** The answers about holds, and the create and extend bodies as HTTP takes them. */
@@ -59,6 +60,7 @@ export const HoldTimelineShape = z
     events: z.array(EmailEventShape).describe("the expiry email's provider events"),
     extensions: z.array(z.object({ at: Timestamp, from: Timestamp, to: Timestamp })),
     emails: z.array(EmailStoryShape).describe('every email of the hold, in the order they became available'),
+    webhooks: z.array(AppWebhookShape).describe("the application's webhooks about the hold, one per event and endpoint"),
     life: z
       .array(z.object({ at: Timestamp, what: z.string(), detail: z.string().optional() }))
       .describe('the whole life in time order, one line each (what `leasehold trace` prints)'),
