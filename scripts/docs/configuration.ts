@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { configSchema } from '../../src/config.js';
+import { configSchema } from '../../src/config-schema.js';
 import { cell, generatedNotice } from './markdown.js';
 
 /**

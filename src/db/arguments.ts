@@ -1,5 +1,5 @@
 import type { z as Z } from 'zod';
-import { isReservedSchemaName } from '../config.js';
+import { isReservedSchemaName } from '../config-schema.js';
 import { ValidationError } from '../errors.js';
 import { isSender, MAX_SENDER_LENGTH, SENDER_RULE } from '../model/address.js';
 import { zodValidationError } from '../model/zod-issues.js';

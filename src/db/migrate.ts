@@ -4,7 +4,7 @@ import type pg from 'pg';
 import { packageRoot } from '../runtime/package-root.js';
 import { MigrationError, SchemaNotMigratedError, ValidationError } from '../errors.js';
 import { ident, unboundedQuery, withTransaction, type Queryable } from './pool.js';
-import { isReservedSchemaName } from '../config.js';
+import { isReservedSchemaName } from '../config-schema.js';
 
 export interface Migration {
   id: number;

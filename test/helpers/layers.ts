@@ -11,7 +11,7 @@ import path from 'node:path';
 export const LAYERS: ReadonlyArray<{ name: string; units: string[]; role: string }> = [
   { name: 'base', units: ['errors.ts', 'text.ts', 'format.ts', 'zod.ts'], role: 'error classes, text rules, number formatting, zod on first use' },
   { name: 'model', units: ['model/'], role: 'states, input rules, rate and pause policy, address hashing: pure' },
-  { name: 'infra', units: ['config.ts', 'defaults.ts', 'observability/', 'runtime/'], role: 'configuration, logger and metrics, clock, service loop, shutdown' },
+  { name: 'infra', units: ['config.ts', 'config-schema.ts', 'defaults.ts', 'observability/', 'runtime/'], role: 'configuration, logger and metrics, clock, service loop, shutdown' },
   { name: 'db', units: ['db/'], role: 'pool, transactions, migrations, LISTEN, embedded PostgreSQL' },
   { name: 'tables', units: ['tables/'], role: 'one module per table: its named, parameterised statements' },
   { name: 'parts', units: ['templates/', 'providers/'], role: 'message rendering; the provider gateway and its adapters' },

@@ -1,5 +1,5 @@
 import { InvalidArgumentError } from 'commander';
-import { isListenHost, isReservedSchemaName, LISTEN_HOST_MESSAGE } from '../../config.js';
+import { isListenHost, isReservedSchemaName, LISTEN_HOST_MESSAGE } from '../../config-schema.js';
 import { CliExit, EXIT_USAGE } from '../context.js';
 import { ValidationError } from '../../errors.js';
 import { PAUSE_REASON_RULE, validateBurst, validatePauseReason, validatePerSecond } from '../../model/delivery-policy.js';
