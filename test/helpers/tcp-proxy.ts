@@ -44,7 +44,16 @@ export class TcpProxy {
     this.impairment = impairment;
   }
 
-  constructor(private readonly target: { host: string; port: number }) {}
+  constructor(private target: { host: string; port: number }) {}
+
+  /**
+   * Send new connections to `target` from now on, as an RDS endpoint or
+   * HAProxy does when a standby is promoted; connections open now stay
+   * where they are (to a dead primary they are already closed).
+   */
+  retarget(target: { host: string; port: number }): void {
+    this.target = target;
+  }
 
   /** Listen on `host` (default 127.0.0.1) and a free port; returns the port. */
   async start(host = '127.0.0.1'): Promise<number> {
