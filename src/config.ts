@@ -8,6 +8,7 @@ import { onFirstUse } from './zod.js';
 import { describeZodError, editDistance } from './model/zod-issues.js';
 import { DEFAULT_AUDIT_RETENTION_DAYS } from './model/audit-actions.js';
 import { DEFAULTS } from './defaults.js';
+import { parseDatabaseUrl } from './model/database-url.js';
 
 const HOST_NAME = /^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/;
 
@@ -57,6 +58,11 @@ const schema = onFirstUse((z) => {
       .describe("Most pooled connections of a service process. Unset: 12 for a process running a lane, 10 for `api`. A delivery lane adds one LISTEN session outside the pool."),
     LEASEHOLD_DB_CONNECT_TIMEOUT_MS: int(100, 600_000).default(DEFAULTS.dbConnectTimeoutMs)
       .describe("Opening a database connection, or waiting for a free pooled one, gives up after this long."),
+    LEASEHOLD_DB_WAIT_S: z
+      .string()
+      .regex(/^(forever|0|[1-9]\d{0,7})$/, 'must be a whole number of seconds (0: do not wait) or forever')
+      .optional()
+      .describe(`How long a starting process waits for its database (down, restarting, failing over), in seconds, before it exits 1; \`forever\`, or \`0\` not to wait. It logs once that it waits and why, and once when it connects. Unset: forever for \`start\`, \`api\` and the workers, ${DEFAULTS.dbWaitCommandS} s for every other command. A wrong password or database name is not waited for: exit 2 at once.`),
     LEASEHOLD_DB_QUERY_TIMEOUT_MS: int(1000, 3_600_000).default(DEFAULTS.dbQueryTimeoutMs)
       .describe("A query with no answer fails after this long, timed by the client (so it fires when the server is unreachable), and its connection is dropped. Migrations are exempt."),
     LEASEHOLD_DATA_DIR: z.string().min(1).default('./.leasehold')
@@ -189,6 +195,8 @@ export interface Config {
   poolSize: number | undefined;
   /** Bounds on every wait for the database (db/pool.ts connectionBounds). */
   dbConnectTimeoutMs: number;
+  /** How long a starting process waits for the database, in seconds (Infinity: forever, 0: not at all); unset: the command's own default (db/wait.ts). */
+  dbWaitS: number | undefined;
   dbQueryTimeoutMs: number;
   dataDir: string;
   schema: string;
@@ -287,6 +295,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       `must be shorter than LEASEHOLD_LEASE_MS (${e.LEASEHOLD_LEASE_MS}), or a lease could expire mid-send`,
     );
   }
+  for (const variable of ['DATABASE_URL', 'LEASEHOLD_LISTEN_URL'] as const) checkDatabaseUrl(variable, e[variable]);
   return {
     databaseUrl: e.DATABASE_URL,
     listenUrl: e.LEASEHOLD_LISTEN_URL,
@@ -294,6 +303,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     poolSize: e.LEASEHOLD_POOL_SIZE,
     dbConnectTimeoutMs: e.LEASEHOLD_DB_CONNECT_TIMEOUT_MS,
     dbQueryTimeoutMs: e.LEASEHOLD_DB_QUERY_TIMEOUT_MS,
+    dbWaitS: e.LEASEHOLD_DB_WAIT_S === undefined ? undefined : e.LEASEHOLD_DB_WAIT_S === 'forever' ? Infinity : Number(e.LEASEHOLD_DB_WAIT_S),
     dataDir: e.LEASEHOLD_DATA_DIR,
     schema: e.LEASEHOLD_SCHEMA,
     port: e.PORT,
@@ -330,6 +340,22 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     defaultTimeZone: e.LEASEHOLD_DEFAULT_TIME_ZONE,
     env,
   };
+}
+
+/**
+ * A database URL's hosts and target_session_attrs (model/database-url.ts),
+ * checked at start: a value leasehold cannot work with stops it with exit 2
+ * instead of failing every connection. The error names the parameter,
+ * never the URL (it may carry a password).
+ */
+function checkDatabaseUrl(variable: string, url: string | undefined): void {
+  if (url === undefined) return;
+  try {
+    parseDatabaseUrl(url, variable);
+  } catch (error) {
+    if (error instanceof ValidationError) throw new ConfigError(variable, error.message.slice(variable.length + 2));
+    throw error;
+  }
 }
 
 /** The retention policy, checked by the same rules as the CLI flags and the API. */

@@ -28,6 +28,8 @@ export const DEFAULTS = {
   poolSizeApi: 10,
   /** Opening a database connection, or waiting for a free pooled one, gives up after this long. */
   dbConnectTimeoutMs: 5000,
+  /** How long a one-shot command waits for its database to come back (LEASEHOLD_DB_WAIT_S unset); services wait forever. */
+  dbWaitCommandS: 10,
   /** A query with no answer fails after this long (its connection is dropped); see db/pool.ts connectionBounds. */
   dbQueryTimeoutMs: 20_000,
   /** The server ends a transaction of leasehold's whose client has been silent inside it this long (db/pool.ts withTransaction). */

@@ -102,9 +102,13 @@ export function isConnectionError(error: unknown): boolean {
   const e = error as { code?: string; message?: string };
   if (typeof e?.code === 'string') {
     // 57P01 admin_shutdown, 57P02 crash_shutdown, 57P03 cannot_connect_now,
-    // class 08 connection exceptions.
-    if (e.code.startsWith('08') || e.code === '57P01' || e.code === '57P02' || e.code === '57P03') return true;
-    if (['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'ENOTFOUND'].includes(e.code)) return true;
+    // class 08 connection exceptions. 25006 read_only_sql_transaction: the
+    // server no longer takes writes (after a failover the old primary comes
+    // back as a standby, "cannot execute LISTEN during recovery"), so the
+    // connection is as good as lost: dropped, and the next one goes to the
+    // host that takes writes now (db/hosts.ts).
+    if (e.code.startsWith('08') || e.code === '57P01' || e.code === '57P02' || e.code === '57P03' || e.code === '25006') return true;
+    if (['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN'].includes(e.code)) return true;
   }
   const message = e?.message ?? '';
   // 'Query read timeout': pg's query_timeout fired; the connection still

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { isConnectionError } from '../errors.js';
 import type { Logger } from '../observability/logger.js';
+import { DatabaseHosts } from './hosts.js';
 import { connectionBounds, ident } from './pool.js';
 
 /**
@@ -93,14 +94,20 @@ export class Listener {
   private probeWaiter: { payload: string; resolve: () => void } | undefined;
   private heartbeat: NodeJS.Timeout | undefined;
   private checked = false;
+  /** The URL's hosts: the session goes to the one that accepts writes now (a URL may list several). */
+  private readonly hosts: DatabaseHosts;
+  /** A session being opened, which stop() waits for (and then ends). */
+  private opening: Promise<unknown> | undefined;
 
   constructor(
-    private readonly connectionString: string,
+    connectionString: string,
     private readonly channel: string,
     private readonly onNotify: () => void,
     private readonly logger: Logger,
     private readonly options: ListenerOptions = {},
-  ) {}
+  ) {
+    this.hosts = new DatabaseHosts(connectionString);
+  }
 
   private get probeTimeoutMs(): number {
     return this.options.probeTimeoutMs ?? 5000;
@@ -115,16 +122,32 @@ export class Listener {
     clearTimeout(this.retryTimer);
     clearInterval(this.heartbeat);
     this.probeWaiter?.resolve();
+    await this.opening?.catch(() => {});
     await this.client?.end().catch(() => {});
   }
 
   private async connect(): Promise<void> {
     if (this.stopped) return;
-    const client = new pg.Client({
-      connectionString: this.connectionString,
+    // The first host that takes the session (a standby is closed and the
+    // next host tried when the URL asks for read-write), so LISTEN never
+    // runs on a server in recovery.
+    let client: pg.Client;
+    const opening = this.hosts.openSession({
       application_name: 'leasehold-listener',
       ...connectionBounds({ connectTimeoutMs: this.options.connectTimeoutMs, queryTimeoutMs: this.options.queryTimeoutMs }),
     });
+    this.opening = opening;
+    try {
+      ({ client } = await opening);
+    } catch (error) {
+      if (this.stopped) return;
+      this.logger.warn({ event: 'listener.error', err: error }, 'LISTEN connection failed; retrying');
+      return this.retry();
+    }
+    if (this.stopped) {
+      await client.end().catch(() => {});
+      return;
+    }
     this.client = client;
     client.on('notification', (message) => {
       const payload = message.payload ?? '';
@@ -133,9 +156,8 @@ export class Listener {
     });
     client.on('error', () => this.reconnect(client));
     client.on('end', () => this.reconnect(client));
-    let phase: 'connect' | 'listen' | 'probe' = 'connect';
+    let phase: 'setup' | 'listen' | 'probe' = 'setup';
     try {
-      await client.connect();
       for (const setting of SESSION_KEEPALIVES) await client.query(`SET ${setting}`).catch(() => {});
       phase = 'listen';
       await client.query(`LISTEN ${ident(this.channel)}`);
@@ -205,8 +227,17 @@ export class Listener {
     this.heartbeat = setInterval(() => {
       if (inFlight || this.client !== client) return;
       inFlight = true;
+      // A server that stopped taking writes (default_transaction_read_only
+      // turned on; a standby never keeps this session, its restart ends it)
+      // gets no more NOTIFYs from the lanes, which write elsewhere now.
       client
         .query({ text: 'SELECT 1', query_timeout: HEARTBEAT_TIMEOUT_MS } as pg.QueryConfig)
+        .then(() => this.hosts.readOnlyReason(client))
+        .then((readOnly) => {
+          if (readOnly === undefined) return;
+          this.logger.warn({ event: 'listener.read_only', reason: readOnly }, 'the LISTEN session\'s server no longer accepts writes; moving to the one that does');
+          this.reconnect(client);
+        })
         .catch(() => this.reconnect(client))
         .finally(() => (inFlight = false));
     }, this.options.heartbeatMs ?? 2000);
@@ -222,6 +253,11 @@ export class Listener {
       this.options.onSessionLost?.();
     }
     client.end().catch(() => {});
+    this.retry();
+  }
+
+  private retry(): void {
+    if (this.stopped) return;
     this.failures += 1;
     // Capped low: the session carries this worker's presence, and while it
     // is away the worker's new leases cannot be reclaimed quickly.

@@ -2,6 +2,7 @@ import pg from 'pg';
 import { DEFAULTS } from '../defaults.js';
 import { isConnectionError } from '../errors.js';
 import { checkFunction, checkKnownOptions, checkPool } from './arguments.js';
+import { DatabaseHosts } from './hosts.js';
 
 /**
  * Anything that runs a query: a Pool, a PoolClient or a Client. Library
@@ -91,6 +92,12 @@ const leaseholdTypes: pg.CustomTypesConfig = {
       : pg.types.getTypeParser(oid, format)) as pg.CustomTypesConfig['getTypeParser'],
 };
 
+/**
+ * A pool on `connectionString`, which may list several hosts
+ * (`postgres://user@h1:5432,h2:5433/db?target_session_attrs=read-write`):
+ * its connections then go to the host that gives a session of the kind
+ * asked (db/hosts.ts).
+ */
 export function createPool(options: PoolOptions): pg.Pool {
   checkKnownOptions('options', options, (r) => ({
     connectionString: r.z.string('must be a postgres:// URL').min(1, 'must be a postgres:// URL'),
@@ -99,9 +106,11 @@ export function createPool(options: PoolOptions): pg.Pool {
     connectTimeoutMs: r.nonNegative.optional(),
     queryTimeoutMs: r.nonNegative.optional(),
   }), { required: true });
+  const hosts = new DatabaseHosts(options.connectionString);
   const pool = new pg.Pool({
     types: leaseholdTypes,
-    connectionString: options.connectionString,
+    connectionString: hosts.firstUrl,
+    ...(hosts.simple ? {} : { Client: hosts.poolClient() }),
     max: options.max ?? 10,
     application_name: options.applicationName ?? 'leasehold',
     ...connectionBounds(options),
