@@ -32,8 +32,14 @@ export interface FailoverPlan {
 }
 
 export interface FailoverOutcome {
-  /** Per hold on the promoted server: its status, how many intents, the intent's state. */
-  holds: Array<{ id: string; status: string; intents: number; state: string | null; dueAt: number }>;
+  /** Per hold on the promoted server: its status, how many intents, the intent's state, when it was (last) expired (ms). */
+  holds: Array<{ id: string; status: string; intents: number; state: string | null; dueAt: number; expiredAt: number | null }>;
+  /** Requests that carried each intent (a batch counts for each member): above 1, leasehold sent it again. */
+  sendsPerIntent: Map<string, number>;
+  /** When the stand-in first delivered each intent (ms). */
+  deliveredAt: Map<string, number>;
+  /** Intents flagged possible_duplicate on the promoted server. */
+  flagged: Set<string>;
   /** Deliveries the stand-in made per intent id (after its idempotency-key dedupe). */
   deliveriesPerIntent: Map<string, number>;
   /** Send requests that delivered nothing: an idempotency key replayed (a resend caught), or refused while in flight. */
@@ -46,7 +52,9 @@ export interface FailoverOutcome {
   lateStarterRunningAfterS?: number;
   killedAt: number;
   promotedAt: number;
-  flaggedPossibleDuplicates: number;
+  /** Emails the stand-in had delivered when the primary was killed, and holds not yet due then: the failover was mid-run. */
+  deliveredBeforeKill: number;
+  dueAfterKill: number;
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -91,6 +99,7 @@ export async function runFailover(plan: FailoverPlan): Promise<FailoverOutcome> 
     }
   })();
   let killedAt = 0;
+  let deliveredBeforeKill = 0;
   let promotedAt = 0;
   let lateStarter: Child | undefined;
   let lateStarterRunning: Promise<number | undefined> = Promise.resolve(undefined);
@@ -112,6 +121,7 @@ export async function runFailover(plan: FailoverPlan): Promise<FailoverOutcome> 
     await sleep(Math.max(0, start + killAtMs - Date.now()));
     await cluster.killPrimary();
     killedAt = Date.now();
+    deliveredBeforeKill = resend.deliveries.length;
     if (plan.startDuringFailover) {
       lateStarter = startNode(cliPath, ['delivery-worker'], env);
       lateStarterRunning = lateStarter.waitForLine(/delivery lane running/, 120_000).then(
@@ -139,29 +149,42 @@ export async function runFailover(plan: FailoverPlan): Promise<FailoverOutcome> 
       // A last look for a late duplicate: a lease still running out would resend now.
       await sleep(2500);
       const lateStarterRanAt = lateStarter ? await Promise.race([lateStarterRunning, sleep(5000).then(() => undefined)]) : undefined;
-      const { rows } = await observer.query<{ id: string; status: string; intents: number; state: string | null; due_at: number }>(
+      const { rows } = await observer.query<{ id: string; status: string; intents: number; state: string | null; due_at: number; expired_at: number | null }>(
         `SELECT r.id, r.status, (SELECT count(*) FROM ${s}.email_outbox x WHERE x.reservation_id = r.id)::int AS intents,
                 (SELECT o.state FROM ${s}.email_outbox o WHERE o.reservation_id = r.id LIMIT 1) AS state,
-                extract(epoch FROM r.expires_at)::float8 * 1000 AS due_at
+                extract(epoch FROM r.expires_at)::float8 * 1000 AS due_at, extract(epoch FROM r.expired_at)::float8 * 1000 AS expired_at
            FROM ${s}.support_reservations r ORDER BY r.id`,
       );
-      const { rows: flagged } = await observer.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${s}.email_outbox WHERE possible_duplicate`);
+      const { rows: flagged } = await observer.query<{ id: string }>(`SELECT id FROM ${s}.email_outbox WHERE possible_duplicate`);
+      const sendsPerIntent = new Map<string, number>();
+      for (const request of resend.requests) {
+        const emails = (Array.isArray(request.body) ? request.body : [request.body]) as Array<{ headers?: Record<string, string> }>;
+        for (const email of emails) {
+          const intent = email?.headers?.['X-Leasehold-Intent-Id'];
+          if (intent) sendsPerIntent.set(intent, (sendsPerIntent.get(intent) ?? 0) + 1);
+        }
+      }
       const dueAt = new Map(rows.map((r) => [r.id, r.due_at]));
       const deliveriesPerIntent = new Map<string, number>();
       const lateness = new Map<string, number>();
+      const deliveredAt = new Map<string, number>();
       resend.deliveries.forEach((delivery, index) => {
         const intent = delivery.headers['X-Leasehold-Intent-Id'] ?? delivery.idempotencyKey ?? delivery.id;
         deliveriesPerIntent.set(intent, (deliveriesPerIntent.get(intent) ?? 0) + 1);
         const hold = intent.slice(intent.indexOf(':') + 1);
         const due = dueAt.get(hold);
-        if (!lateness.has(intent) && due !== undefined) lateness.set(intent, ((seenAt[index] ?? Date.now()) - Math.max(due, promotedAt)) / 1000);
+        if (!deliveredAt.has(intent)) deliveredAt.set(intent, seenAt[index] ?? Date.now());
+        if (!lateness.has(intent) && due !== undefined) lateness.set(intent, (deliveredAt.get(intent)! - Math.max(due, promotedAt)) / 1000);
       });
       const exits = children
         .filter(({ child }) => child.process.exitCode !== null || child.process.signalCode !== null)
         .map(({ name, child }) => `${name} exited ${child.process.exitCode ?? child.process.signalCode}: ${child.stderr().slice(-1500)}`);
       const sends = resend.requests.filter((r) => r.path.startsWith('/emails')).length;
       return {
-        holds: rows.map((r) => ({ id: r.id, status: r.status, intents: r.intents, state: r.state, dueAt: r.due_at })),
+        holds: rows.map((r) => ({ id: r.id, status: r.status, intents: r.intents, state: r.state, dueAt: r.due_at, expiredAt: r.expired_at })),
+        sendsPerIntent,
+        deliveredAt,
+        flagged: new Set(flagged.map((r) => r.id)),
         deliveriesPerIntent,
         requestsDeliveringNothing: sends - new Set(resend.deliveries.map((d) => d.idempotencyKey ?? d.batchKey ?? d.id)).size,
         lateness,
@@ -169,7 +192,8 @@ export async function runFailover(plan: FailoverPlan): Promise<FailoverOutcome> 
         ...(lateStarterRanAt !== undefined ? { lateStarterRunningAfterS: (lateStarterRanAt - promotedAt) / 1000 } : {}),
         killedAt,
         promotedAt,
-        flaggedPossibleDuplicates: flagged[0]!.n,
+        deliveredBeforeKill,
+        dueAfterKill: rows.filter((r) => r.due_at > killedAt).length,
       };
     } finally {
       await observer.end();

@@ -1,16 +1,14 @@
 import { execFile } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { appendFile, chmod, chown, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
-import net from 'node:net';
 import { tmpdir, userInfo } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
+import { freePort, PG_BIN } from './standby-pair.js';
 
 const run = promisify(execFile);
 
-/** Debian's PostgreSQL 15 (apt-get install postgresql-15), or LEASEHOLD_PG_BIN. */
-export const PG_BIN = process.env.LEASEHOLD_PG_BIN ?? '/usr/lib/postgresql/15/bin';
 
 /**
  * Why a primary and standby cannot be built here, or undefined when they
@@ -69,17 +67,6 @@ export interface ReplicationOptions {
 async function asPostgres(command: string, args: string[]): Promise<string> {
   const { stdout } = await run('runuser', ['-u', 'postgres', '--', path.join(PG_BIN, command), ...args], { timeout: 60_000 });
   return stdout;
-}
-
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 async function settings(dataDir: string, lines: string[]): Promise<void> {
