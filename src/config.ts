@@ -44,7 +44,7 @@ const schema = onFirstUse((z) => {
       .string()
       .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// or postgresql:// URL')
       .optional()
-      .describe("The PostgreSQL server to use. Unset: an embedded PostgreSQL with its data under `LEASEHOLD_DATA_DIR`."),
+      .describe("The PostgreSQL server to use. Unset: an embedded PostgreSQL with its data under `LEASEHOLD_DATA_DIR`. Several hosts in libpq's form (`postgres://u@h1:5432,h2:5433/db?target_session_attrs=read-write`): every connection goes to the one that accepts writes ([scaling](scaling.md#on-an-ha-postgresql-multi-host-urls))."),
     // A session connection for the delivery lane's LISTEN, when DATABASE_URL
     // goes through a transaction-mode pooler (PgBouncer), where LISTEN is lost.
     LEASEHOLD_LISTEN_URL: z

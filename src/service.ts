@@ -4,6 +4,8 @@ import type { Config } from './config.js';
 import { DEFAULTS } from './defaults.js';
 import { intentsChannel, Listener, notifyIntents } from './db/listener.js';
 import { Presence } from './db/presence.js';
+import { waitForDatabase } from './db/wait.js';
+import { describeHosts, parseDatabaseUrl } from './model/database-url.js';
 import { DeliveryWorker, type DeliveryWorkerOptions } from './delivery/worker.js';
 import { TemplatesBrokenError } from './errors.js';
 import { ingestEvents } from './events/ingest.js';
@@ -233,6 +235,8 @@ export interface StartOptions {
   databaseUrl: string;
   /** --host, overriding LEASEHOLD_HOST. */
   host?: string;
+  /** How long start-up waits for a database that went away after it opened (db/wait.ts); default 0. */
+  dbWaitS?: number;
   metrics?: Metrics;
 }
 
@@ -255,9 +259,16 @@ export async function startService(prepared: PreparedService, base: Omit<Service
     })(),
   };
   try {
-    for (const account of prepared.accounts.accounts) {
-      await rateLimiterEnsure(base.pool, base.schema, { perSecond: account.rate.perSecond, burst: account.rate.burst }, account.name);
-    }
+    // The first writes after the migrations: a restart or failover that
+    // lands between the two is waited out as the migrations' was.
+    await waitForDatabase(
+      async () => {
+        for (const account of prepared.accounts.accounts) {
+          await rateLimiterEnsure(base.pool, base.schema, { perSecond: account.rate.perSecond, burst: account.rate.burst }, account.name);
+        }
+      },
+      { waitS: options.dbWaitS ?? 0, logger, hosts: describeHosts(parseDatabaseUrl(options.databaseUrl)) },
+    );
     if (parts.api) {
       // A generated token only when no token at all is configured.
       const { token, generated } = config.apiTokensFile && !config.apiToken ? { token: undefined, generated: false } : resolveApiToken(config.apiToken);

@@ -141,6 +141,29 @@ describe('configuration', () => {
     ).toMatchObject({ poolSize: 4, listen: false, listenUrl: 'postgres://u:p@db:5432/app' });
   });
 
+  it('reads a multi-host DATABASE_URL, and refuses a target_session_attrs leasehold cannot work with, naming it and not the URL', () => {
+    const url = 'postgres://app:s3cret@h1:5432,h2:5433/app?target_session_attrs=read-write';
+    expect(loadConfig({ DATABASE_URL: url }).databaseUrl).toBe(url);
+    for (const variable of ['DATABASE_URL', 'LEASEHOLD_LISTEN_URL']) {
+      expect(() => loadConfig({ [variable]: 'postgres://app:s3cret@h1,h2/app?target_session_attrs=prefer-standby' })).toThrow(
+        new ConfigError(variable, 'target_session_attrs=prefer-standby is not supported: leasehold writes, so it needs read-write (the server that accepts writes now) or any'),
+      );
+    }
+    expect(() => loadConfig({ DATABASE_URL: 'postgres://app:s3cret@/app?host=h1,h2,h3&port=1,2' })).toThrow(/^DATABASE_URL: port lists 2 ports for 3 hosts/);
+  });
+
+  it('reads LEASEHOLD_DB_WAIT_S: seconds, 0, or forever; unset leaves the choice to the command', () => {
+    expect(loadConfig({}).dbWaitS).toBeUndefined();
+    expect(loadConfig({ LEASEHOLD_DB_WAIT_S: '0' }).dbWaitS).toBe(0);
+    expect(loadConfig({ LEASEHOLD_DB_WAIT_S: '120' }).dbWaitS).toBe(120);
+    expect(loadConfig({ LEASEHOLD_DB_WAIT_S: 'forever' }).dbWaitS).toBe(Infinity);
+    for (const bad of ['-1', '1.5', '10s', 'always']) {
+      expect(() => loadConfig({ LEASEHOLD_DB_WAIT_S: bad })).toThrow(
+        `LEASEHOLD_DB_WAIT_S: must be a whole number of seconds (0: do not wait) or forever (got ${JSON.stringify(bad)})`,
+      );
+    }
+  });
+
   it('does not echo a bad LEASEHOLD_LISTEN_URL (it may carry a password)', () => {
     expect(() => loadConfig({ LEASEHOLD_LISTEN_URL: 'mysql://u:secret@db' })).toThrow(ConfigError);
     try {

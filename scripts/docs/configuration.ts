@@ -14,7 +14,7 @@ import { cell, generatedNotice } from './markdown.js';
 const GROUPS: ReadonlyArray<{ title: string; variables: readonly string[] }> = [
   {
     title: 'Database',
-    variables: ['DATABASE_URL', 'LEASEHOLD_DATA_DIR', 'LEASEHOLD_SCHEMA', 'LEASEHOLD_POOL_SIZE', 'LEASEHOLD_DB_CONNECT_TIMEOUT_MS', 'LEASEHOLD_DB_QUERY_TIMEOUT_MS', 'LEASEHOLD_LISTEN', 'LEASEHOLD_LISTEN_URL'],
+    variables: ['DATABASE_URL', 'LEASEHOLD_DATA_DIR', 'LEASEHOLD_SCHEMA', 'LEASEHOLD_POOL_SIZE', 'LEASEHOLD_DB_CONNECT_TIMEOUT_MS', 'LEASEHOLD_DB_QUERY_TIMEOUT_MS', 'LEASEHOLD_DB_WAIT_S', 'LEASEHOLD_LISTEN', 'LEASEHOLD_LISTEN_URL'],
   },
   {
     title: 'HTTP API and access',

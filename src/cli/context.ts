@@ -2,6 +2,7 @@ import { userInfo } from 'node:os';
 import { loadConfig, unknownVariables, type Config } from '../config.js';
 import type { AuditActor } from '../model/audit-actions.js';
 import type { Database } from '../db/database.js';
+import { DEFAULTS } from '../defaults.js';
 import { ConfigError, LeaseholdError, MissingPackageError, SchemaNotMigratedError, TemplatesBrokenError } from '../errors.js';
 import { createLogger, wantsPrettyLogs, type Logger } from '../observability/logger.js';
 
@@ -80,7 +81,10 @@ export function createContext(env: Record<string, string | undefined>, out: (lin
     // pg and the migrations load only for a command that opens the database.
     database: async ({ migrations, ...pool }) => {
       const { openDatabase } = await import('../db/database.js');
-      return openDatabase(config, logger, { ...pool, ...(migrations === 'none' ? {} : { migrations }) });
+      // A service waits for its database as long as it takes (a supervisor
+      // restarting it would only come back later); a person's command briefly.
+      const waitS = config.dbWaitS ?? (options.service ? Infinity : DEFAULTS.dbWaitCommandS);
+      return openDatabase(config, logger, { ...pool, waitS, ...(migrations === 'none' ? {} : { migrations }) });
     },
   };
 }

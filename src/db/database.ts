@@ -5,6 +5,8 @@ import { SchemaNotMigratedError } from '../errors.js';
 import { embeddedClusterExists, startEmbeddedPostgres } from './embedded.js';
 import { migrate, requireMigrated } from './migrate.js';
 import { createPool } from './pool.js';
+import { describeHosts, parseDatabaseUrl } from '../model/database-url.js';
+import { waitForDatabase } from './wait.js';
 
 export interface Database {
   pool: pg.Pool;
@@ -25,6 +27,12 @@ export interface OpenDatabaseOptions {
    * alone (the default).
    */
   migrations?: 'apply' | 'require';
+  /**
+   * How long to wait for DATABASE_URL's server if it cannot be reached at
+   * start, in seconds (Infinity: forever); default 0, fail at once. The
+   * embedded server is started here and never waited for.
+   */
+  waitS?: number;
 }
 
 /**
@@ -65,12 +73,24 @@ export async function openDatabase(
     ...(config.dbConnectTimeoutMs !== undefined ? { connectTimeoutMs: config.dbConnectTimeoutMs } : {}),
     ...(config.dbQueryTimeoutMs !== undefined ? { queryTimeoutMs: config.dbQueryTimeoutMs } : {}),
   });
-  try {
+  // The first work on the database, tried again as a whole while the
+  // server is away: a migration cut off by a restart or failover rolled
+  // back with its connection, and is applied again under its lock.
+  const firstContact = async () => {
     if (options.migrations === 'apply') {
       const { applied } = await migrate(pool, config.schema);
       if (applied.length > 0) logger.info({ event: 'migrations.applied', applied, schema: config.schema }, 'migrations applied');
     } else if (options.migrations === 'require') {
       await requireMigrated(pool, config.schema);
+    } else {
+      await pool.query('SELECT 1');
+    }
+  };
+  try {
+    if (config.databaseUrl) {
+      await waitForDatabase(firstContact, { waitS: options.waitS ?? 0, logger, hosts: describeHosts(parseDatabaseUrl(url)) });
+    } else {
+      await firstContact();
     }
   } catch (error) {
     await pool.end().catch(() => {});

@@ -34,6 +34,7 @@ export async function runService(ctx: CommandContext, parts: ServiceParts, optio
   try {
     service = await startService(prepared, { pool: db.pool, schema: db.schema, logger }, {
       databaseUrl: db.url,
+      dbWaitS: config.dbWaitS ?? Infinity,
       ...(options.host ? { host: options.host } : {}),
     });
   } catch (error) {
