@@ -38,6 +38,10 @@ function expectNothingLostOrDoubled(outcome: FailoverOutcome, holds: number): vo
   // Nobody emailed twice, counted at the provider after its idempotency dedupe.
   expect(outcome.deliveriesPerIntent.size).toBe(holds);
   expect([...outcome.deliveriesPerIntent.values()].filter((n) => n > 1)).toEqual([]);
+  // A delivery worker started between the kill and the promotion waited for
+  // a primary (it is in neither list of exits) and then ran.
+  expect(outcome.lateStarterWaited, 'the worker started during the failover logged db.waiting').toBe(true);
+  expect(outcome.lateStarterRunningAfterS, 'the worker started during the failover runs').toBeDefined();
   // Every email out within 15 s of the later of its due time and the promotion.
   const late = [...outcome.lateness].filter(([, seconds]) => seconds > 15);
   expect(late).toEqual([]);
@@ -55,6 +59,7 @@ describe(`failover to a synchronous standby${skipped}`, () => {
       url,
       holds,
       onPromoted: () => proxy!.retarget({ host: '127.0.0.1', port: standby.port }),
+      startDuringFailover: true,
     });
     expectNothingLostOrDoubled(outcome, holds);
   }, 120_000);
@@ -64,7 +69,7 @@ describe(`failover to a synchronous standby${skipped}`, () => {
     const { primary, standby } = cluster;
     const url = `postgres://postgres@127.0.0.1:${primary.port},127.0.0.1:${standby.port}/postgres?target_session_attrs=read-write`;
     const holds = 60;
-    const outcome = await runFailover({ cluster, url, holds });
+    const outcome = await runFailover({ cluster, url, holds, startDuringFailover: true });
     expectNothingLostOrDoubled(outcome, holds);
   }, 120_000);
 });

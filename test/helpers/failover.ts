@@ -50,6 +50,8 @@ export interface FailoverOutcome {
   exits: string[];
   /** The process started during the failover: when it said its lane runs, seconds after the promotion. */
   lateStarterRunningAfterS?: number;
+  /** It logged db.waiting (it met the failover and waited). */
+  lateStarterWaited?: boolean;
   killedAt: number;
   promotedAt: number;
   /** Emails the stand-in had delivered when the primary was killed, and holds not yet due then: the failover was mid-run. */
@@ -131,6 +133,10 @@ export async function runFailover(plan: FailoverPlan): Promise<FailoverOutcome> 
       children.push({ name: 'delivery-worker started during the failover', child: lateStarter });
     }
     await sleep(gapMs);
+    // The failover lasts until the late starter has met it (a boot takes
+    // seconds on a loaded machine): promoted sooner, it would have had
+    // nothing to wait for.
+    for (const until = Date.now() + 30_000; lateStarter && !lateStarter.stderr().includes('"db.waiting"') && Date.now() < until; ) await sleep(50);
     await cluster.promote();
     promotedAt = Date.now();
     plan.onPromoted?.();
@@ -189,6 +195,7 @@ export async function runFailover(plan: FailoverPlan): Promise<FailoverOutcome> 
         requestsDeliveringNothing: sends - new Set(resend.deliveries.map((d) => d.idempotencyKey ?? d.batchKey ?? d.id)).size,
         lateness,
         exits,
+        ...(lateStarter ? { lateStarterWaited: lateStarter.stderr().includes('"db.waiting"') } : {}),
         ...(lateStarterRanAt !== undefined ? { lateStarterRunningAfterS: (lateStarterRanAt - promotedAt) / 1000 } : {}),
         killedAt,
         promotedAt,
