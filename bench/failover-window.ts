@@ -1,14 +1,15 @@
 /**
  * The duplicate window of a failover, measured per replication mode
  * (opt-in: `npm run failover-window`, or
- * `node dist/bench/failover-window.js --runs 3 --holds 400 --link-delay-ms 20 --modes sync,remote_apply,async`).
+ * `node dist/bench/failover-window.js --runs 3 --holds 400 --link-delay-ms 20 --modes sync,remote_apply,async [--switched]`).
  * Needs root and Debian's postgresql-15 (as test/db/failover.test.ts).
  *
  * Each run builds a primary and a standby on free ports, the standby
  * reaching the primary through a link that delays each direction by
  * `--link-delay-ms` (a standby in another zone; 0 is the same machine),
  * runs an `expiry-worker` and a `delivery-worker` process on a multi-host
- * URL with the Resend adapter against the local stand-in (which honours
+ * URL (or, with --switched, one address switched to the standby when it is
+ * promoted) with the Resend adapter against the local stand-in (which honours
  * Idempotency-Key), lets holds fall due, SIGKILLs the primary's postmaster
  * mid-run and promotes the standby 1 s later. Then it counts what the
  * promoted server had lost:
@@ -41,6 +42,8 @@ export interface WindowRun {
   caughtByKey: number;
   deliveredTwiceFlagged: number;
   deliveredTwiceUnflagged: number;
+  /** Of the emails delivered twice, those delivered at least once in a batch request. */
+  deliveredTwiceBatched: number;
   /** Holds not expired, or intents not sent, at the end. */
   unfinished: number;
   worstLatenessS: number;
@@ -92,10 +95,12 @@ function tally(mode: ReplicationMode, outcome: FailoverOutcome, seenExpired: Map
   let caughtByKey = 0;
   let deliveredTwiceFlagged = 0;
   let deliveredTwiceUnflagged = 0;
+  let deliveredTwiceBatched = 0;
   for (const [intent, sends] of outcome.sendsPerIntent) {
     if (sends < 2) continue;
     sentAgain += 1;
     const delivered = outcome.deliveriesPerIntent.get(intent) ?? 0;
+    if (delivered > 1 && outcome.batched.has(intent)) deliveredTwiceBatched += 1;
     if (delivered <= 1) caughtByKey += 1;
     else if (outcome.flagged.has(intent)) deliveredTwiceFlagged += 1;
     else deliveredTwiceUnflagged += 1;
@@ -108,6 +113,7 @@ function tally(mode: ReplicationMode, outcome: FailoverOutcome, seenExpired: Map
     caughtByKey,
     deliveredTwiceFlagged,
     deliveredTwiceUnflagged,
+    deliveredTwiceBatched,
     unfinished: outcome.holds.filter((h) => h.status !== 'expired' || h.state !== 'sent').length,
     worstLatenessS: Math.max(...outcome.lateness.values()),
     promoteS,
@@ -115,8 +121,9 @@ function tally(mode: ReplicationMode, outcome: FailoverOutcome, seenExpired: Map
   };
 }
 
-async function oneRun(mode: ReplicationMode, holds: number, linkDelayMs: number): Promise<WindowRun> {
+async function oneRun(mode: ReplicationMode, holds: number, linkDelayMs: number, switched: boolean): Promise<WindowRun> {
   let link: TcpProxy | undefined;
+  let address: TcpProxy | undefined;
   const cluster = await startReplicatedPostgres({
     mode,
     noFsync: false,
@@ -129,7 +136,11 @@ async function oneRun(mode: ReplicationMode, holds: number, linkDelayMs: number)
   const watch = watchExpiries(cluster.primary.url, 'failover');
   try {
     const { primary, standby } = cluster;
-    const url = `postgres://postgres@127.0.0.1:${primary.port},127.0.0.1:${standby.port}/postgres?target_session_attrs=read-write`;
+    // One switched address (an RDS endpoint) or the multi-host URL.
+    address = switched ? new TcpProxy({ host: '127.0.0.1', port: primary.port }) : undefined;
+    const url = address
+      ? `postgres://postgres@127.0.0.1:${await address.start()}/postgres`
+      : `postgres://postgres@127.0.0.1:${primary.port},127.0.0.1:${standby.port}/postgres?target_session_attrs=read-write`;
     let promoteStarted = 0;
     const outcome = await runFailover({
       cluster: {
@@ -140,6 +151,7 @@ async function oneRun(mode: ReplicationMode, holds: number, linkDelayMs: number)
         },
       },
       url,
+      ...(address ? { onPromoted: () => address!.retarget({ host: '127.0.0.1', port: standby.port }) } : {}),
       holds,
       spreadMs: 4000,
       killAtMs: 2000,
@@ -151,6 +163,7 @@ async function oneRun(mode: ReplicationMode, holds: number, linkDelayMs: number)
     await watch.stop();
     await cluster.stop();
     await link?.stop();
+    await address?.stop();
   }
 }
 
@@ -164,13 +177,16 @@ async function main(): Promise<number> {
   const holds = Number(arg('holds', '400'));
   const linkDelayMs = Number(arg('link-delay-ms', '20'));
   const modes = arg('modes', 'sync,remote_apply,async').split(',') as ReplicationMode[];
-  process.stdout.write(`${holds} holds over 4 s, primary killed at 2 s, standby promoted 1 s later; link delay ${linkDelayMs} ms each way\n`);
-  process.stdout.write('| mode | run | holds expired twice | emails sent again | caught by the idempotency key | delivered twice, flagged | delivered twice, not flagged | unfinished | worst email after max(due, promotion) | promote | exits |\n');
+  const switched = process.argv.includes('--switched');
+  process.stdout.write(
+    `${holds} holds over 4 s, primary killed at 2 s, standby promoted 1 s later; link delay ${linkDelayMs} ms each way; ${switched ? 'one switched address' : 'multi-host URL'}\n`,
+  );
+  process.stdout.write('| mode | run | holds expired twice | emails sent again | caught by the idempotency key | delivered twice, flagged | delivered twice, not flagged | of those delivered twice, in a batch | unfinished | worst email after max(due, promotion) | promote | exits |\n');
   for (const mode of modes) {
     for (let run = 1; run <= runs; run++) {
-      const r = await oneRun(mode, holds, linkDelayMs);
+      const r = await oneRun(mode, holds, linkDelayMs, switched);
       process.stdout.write(
-        `| ${r.mode} | ${run} | ${r.expiredTwice} | ${r.sentAgain} | ${r.caughtByKey} | ${r.deliveredTwiceFlagged} | ${r.deliveredTwiceUnflagged} | ${r.unfinished} | ${r.worstLatenessS.toFixed(2)} s | ${r.promoteS.toFixed(2)} s | ${r.exits} |\n`,
+        `| ${r.mode} | ${run} | ${r.expiredTwice} | ${r.sentAgain} | ${r.caughtByKey} | ${r.deliveredTwiceFlagged} | ${r.deliveredTwiceUnflagged} | ${r.deliveredTwiceBatched} | ${r.unfinished} | ${r.worstLatenessS.toFixed(2)} s | ${r.promoteS.toFixed(2)} s | ${r.exits} |\n`,
       );
     }
   }

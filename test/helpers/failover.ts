@@ -38,6 +38,8 @@ export interface FailoverOutcome {
   sendsPerIntent: Map<string, number>;
   /** When the stand-in first delivered each intent (ms). */
   deliveredAt: Map<string, number>;
+  /** Intents the stand-in delivered, at least once, as a member of a batch request. */
+  batched: Set<string>;
   /** Intents flagged possible_duplicate on the promoted server. */
   flagged: Set<string>;
   /** Deliveries the stand-in made per intent id (after its idempotency-key dedupe). */
@@ -174,11 +176,13 @@ export async function runFailover(plan: FailoverPlan): Promise<FailoverOutcome> 
       const deliveriesPerIntent = new Map<string, number>();
       const lateness = new Map<string, number>();
       const deliveredAt = new Map<string, number>();
+      const batched = new Set<string>();
       resend.deliveries.forEach((delivery, index) => {
         const intent = delivery.headers['X-Leasehold-Intent-Id'] ?? delivery.idempotencyKey ?? delivery.id;
         deliveriesPerIntent.set(intent, (deliveriesPerIntent.get(intent) ?? 0) + 1);
         const hold = intent.slice(intent.indexOf(':') + 1);
         const due = dueAt.get(hold);
+        if (delivery.batchKey !== undefined) batched.add(intent);
         if (!deliveredAt.has(intent)) deliveredAt.set(intent, seenAt[index] ?? Date.now());
         if (!lateness.has(intent) && due !== undefined) lateness.set(intent, (deliveredAt.get(intent)! - Math.max(due, promotedAt)) / 1000);
       });
@@ -190,6 +194,7 @@ export async function runFailover(plan: FailoverPlan): Promise<FailoverOutcome> 
         holds: rows.map((r) => ({ id: r.id, status: r.status, intents: r.intents, state: r.state, dueAt: r.due_at, expiredAt: r.expired_at })),
         sendsPerIntent,
         deliveredAt,
+        batched,
         flagged: new Set(flagged.map((r) => r.id)),
         deliveriesPerIntent,
         requestsDeliveringNothing: sends - new Set(resend.deliveries.map((d) => d.idempotencyKey ?? d.batchKey ?? d.id)).size,
