@@ -65,6 +65,8 @@ export class DatabaseHosts {
   private last: DatabaseHost | undefined;
   private finding: Promise<DatabaseHost> | undefined;
   private readonly aims = new Map<DatabaseHost, { host: string; port: number }>();
+  /** The host each pooled client went to. */
+  private readonly hostOf = new WeakMap<pg.Client, DatabaseHost>();
 
   constructor(connectionString: string, field = 'connectionString') {
     this.target = parseDatabaseUrl(connectionString, field);
@@ -89,6 +91,16 @@ export class DatabaseHosts {
   /** This session is no good any more (its connection broke, its server turned read-only): try the hosts in order again. */
   forget(host: DatabaseHost): void {
     if (this.last === host) this.last = undefined;
+  }
+
+  /**
+   * A pooled client came back with this error: a write refused as
+   * read-only (25006) means its server no longer takes writes, so the next
+   * new client looks for the host that does instead of going there again.
+   */
+  released(client: pg.Client, error: unknown): void {
+    const host = this.hostOf.get(client);
+    if (host && (error as { code?: string } | undefined)?.code === '25006') this.forget(host);
   }
 
   /**
@@ -199,6 +211,7 @@ export class DatabaseHosts {
       private async connectToHost(): Promise<pg.Client> {
         const host = await hosts.hostForPool(this.settings);
         const aim = hosts.aimOf(host);
+        hosts.hostOf.set(this, host);
         this.host = aim.host;
         this.port = aim.port;
         (this as unknown as { connectionParameters: { host: string; port: number } }).connectionParameters.host = aim.host;
@@ -208,6 +221,11 @@ export class DatabaseHosts {
         // keeps an error between connect and the pool's own listener from
         // ending the process.
         this.on('error', () => hosts.forget(host));
+        // The pool's connection timeout fired while the hosts were probed
+        // (it destroys this client's socket): give up as pg would.
+        if ((this.connection as unknown as { stream: { destroyed?: boolean } }).stream.destroyed) {
+          throw new Error(`timeout expired before ${host.label} was tried (the connection timeout)`);
+        }
         try {
           await super.connect();
           await hosts.accept(this, host);

@@ -96,8 +96,6 @@ export class Listener {
   private checked = false;
   /** The URL's hosts: the session goes to the one that accepts writes now (a URL may list several). */
   private readonly hosts: DatabaseHosts;
-  /** A session being opened, which stop() waits for (and then ends). */
-  private opening: Promise<unknown> | undefined;
 
   constructor(
     connectionString: string,
@@ -122,7 +120,6 @@ export class Listener {
     clearTimeout(this.retryTimer);
     clearInterval(this.heartbeat);
     this.probeWaiter?.resolve();
-    await this.opening?.catch(() => {});
     await this.client?.end().catch(() => {});
   }
 
@@ -132,13 +129,13 @@ export class Listener {
     // next host tried when the URL asks for read-write), so LISTEN never
     // runs on a server in recovery.
     let client: pg.Client;
-    const opening = this.hosts.openSession({
-      application_name: 'leasehold-listener',
-      ...connectionBounds({ connectTimeoutMs: this.options.connectTimeoutMs, queryTimeoutMs: this.options.queryTimeoutMs }),
-    });
-    this.opening = opening;
     try {
-      ({ client } = await opening);
+      // A session still opening when stop() comes is ended below, not
+      // waited for: a stop during an outage must not wait out the connect timeout.
+      ({ client } = await this.hosts.openSession({
+        application_name: 'leasehold-listener',
+        ...connectionBounds({ connectTimeoutMs: this.options.connectTimeoutMs, queryTimeoutMs: this.options.queryTimeoutMs }),
+      }));
     } catch (error) {
       if (this.stopped) return;
       this.logger.warn({ event: 'listener.error', err: error }, 'LISTEN connection failed; retrying');

@@ -119,6 +119,7 @@ export function createPool(options: PoolOptions): pg.Pool {
   // An idle client losing its connection (database restart) must not crash
   // the process: the pool drops it and the next checkout reconnects.
   pool.on('error', () => {});
+  if (!hosts.simple) pool.on('release', (error: Error | undefined, client: pg.PoolClient) => hosts.released(client, error));
   return pool;
 }
 

@@ -1,5 +1,6 @@
+import net from 'node:net';
 import type pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { intentsChannel, Listener, notifyIntents } from '../../src/db/listener.js';
 import { migrate } from '../../src/db/migrate.js';
 import { createPool, ident, withClient } from '../../src/db/pool.js';
@@ -9,7 +10,7 @@ import { ExpiryWorker } from '../../src/holds/expiry-worker.js';
 import { silentLogger } from '../../src/observability/logger.js';
 import { SandboxGateway } from '../../src/providers/sandbox.js';
 import { rateLimiterSet } from '../../src/tables/rate-limiter.js';
-import { hasPgBinaries, startStandbyPair, type StandbyPair } from '../helpers/standby-pair.js';
+import { freePort, hasPgBinaries, startStandbyPair, type StandbyPair } from '../helpers/standby-pair.js';
 
 // A real primary and a real hot standby (pg_basebackup -R), so the standby
 // truly refuses writes; the URLs below list the standby first.
@@ -116,7 +117,8 @@ describe.skipIf(!hasPgBinaries)('a multi-host URL with target_session_attrs=read
   });
 
   it('after the standby is promoted and the old primary turns read-only, new connections and the LISTEN session move over', async () => {
-    const pool = createPool({ connectionString: readWrite(), max: 3 });
+    // One pooled client: its failure and what the next connect does are exactly observable.
+    const pool = createPool({ connectionString: readWrite(), max: 1 });
     const listener = new Listener(readWrite(), intentsChannel('moves'), () => {}, silentLogger, { heartbeatMs: 100 });
     const sessions: number[] = [];
     // The session in use is read through pg_stat_activity: its application_name is the listener's.
@@ -138,9 +140,12 @@ describe.skipIf(!hasPgBinaries)('a multi-host URL with target_session_attrs=read
       await old.query(`ALTER SYSTEM SET default_transaction_read_only = on`);
       await old.query('SELECT pg_reload_conf()');
       await old.end();
-      // A write on a pooled connection of the old primary fails once (25006); that client is destroyed, not reused.
+      // The write on the pooled connection to the old primary fails (25006):
+      // that client is destroyed, and the next connects to the new primary
+      // at once rather than trying the old one again.
       const write = () => withClient(pool, (client) => client.query('CREATE TABLE IF NOT EXISTS moved (id int)'));
-      await waitFor(async () => (await write().then(() => true).catch(() => undefined)), 'a write on the new primary');
+      await expect(write()).rejects.toMatchObject({ code: '25006' });
+      await write();
       for (let i = 0; i < 3; i++) sessions.push(await serverPort(pool));
       expect(sessions).toEqual(Array(3).fill(pair.standby.port));
       await waitFor(async () => ((await listenerPort(pair.standby.port)) === 1 ? true : undefined), 'the listener on the new primary');
@@ -150,4 +155,59 @@ describe.skipIf(!hasPgBinaries)('a multi-host URL with target_session_attrs=read
       await pool.end();
     }
   }, 60_000);
+});
+
+describe('a multi-host URL whose first host is down', () => {
+  /** The suite's server, listed after `dead` hosts, with its user, password and database. */
+  const behind = (...dead: number[]) => {
+    const live = new URL(inject('databaseUrl'));
+    const auth = live.username ? `${live.username}${live.password ? `:${live.password}` : ''}@` : '';
+    return `postgres://${auth}${[...dead.map((p) => `127.0.0.1:${p}`), live.host].join(',')}${live.pathname}${live.search}`;
+  };
+
+  it('pooled connections and the LISTEN session skip it, and the host that answered is tried first from then on', async () => {
+    // A host that takes the TCP connection and drops it at once, counting each try.
+    let tries = 0;
+    const broken = net.createServer((socket) => {
+      tries += 1;
+      socket.destroy();
+    });
+    await new Promise<void>((resolve) => broken.listen(0, '127.0.0.1', resolve));
+    const url = behind((broken.address() as net.AddressInfo).port);
+    const pool = createPool({ connectionString: url, max: 4 });
+    let ready = false;
+    const listener = new Listener(url, intentsChannel('skips'), () => {}, silentLogger, {
+      probe: (payload) => notifyIntents(pool, 'skips', payload),
+      onSession: async () => void (ready = true),
+    });
+    try {
+      expect((await pool.query<{ one: number }>('SELECT 1 AS one')).rows[0]!.one).toBe(1);
+      expect(tries).toBe(1);
+      // Four connections at once, all new: none tries the broken host again.
+      await Promise.all(Array.from({ length: 4 }, () => withClient(pool, () => new Promise((r) => setTimeout(r, 50)))));
+      expect(tries).toBe(1);
+      listener.start();
+      await waitFor(async () => (ready ? true : undefined), 'a checked LISTEN session');
+      expect(tries).toBe(2);
+    } finally {
+      await listener.stop();
+      await pool.end();
+      broken.close();
+    }
+  });
+
+  it('with every host down, the error names each host and why, and counts as a lost connection', async () => {
+    const [a, b] = [await freePort(), await freePort()];
+    const pool = createPool({ connectionString: `postgres://u:s3cret@127.0.0.1:${a},127.0.0.1:${b}/db?target_session_attrs=read-write` });
+    try {
+      const error = (await pool.query('SELECT 1').then(
+        () => undefined,
+        (e: unknown) => e,
+      )) as Error & { code?: string };
+      expect(error.message).toBe(`no host accepts the session: 127.0.0.1:${a}: connect ECONNREFUSED 127.0.0.1:${a}; 127.0.0.1:${b}: connect ECONNREFUSED 127.0.0.1:${b}`);
+      expect(error.code).toBe('ECONNREFUSED');
+    } finally {
+      await pool.end();
+    }
+  });
 });
