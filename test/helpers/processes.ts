@@ -2,7 +2,9 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import path from 'node:path';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+const up = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+// Compiled into dist/test/helpers/ when a bench script uses it: the root is one further up.
+const root = path.basename(up) === 'dist' ? path.dirname(up) : up;
 
 /**
  * Path of a child-process fixture's TypeScript source (test/helpers/fixtures/).

@@ -44,7 +44,16 @@ export class TcpProxy {
     this.impairment = impairment;
   }
 
-  constructor(private readonly target: { host: string; port: number }) {}
+  constructor(private target: { host: string; port: number }) {}
+
+  /**
+   * Send new connections to `target` from now on, as an RDS endpoint or
+   * HAProxy does when a standby is promoted; connections open now stay
+   * where they are (to a dead primary they are already closed).
+   */
+  retarget(target: { host: string; port: number }): void {
+    this.target = target;
+  }
 
   /** Listen on `host` (default 127.0.0.1) and a free port; returns the port. */
   async start(host = '127.0.0.1'): Promise<number> {
@@ -54,17 +63,28 @@ export class TcpProxy {
       const pair = { client, upstream, frozen: false };
       this.pairs.add(pair);
       const forward = (from: net.Socket, to: net.Socket) => {
-        let lastAt = 0;
-        from.on('data', (chunk) => {
+        // Held chunks leave from one queue in order: a timer per chunk could
+        // fire out of order (Date.now() and the timers' clock differ by a
+        // fraction of a millisecond), which a replication stream notices.
+        const held: Array<{ at: number; chunk: Buffer }> = [];
+        let timer: NodeJS.Timeout | undefined;
+        const pump = () => {
+          timer = undefined;
+          while (held.length > 0 && held[0]!.at <= Date.now()) {
+            const { chunk } = held.shift()!;
+            if (to.writable) to.write(chunk);
+          }
+          if (held.length > 0) timer = setTimeout(pump, held[0]!.at - Date.now());
+        };
+        from.on('data', (chunk: Buffer) => {
           // A frozen pair swallows what it gets: the sender sees its bytes
           // leave and no answer ever come back.
           if (pair.frozen) return;
           const { delayMs = 0, stallChance = 0 } = this.impairment;
           const stall = Math.random() < stallChance ? 200 + Math.random() * 800 : 0;
-          if (delayMs === 0 && stall === 0 && lastAt <= Date.now()) return void to.write(chunk);
-          const at = Math.max(lastAt, Date.now() + delayMs + stall);
-          lastAt = at;
-          setTimeout(() => to.writable && to.write(chunk), at - Date.now());
+          if (delayMs === 0 && stall === 0 && held.length === 0) return void to.write(chunk);
+          held.push({ at: Math.max(held.at(-1)?.at ?? 0, Date.now() + delayMs + stall), chunk });
+          timer ??= setTimeout(pump, held[0]!.at - Date.now());
         });
       };
       forward(client, upstream);
