@@ -122,6 +122,6 @@ describe('confirm_hold, cancel_hold and extend_hold', () => {
     const { rows: ext } = await db.pool.query(`SELECT count(*)::int AS n FROM ${s}.hold_extensions WHERE hold_id = 'sql-extend'`);
     expect(ext[0].n).toBe(1);
     // The library and the SQL function are one implementation: the library sees the same rule.
-    await expect(extendHold(db.pool, 'sql-extend', { ttlSeconds: 60 }, { schema: db.schema })).rejects.toMatchObject({ field: 'ttlSeconds' }) // named as it was sent;
+    await expect(extendHold(db.pool, 'sql-extend', { ttlSeconds: 60 }, { schema: db.schema })).rejects.toMatchObject({ field: 'ttlSeconds' }); // named as it was sent
   });
 });
