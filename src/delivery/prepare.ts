@@ -49,16 +49,16 @@ export async function prepareRound(setting: PrepareSetting, lease: RoundLease, t
       }
     }
   }
-  // Tenants' own senders, for the messages rendered now (one read, and only when something renders).
-  const unrendered = leased.filter((intent) => intent.message === null && !suppressed.has(intent.id));
-  const senders = unrendered.length > 0 ? await tenantSendersGet(pool, schema, [...new Set(unrendered.map((i) => i.tenant))]) : new Map();
+  // Tenants' own senders, for the messages rendered now: the lease brings them (intent.sender); read here only for any it did not.
+  const unread = leased.filter((intent) => intent.message === null && intent.sender === undefined && !suppressed.has(intent.id));
+  const senders = unread.length > 0 ? await tenantSendersGet(pool, schema, [...new Set(unread.map((i) => i.tenant))]) : undefined;
   const messages = new Map<string, PreparedMessage>();
   const sends: PreparedRound['sends'] = [];
   const now = setting.clock?.now() ?? new Date();
   for (const { account, intents, requests } of lease.legs) {
     const mine = suppressed.size > 0 ? intents.filter((i) => !suppressed.has(i.id)) : intents;
     // Each account's sender fills in templates that name none.
-    const prepared = mine.length > 0 ? await prepareMessages(pool, schema, templates, mine, { from: account.from, senders, now }) : new Map<string, PreparedMessage>();
+    const prepared = mine.length > 0 ? await prepareMessages(pool, schema, templates, mine, { from: account.from, ...(senders ? { senders } : {}), now }) : new Map<string, PreparedMessage>();
     let failed = false;
     for (const intent of mine) {
       const message = prepared.get(intent.id)!;

@@ -21,8 +21,8 @@ export interface RecorderOptions {
   metrics?: Metrics;
   /** Who a provider's pause of `account` is by (its gateway's name). */
   providerOf: (account: string) => string;
-  /** Hand the lane events of a recorded round to in-process listeners. */
-  emit: (events: ReturnType<typeof deliveryEvents>) => void;
+  /** Hand the lane events of a recorded round to in-process listeners; made only if someone listens. */
+  emit: (events: () => ReturnType<typeof deliveryEvents>) => void;
 }
 
 /** Who a fleet-wide pause for a broken template is by. */
@@ -96,7 +96,7 @@ export class RoundRecorder {
     }
     await this.afterRecord(results, recorded, intents);
     await this.suppressInactive(results, intents);
-    this.options.emit(deliveryEvents(results, recorded, intents));
+    this.options.emit(() => deliveryEvents(results, recorded, intents));
   }
 
   /** Record what record() kept after a lost connection, oldest first; on failure it is kept again and this throws. */

@@ -18,6 +18,8 @@ export interface SendSetting {
   schema: string;
   token: string;
   sendTimeoutMs: number;
+  /** The round's send timeout (sendTimeoutMs), one for all its requests: they start together. */
+  signal: AbortSignal;
   /** Account names in failover order (a send that never left moves to the next). */
   failover: readonly string[];
   retryPolicy: RetryPolicy | undefined;
@@ -107,7 +109,7 @@ async function sendSingle(
     result = await account.gateway.send(emailMessageFor(intent, prepared.message), {
       attempt: intent.attempts,
       previousOutcomeUnknown: intent.previousOutcomeUnknown,
-      signal: AbortSignal.timeout(setting.sendTimeoutMs),
+      signal: setting.signal,
     });
   } catch (error) {
     result = thrown(error);
@@ -158,7 +160,7 @@ async function sendBatch(
         if (!prepared?.ok) throw new Error(`intent ${JSON.stringify(intent.id)} has no message to send`);
         return { message: emailMessageFor(intent, prepared.message), attempt: intent.attempts, previousOutcomeUnknown: intent.previousOutcomeUnknown };
       }),
-      { batchId, idempotencyKey: batchKey(batchId), signal: AbortSignal.timeout(setting.sendTimeoutMs) },
+      { batchId, idempotencyKey: batchKey(batchId), signal: setting.signal },
     );
     if (answer.results.length !== members.length) {
       throw new Error(`the adapter answered ${answer.results.length} results for a batch of ${members.length}`);

@@ -137,7 +137,7 @@ export class DeliveryWorker extends LoopWorker<DeliveryEvents> {
   private readonly legs: AccountLegs;
   private readonly preparing: PrepareSetting;
   /** What every send of this worker shares; a round adds its lease token. */
-  private readonly sending: Omit<SendSetting, 'token'>;
+  private readonly sending: Omit<SendSetting, 'token' | 'signal'>;
   private readonly recorder: RoundRecorder;
   private waitingSince: number | undefined;
 
@@ -199,7 +199,9 @@ export class DeliveryWorker extends LoopWorker<DeliveryEvents> {
       ...metrics,
       providerOf: (account) => this.accounts.byName.get(account)?.provider ?? account,
       // Recorded and committed: now in-process listeners may hear of it.
-      emit: (events) => this.events.emitAll(events),
+      emit: (events) => {
+        if (this.events.listenerCount('sent') + this.events.listenerCount('rejected') + this.events.listenerCount('dead') > 0) this.events.emitAll(events());
+      },
     });
     const [first, ...more] = Array.from(
       { length: roundsInFlight(batch, concurrency) },
@@ -306,7 +308,7 @@ export class DeliveryWorker extends LoopWorker<DeliveryEvents> {
   private async send(prepared: PreparedRound, budget: RoundBudget, token: string): Promise<AttemptResult[]> {
     const results: AttemptResult[] = [];
     const sends: Array<Promise<AttemptResult[]>> = [];
-    const setting: SendSetting = { ...this.sending, token };
+    const setting: SendSetting = { ...this.sending, token, signal: AbortSignal.timeout(this.sending.sendTimeoutMs) };
     const paid = [];
     for (const { account, requests } of prepared.sends) {
       const settled = await budget.settle(account, requests);
