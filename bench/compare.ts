@@ -313,6 +313,12 @@ export const compare: Benchmark = {
         String(dueRatio(profile, 'graphile-worker') ?? 'n/a'),
         String(dueRatio(profile, 'pg-boss') ?? 'n/a'),
       ]);
+      // What the delivery lane adds to the lateness: p99 due -> sent less p99 due -> expired (the expiry lane alone).
+      const added = medianOf(cell('leasehold', profile).due.map((d) => (d.p99 === null || d.expiryP99 === undefined ? null : d.p99 - d.expiryP99)));
+      if (RUN_WORKLOADS.includes('due') && RUN_SYSTEMS.includes('leasehold')) {
+        rows.push(['  delivery lane adds to the p99 (due->sent less due->expired)', profile, show(added, 'ms', 1), '', '', '', '']);
+        figures.push({ name: `due p99 added by the delivery lane, ${profile}: leasehold`, value: added ?? Number.NaN, unit: 'ms' });
+      }
       const wholeRun = SYSTEMS.map((s) => medianOf(cell(s, profile).due.map((d) => d.wholeRunP99)));
       if (RUN_WORKLOADS.includes('due')) rows.push([
         `  p99 of the whole run, the ${WARMUP_S} s warm-up included`,

@@ -39,13 +39,17 @@ export type DeliveryEvent = { [K in keyof DeliveryEvents]: [K, DeliveryEvents[K]
  * sent, rejected or dead. A fenced result (the lease had moved on, so the
  * row was left alone) is not news; neither is a retry.
  */
-export function deliveryEvents(results: AttemptResult[], recorded: RecordedResult[], holdIds: Map<string, string>): DeliveryEvent[] {
+export function deliveryEvents(
+  results: AttemptResult[],
+  recorded: RecordedResult[],
+  intents: ReadonlyMap<string, { holdId: string }>,
+): DeliveryEvent[] {
   const byId = new Map(results.map((r) => [r.id, r]));
   const events: DeliveryEvent[] = [];
   for (const row of recorded) {
     const result = byId.get(row.id);
     if (!row.applied || !result) continue;
-    const ids = { intentId: row.id, holdId: holdIds.get(row.id) ?? '', attempt: result.attempt };
+    const ids = { intentId: row.id, holdId: intents.get(row.id)?.holdId ?? '', attempt: result.attempt };
     if (row.state === 'sent') events.push(['sent', { ...ids, receipt: result.receipt, possibleDuplicate: row.possibleDuplicate }]);
     else if (row.state === 'rejected') events.push(['rejected', { ...ids, reason: result.error }]);
     else if (row.state === 'dead') events.push(['dead', { ...ids, reason: result.error }]);

@@ -1,63 +1,33 @@
 import type pg from 'pg';
 import type { Clock } from '../runtime/clock.js';
-import { rateLimiterGetMany, rateLimiterTake } from '../tables/rate-limiter.js';
+import { rateLimiterGetMany } from '../tables/rate-limiter.js';
 import { intentsLease, type LeasedIntent } from '../tables/outbox.js';
 import { batchesCloseStale } from '../tables/batches.js';
-import type { QuotaUnit } from '../model/accounts.js';
 import { legsFor } from './routing.js';
-import { planRequests } from './requests.js';
-import { roundEmails } from '../model/delivery-policy.js';
+import { planRequests, type SendRequest } from './requests.js';
+import type { AccountSet, SendingAccount } from './accounts.js';
+import type { RoundBudget } from './budget.js';
 
-/** One provider account as a round leases for it. */
-export interface LegAccount {
-  name: string;
-  /** The gateway's name, recorded on each attempt. */
-  provider: string;
-  dailyQuota?: number;
-  /** Emails per provider request (1: no batches). */
-  batch: number;
-  /** What one limiter permit stands for. */
-  unit: QuotaUnit;
-  /** The provider deduplicates a batch on its key: open batches are leased whole, before new intents. */
-  keyed: boolean;
-  /** How long the provider keeps a batch's key (keyed accounts). */
-  keyLifetimeMs?: number;
+/** What a round leased on one account, and the requests that will send it (planned once, here). */
+export interface AccountLease {
+  account: SendingAccount;
+  intents: LeasedIntent[];
+  requests: SendRequest[];
 }
 
-export interface LeasedOnAccount {
-  intent: LeasedIntent;
-  account: string;
-  /** The limiter take that paid for it (a refund of its permit applies only while that is the bucket's time). */
-  bucketTime: string;
-}
-
-/**
- * A take on a `requests` account sending batches: its permits are spent
- * per request, which the round knows only once it has planned them; it
- * gives back what its requests did not use (DeliveryWorker).
- */
-export interface RequestPermits {
-  account: string;
-  granted: number;
-  /** Emails each permit could carry (the daily quota counts emails). */
-  perPermit: number;
-  bucketTime: string;
-}
-
-export interface LegsLease {
-  leased: LeasedOnAccount[];
+export interface RoundLease {
+  /** Per account that leased anything, in failover order. */
+  legs: AccountLease[];
   /** Permits granted, over every account. */
   permits: number;
   /** Emails the permits could carry, over every account (permits, where a permit is an email). */
   capacity: number;
-  /** Provider requests the leased intents take at most. */
-  requests: number;
-  /** Takes whose unused permits are given back after the round planned its requests. */
-  requestPermits: RequestPermits[];
   /** Why no account granted any, when none did. */
   blocked?: 'paused' | 'cooling-down' | 'rate-limit';
   retryInMs: number;
 }
+
+type Route = { from: string[]; known: string[]; first: string };
 
 /** How long a standby account's leg is skipped after it found nothing due. */
 export const QUIET_LEG_MS = 1000;
@@ -71,8 +41,9 @@ const STALE_BATCHES_EVERY_MS = 10_000;
  * the accounts' states and plans its legs (routing.ts legsFor: each
  * account that keeps its intents, with the accounts whose intents it
  * carries); then per leg, in failover order and within the free slots, it
- * takes permits from that account's limiter and leases at most that many
- * intents routed to it. The lease gives back the permits it did not use.
+ * takes permits from that account's limiter (RoundBudget) and leases at
+ * most that many intents routed to it, and plans the requests that will
+ * send them: the slots those requests need are not free for the next leg.
  *
  * A leg after the first that found nothing is asked again only after
  * QUIET_LEG_MS: only intents that moved there can be due on it (new ones
@@ -80,18 +51,10 @@ const STALE_BATCHES_EVERY_MS = 10_000;
  * per round. `wake(account)` ends that wait when this worker moved an
  * intent there.
  *
- * Slots are provider requests in flight. On an account sending batches a
- * leg leases up to `batch` emails per free slot (at most a round's worth:
- * the larger of the round size and one batch), and its permits are what
- * the account's `unit` says: one per request, or one per email. A keyed
- * account (Resend) first leases its open batches whole: a batch whose
- * outcome is unknown goes again before anything new.
+ * A keyed account (Resend) first leases its open batches whole: a batch
+ * whose outcome is unknown goes again before anything new.
  */
 export class AccountLegs {
-  private readonly byName: ReadonlyMap<string, LegAccount>;
-  private readonly failover: string[];
-  /** Accounts outside failover: they send only for tenants routed to them. */
-  private readonly routedOnly: string[];
   private readonly quiet = new Map<string, number>();
   private readonly staleCheckedAt = new Map<string, number>();
 
@@ -99,79 +62,59 @@ export class AccountLegs {
     private readonly options: {
       pool: pg.Pool;
       schema: string;
-      /** Every account: those of `failover` and those only routed tenants use. */
-      accounts: readonly LegAccount[];
-      /** The accounts intents try, in order. */
-      failover: readonly string[];
+      accounts: AccountSet;
       failoverAfterMs: number;
       leaseMs: number;
       clock: Clock;
-      /** Emails one round leases at most on an account sending batches, if one batch is smaller. */
-      roundEmails: number;
     },
-  ) {
-    this.byName = new Map(options.accounts.map((a) => [a.name, a]));
-    this.failover = [...options.failover];
-    this.routedOnly = options.accounts.map((a) => a.name).filter((n) => !this.failover.includes(n));
-  }
+  ) {}
 
-  async lease(slots: number, token: string, owner: number | undefined): Promise<LegsLease> {
+  async lease(budget: RoundBudget, token: string, owner: number | undefined): Promise<RoundLease> {
     const legs = await this.plan();
-    const result: LegsLease = { leased: [], permits: 0, capacity: 0, requests: 0, requestPermits: [], retryInMs: 1000 };
+    const result: RoundLease = { legs: [], permits: 0, capacity: 0, retryInMs: 1000 };
     // Every account is paused (or cooling down past failover): nothing can go anywhere.
     if (legs.length === 0) return { ...result, blocked: 'paused' };
-    let free = slots;
     let retryInMs = Infinity;
     for (const [i, leg] of legs.entries()) {
-      if (free === 0) break;
-      const quietUntil = this.quiet.get(leg.account);
+      if (budget.freeSlots === 0) break;
+      const quietUntil = this.quiet.get(leg.account.name);
       if (i > 0 && quietUntil !== undefined && quietUntil > Date.now()) continue;
-      const account = this.byName.get(leg.account)!;
-      const taken = await this.leg(account, leg.route, free, token, owner);
-      if (taken.granted === 0) {
-        result.blocked ??= taken.blocked;
-        retryInMs = Math.min(retryInMs, taken.retryInMs);
+      const grant = await budget.take(leg.account);
+      if (grant.permits === 0) {
+        result.blocked ??= grant.blocked;
+        retryInMs = Math.min(retryInMs, grant.retryInMs);
         continue;
       }
-      result.permits += taken.granted;
-      result.capacity += taken.capacity;
-      free -= taken.requests;
-      result.requests += taken.requests;
-      if (taken.requestPermits) result.requestPermits.push(taken.requestPermits);
-      if (taken.intents.length === 0) this.quiet.set(leg.account, Date.now() + QUIET_LEG_MS);
-      else this.quiet.delete(leg.account);
-      for (const intent of taken.intents) result.leased.push({ intent, account: leg.account, bucketTime: taken.bucketTime });
+      const intents = await this.leaseOn(leg.account, leg.route, grant, budget.freeSlots, token, owner);
+      const requests = planRequests(intents, leg.account);
+      budget.leased(leg.account, intents.length, requests.length);
+      result.permits += grant.permits;
+      result.capacity += grant.emails;
+      if (intents.length === 0) {
+        // Nothing due here: its permits go back now.
+        await budget.settle(leg.account, []);
+        this.quiet.set(leg.account.name, Date.now() + QUIET_LEG_MS);
+        continue;
+      }
+      this.quiet.delete(leg.account.name);
+      result.legs.push({ account: leg.account, intents, requests });
     }
     if (Number.isFinite(retryInMs)) result.retryInMs = retryInMs;
     return result;
   }
 
-  /** One account's leg: its permits, then its open batches (keyed accounts), then new intents. */
-  private async leg(
-    account: LegAccount,
-    route: { from: string[]; known: string[]; first: string } | undefined,
+  /** One account's intents: its open batches first (keyed accounts), then new intents, within what its permits carry. */
+  private async leaseOn(
+    account: SendingAccount,
+    route: Route | undefined,
+    grant: { permits: number; emails: number; bucketTime: string },
+    /** Slots free for this account's requests: a batch each. */
     free: number,
     token: string,
     owner: number | undefined,
-  ): Promise<{
-    granted: number;
-    capacity: number;
-    requests: number;
-    intents: LeasedIntent[];
-    bucketTime: string;
-    requestPermits?: RequestPermits;
-    blocked: NonNullable<LegsLease['blocked']>;
-    retryInMs: number;
-  }> {
+  ): Promise<LeasedIntent[]> {
     const { pool, schema, leaseMs, clock } = this.options;
-    const batching = account.batch > 1;
-    const perPermit = batching && account.unit === 'requests' ? account.batch : 1;
-    const emails = roundEmails(free, this.options.roundEmails, account.batch);
-    const grant = await rateLimiterTake(pool, schema, Math.ceil(emails / perPermit), null, account.name, account.dailyQuota, perPermit);
-    const blocked = grant.paused ? 'paused' : grant.coolingDown ? 'cooling-down' : 'rate-limit';
-    const base = { granted: grant.granted, bucketTime: grant.bucketTime, blocked, retryInMs: grant.retryInMs } as const;
-    if (grant.granted === 0) return { ...base, capacity: 0, requests: 0, intents: [] };
-    const capacity = Math.min(emails, grant.granted * perPermit, grant.quotaLeft ?? Infinity);
+    const perRequest = account.perPermit > 1;
     const common = {
       leaseMs,
       token,
@@ -185,43 +128,37 @@ export class AccountLegs {
     };
     const intents: LeasedIntent[] = [];
     let spent = 0;
-    if (batching && account.keyed) {
+    if (account.keyed) {
       await this.closeStaleBatches(account);
       const open = await intentsLease(pool, schema, {
         ...common,
         // Requests: a batch costs one permit, whatever its size. Emails: each member costs one.
-        limit: perPermit > 1 ? Math.min(free, grant.granted) : free,
-        batches: { emails: capacity },
+        limit: perRequest ? Math.min(free, grant.permits) : free,
+        batches: { emails: grant.emails },
       });
       intents.push(...open);
-      spent = perPermit > 1 ? new Set(open.map((i) => i.batchId)).size : open.length;
+      spent = perRequest ? new Set(open.map((i) => i.batchId)).size : open.length;
     }
     // What the permits left after the open batches carry.
-    const room = Math.min(capacity - intents.length, perPermit > 1 ? (grant.granted - spent) * perPermit : Infinity);
-    const fresh = room <= 0 ? [] : await intentsLease(pool, schema, {
+    const room = Math.min(grant.emails - intents.length, perRequest ? (grant.permits - spent) * account.perPermit : Infinity);
+    if (room <= 0) return intents;
+    const fresh = await intentsLease(pool, schema, {
       ...common,
       limit: room,
       ...(route ? { route } : {}),
       // A permit per email: the lease gives back those it did not use, in the same statement.
-      ...(perPermit === 1 ? { permits: { granted: grant.granted - spent, bucketTime: grant.bucketTime } } : {}),
+      ...(perRequest ? {} : { permits: { granted: grant.permits - spent, bucketTime: grant.bucketTime } }),
     });
     intents.push(...fresh);
-    const requests = planRequests(intents, { batch: account.batch, keyed: account.keyed }).length;
-    return {
-      ...base,
-      capacity,
-      requests,
-      intents,
-      ...(perPermit > 1 ? { requestPermits: { account: account.name, granted: grant.granted, perPermit, bucketTime: grant.bucketTime } } : {}),
-    };
+    return intents;
   }
 
   /** At most every STALE_BATCHES_EVERY_MS per account: open batches past their key's lifetime, or broken, go singly. */
-  private async closeStaleBatches(account: LegAccount): Promise<void> {
+  private async closeStaleBatches(account: SendingAccount): Promise<void> {
     const now = Date.now();
     if ((this.staleCheckedAt.get(account.name) ?? 0) + STALE_BATCHES_EVERY_MS > now) return;
     this.staleCheckedAt.set(account.name, now);
-    await batchesCloseStale(this.options.pool, this.options.schema, account.name, account.keyLifetimeMs ?? 24 * 3_600_000);
+    await batchesCloseStale(this.options.pool, this.options.schema, account.name, account.keyLifetimeMs);
   }
 
   /** Intents were moved to `account`: they are due there now. */
@@ -230,27 +167,26 @@ export class AccountLegs {
   }
 
   /** The round's legs, in failover order. */
-  private async plan(): Promise<Array<{ account: string; route?: { from: string[]; known: string[]; first: string } }>> {
-    const known = [...this.failover, ...this.routedOnly];
-    if (known.length === 1) return [{ account: this.failover[0]! }];
+  private async plan(): Promise<Array<{ account: SendingAccount; route?: Route }>> {
+    const { accounts } = this.options;
+    const { failover, routedOnly, byName } = accounts;
+    if (accounts.all.length === 1) return [{ account: byName.get(failover[0]!)! }];
+    const known = [...failover, ...routedOnly];
+    const first = failover[0]!;
     const { pool, schema, clock, failoverAfterMs } = this.options;
-    const states = await rateLimiterGetMany(pool, schema, this.failover, clock.now());
+    const states = await rateLimiterGetMany(pool, schema, [...failover], clock.now());
     const conditions = new Map(
       [...states].map(([name, state]) => {
         // A spent daily quota stops the account until the UTC day turns, as a pause does.
-        const quota = this.byName.get(name)?.dailyQuota;
+        const quota = byName.get(name)?.dailyQuota;
         const spent = quota !== undefined && state.quotaUsedToday >= quota;
         return [name, { paused: state.pause.paused || spent, coolingForMs: state.coolingForMs }];
       }),
     );
-    // An account outside failover takes only its routed tenants' email (from: none).
-    const routed = this.routedOnly.map((account) => ({ account, route: { from: [] as string[], known, first: this.failover[0]! } }));
     return [
-      ...legsFor(this.failover, conditions, failoverAfterMs).map((leg) => ({
-        account: leg.account,
-        route: { from: leg.from, known, first: this.failover[0]! },
-      })),
-      ...routed,
+      ...legsFor(failover, conditions, failoverAfterMs).map((leg) => ({ account: byName.get(leg.account)!, route: { from: leg.from, known, first } })),
+      // An account outside failover takes only its routed tenants' email (from: none).
+      ...routedOnly.map((name) => ({ account: byName.get(name)!, route: { from: [] as string[], known, first } })),
     ];
   }
 }

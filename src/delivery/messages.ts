@@ -31,7 +31,7 @@ export async function prepareMessages(
   intents: LeasedIntent[],
   options: {
     from: string;
-    /** Per tenant, a sender and reply-to that override the template's (tenant_policies). */
+    /** Per tenant, a sender and reply-to that override the template's (tenant_policies), for intents the lease brought none for. */
     senders?: ReadonlyMap<string, TenantSender>;
     /** The render moment: what a reminder says is left ("in 5 minutes") is counted from it. */
     now: Date;
@@ -57,7 +57,7 @@ export async function prepareMessages(
         tenant: intent.tenant,
       });
       // A tenant's own sender outranks the template's: stored so, every attempt sends it.
-      const sender = options.senders?.get(intent.tenant);
+      const sender = intent.sender ?? options.senders?.get(intent.tenant);
       rendered.push({
         ...message,
         ...(sender?.from ? { from: sender.from } : {}),

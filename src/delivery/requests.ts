@@ -61,3 +61,25 @@ export function planRequests(intents: readonly LeasedIntent[], shape: RequestSha
 export function membersOf(request: SendRequest): LeasedIntent[] {
   return request.kind === 'single' ? [request.intent] : request.members;
 }
+
+/**
+ * The planned requests less the intents that will not be sent (a suppressed
+ * recipient, a message that could not be rendered), without planning them
+ * again: a request with none left is dropped; an open batch keeps its id
+ * and the order of its members; a new batch left with one email is a
+ * single send, as planRequests would have made it.
+ */
+export function withoutUnsent(requests: readonly SendRequest[], sendable: (intent: LeasedIntent) => boolean): SendRequest[] {
+  const out: SendRequest[] = [];
+  for (const request of requests) {
+    if (request.kind === 'single') {
+      if (sendable(request.intent)) out.push(request);
+      continue;
+    }
+    const members = request.members.filter(sendable);
+    if (members.length === request.members.length) out.push(request);
+    else if (members.length === 1 && request.batchId === undefined) out.push({ kind: 'single', intent: members[0]! });
+    else if (members.length > 0) out.push({ ...request, members });
+  }
+  return out;
+}

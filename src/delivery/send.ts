@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import type { Faults } from '../runtime/faults.js';
-import type { BatchMemberResult, EmailGateway, SendResult } from '../providers/gateway.js';
+import type { BatchMemberResult, SendResult } from '../providers/gateway.js';
+import type { SendingAccount } from './accounts.js';
 import type { AttemptResult, LeasedIntent } from '../tables/outbox.js';
 import { batchesBegin } from '../tables/batches.js';
 import type { AttemptOutcome } from '../model/intent-states.js';
@@ -17,17 +18,13 @@ export interface SendSetting {
   schema: string;
   token: string;
   sendTimeoutMs: number;
+  /** The round's send timeout (sendTimeoutMs), one for all its requests: they start together. */
+  signal: AbortSignal;
   /** Account names in failover order (a send that never left moves to the next). */
   failover: readonly string[];
   retryPolicy: RetryPolicy | undefined;
   random: () => number;
   faults: Faults;
-}
-
-/** The account a request goes through. */
-export interface SendAccount {
-  name: string;
-  gateway: EmailGateway;
 }
 
 /** The key a batch is sent under, on every send of it. */
@@ -49,7 +46,7 @@ const outcomeOf: Record<SendResult['kind'], AttemptOutcome> = {
  */
 export async function sendRequest(
   request: SendRequest,
-  account: SendAccount,
+  account: SendingAccount,
   messages: ReadonlyMap<string, PreparedMessage>,
   setting: SendSetting,
 ): Promise<AttemptResult[]> {
@@ -73,14 +70,14 @@ export async function sendRequest(
 }
 
 /** The send span's attributes: which account and provider, how many emails; HTTP's where the adapter knows its endpoint. Ids only. */
-function sendSpanAttributes(account: SendAccount, members: readonly LeasedIntent[]): Attributes {
+function sendSpanAttributes(account: SendingAccount, members: readonly LeasedIntent[]): Attributes {
   const attributes: Attributes = {
     [ATTR.messagingSystem]: MESSAGING_SYSTEM,
     [ATTR.messagingOperationType]: 'send',
     [ATTR.messagingDestination]: account.name,
     [ATTR.messagingBatchCount]: members.length,
     [ATTR.account]: account.name,
-    [ATTR.provider]: account.gateway.name,
+    [ATTR.provider]: account.provider,
     [ATTR.intentIds]: capped(members.map((m) => m.id)),
     [ATTR.holdIds]: capped(members.map((m) => m.holdId)),
   };
@@ -100,7 +97,7 @@ function sendSpanAttributes(account: SendAccount, members: readonly LeasedIntent
 
 async function sendSingle(
   intent: LeasedIntent,
-  account: SendAccount,
+  account: SendingAccount,
   messages: ReadonlyMap<string, PreparedMessage>,
   setting: SendSetting,
 ): Promise<AttemptResult> {
@@ -112,7 +109,7 @@ async function sendSingle(
     result = await account.gateway.send(emailMessageFor(intent, prepared.message), {
       attempt: intent.attempts,
       previousOutcomeUnknown: intent.previousOutcomeUnknown,
-      signal: AbortSignal.timeout(setting.sendTimeoutMs),
+      signal: setting.signal,
     });
   } catch (error) {
     result = thrown(error);
@@ -130,12 +127,11 @@ async function sendSingle(
  */
 async function sendBatch(
   request: Extract<SendRequest, { kind: 'batch' }>,
-  account: SendAccount,
+  account: SendingAccount,
   messages: ReadonlyMap<string, PreparedMessage>,
   setting: SendSetting,
 ): Promise<AttemptResult[]> {
-  const { gateway } = account;
-  const keyed = gateway.batchIdempotent === true;
+  const { gateway, keyed } = account;
   let batchId = request.batchId;
   let members = request.members;
   if (batchId === undefined) {
@@ -143,7 +139,7 @@ async function sendBatch(
     const joined = await batchesBegin(setting.pool, setting.schema, {
       id: batchId,
       account: account.name,
-      provider: gateway.name,
+      provider: account.provider,
       members: members.map((m) => m.id),
       token: setting.token,
       bind: keyed,
@@ -164,7 +160,7 @@ async function sendBatch(
         if (!prepared?.ok) throw new Error(`intent ${JSON.stringify(intent.id)} has no message to send`);
         return { message: emailMessageFor(intent, prepared.message), attempt: intent.attempts, previousOutcomeUnknown: intent.previousOutcomeUnknown };
       }),
-      { batchId, idempotencyKey: batchKey(batchId), signal: AbortSignal.timeout(setting.sendTimeoutMs) },
+      { batchId, idempotencyKey: batchKey(batchId), signal: setting.signal },
     );
     if (answer.results.length !== members.length) {
       throw new Error(`the adapter answered ${answer.results.length} results for a batch of ${members.length}`);
@@ -253,13 +249,13 @@ function delayFor(result: SendResult, failedAttempts: number, setting: SendSetti
 function attemptResult(
   intent: LeasedIntent,
   result: SendResult,
-  account: SendAccount,
+  account: SendingAccount,
   setting: SendSetting,
   how: { started: number; delayMs: number; /** This send carried the key an earlier unknown attempt went under, to a provider that deduplicates on it. */ sameKeyAsBefore: boolean },
 ): AttemptResult {
   // A send that never left moves the intent on to the next account, due at
   // once there, unless an unknown outcome holds it to this one.
-  const next = result.kind === 'failed' && result.neverSent && !intent.previousOutcomeUnknown ? nextAccount([...setting.failover], account.name) : undefined;
+  const next = result.kind === 'failed' && result.neverSent && !intent.previousOutcomeUnknown ? nextAccount(setting.failover, account.name) : undefined;
   const moveTo = next !== undefined && next !== account.name ? next : undefined;
   // Accepted after an earlier attempt whose outcome is unknown: a
   // duplicate is possible unless this send carried the key that earlier

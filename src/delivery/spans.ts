@@ -1,5 +1,5 @@
 import { annotate, ATTR, capped, DB_SYSTEM, inSpan, linkHolds, MESSAGING_SYSTEM } from '../observability/tracing.js';
-import type { LegsLease } from './legs.js';
+import type { RoundLease } from './legs.js';
 
 /**
  * A delivery round's lease as an OpenTelemetry span (observability/tracing.ts):
@@ -7,7 +7,7 @@ import type { LegsLease } from './legs.js';
  * intent's hold (its stored traceparent), with the ids, accounts and
  * outcome. Without a registered SDK it only runs `lease`.
  */
-export function leaseInSpan(schema: string, slots: number, lease: () => Promise<LegsLease>): Promise<LegsLease> {
+export function leaseInSpan(schema: string, slots: number, lease: () => Promise<RoundLease>): Promise<RoundLease> {
   const attributes = {
     [ATTR.dbSystem]: DB_SYSTEM,
     [ATTR.dbNamespace]: schema,
@@ -20,15 +20,16 @@ export function leaseInSpan(schema: string, slots: number, lease: () => Promise<
   };
   return inSpan('lease', { kind: 'client', attributes }, async (span) => {
     const taken = await lease();
+    const leased = () => taken.legs.flatMap((leg) => leg.intents);
     linkHolds(span, () =>
-      taken.leased.map(({ intent }) => ({ traceparent: intent.holdTraceparent, holdId: intent.holdId, intentId: intent.id, attempt: intent.attempts })),
+      leased().map((intent) => ({ traceparent: intent.holdTraceparent, holdId: intent.holdId, intentId: intent.id, attempt: intent.attempts })),
     );
     annotate(span, () => ({
-      [ATTR.messagingBatchCount]: taken.leased.length,
+      [ATTR.messagingBatchCount]: taken.legs.reduce((n, leg) => n + leg.intents.length, 0),
       [ATTR.batchSize]: slots,
-      [ATTR.account]: capped(taken.leased.map((l) => l.account)),
-      [ATTR.intentIds]: capped(taken.leased.map((l) => l.intent.id)),
-      [ATTR.holdIds]: capped(taken.leased.map((l) => l.intent.holdId)),
+      [ATTR.account]: capped(taken.legs.flatMap((leg) => leg.intents.map(() => leg.account.name))),
+      [ATTR.intentIds]: capped(leased().map((intent) => intent.id)),
+      [ATTR.holdIds]: capped(leased().map((intent) => intent.holdId)),
       [ATTR.outcome]: taken.permits === 0 ? (taken.blocked ?? 'rate-limit') : 'leased',
     }));
     return taken;

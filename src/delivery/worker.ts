@@ -12,40 +12,25 @@ import { defaultLibraryLogger, type Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { EmailGateway } from '../providers/gateway.js';
 import { rateLimiterEnsure } from '../tables/rate-limiter.js';
-import { DEFAULT_ACCOUNT, type QuotaUnit } from '../model/accounts.js';
-import { AccountLegs } from './legs.js';
-import { membersOf } from './requests.js';
-import { sendRequest, unsentResult } from './send.js';
-import { RoundPlan, type PlanAccount, type PlanSetting } from './plan.js';
+import type { AttemptResult, LeasedIntent, SweptIntent } from '../tables/outbox.js';
 import type { AttemptOutcome } from '../model/intent-states.js';
 import { roundsInFlight, roundSize, type RateLimitPolicy } from '../model/delivery-policy.js';
-import type { RetryPolicy } from './retry-policy.js';
 import { shippedTemplates, type Templates } from '../templates/templates.js';
+import { resolveAccounts, type AccountSet, type DeliveryAccount } from './accounts.js';
+import { RoundBudget } from './budget.js';
+import { AccountLegs, type RoundLease } from './legs.js';
+import { prepareRound, type PrepareSetting, type PreparedRound } from './prepare.js';
+import { membersOf } from './requests.js';
+import { sendRequest, unsentResult, type SendSetting } from './send.js';
+import { RoundRecorder } from './recorder.js';
+import type { RetryPolicy } from './retry-policy.js';
 import type { DeliveryEvents } from './events.js';
 import type { DeadlineSweeper } from './deadlines.js';
 import { sideLoopsOf } from './side-loops.js';
 import { checkWorkerOptions } from './worker-options.js';
 import { leaseInSpan } from './spans.js';
-import type { SweptIntent } from '../tables/outbox.js';
-import { RoundRecorder } from './recorder.js';
 
-/** One provider account the lane sends through (model/accounts.ts), with its gateway. */
-export interface DeliveryAccount {
-  name: string;
-  gateway: EmailGateway;
-  /** Sender for templates that name none; default the worker's `from`. */
-  from?: string;
-  /** Limiter policy written only if the account's limiter row does not exist yet; default the worker's `initialRate`. */
-  initialRate?: RateLimitPolicy;
-  /** Most emails a UTC day through this account; once spent, its intents move on to the next account until the day turns. */
-  dailyQuota?: number;
-  /** Emails per provider request: default the gateway's `maxBatch` (1 where it has no batch API); 1 turns batching off. */
-  batch?: number;
-  /** What a limiter permit stands for: a provider request (default) or an email. */
-  unit?: QuotaUnit;
-}
-
-type WorkerAccount = PlanAccount & DeliveryAccount;
+export type { DeliveryAccount } from './accounts.js';
 
 export interface DeliveryWorkerOptions {
   pool: pg.Pool;
@@ -113,30 +98,21 @@ export interface DeliveryRun {
   retryInMs?: number;
 }
 
-/** An account's emails per request: its `batch`, within what its gateway can send in one. */
-function batchSizeOf(account: DeliveryAccount): number {
-  const max = account.gateway.sendBatch ? Math.max(1, account.gateway.maxBatch ?? 1) : 1;
-  const batch = account.batch ?? max;
-  if (!Number.isInteger(batch) || batch < 1) throw new ValidationError(`accounts.${account.name}.batch`, 'must be a whole number of at least 1');
-  if (batch > max) {
-    throw new ValidationError(
-      `accounts.${account.name}.batch`,
-      max === 1 ? `${account.gateway.name} has no batch API: use 1` : `${account.gateway.name} takes at most ${max} emails per request`,
-    );
-  }
-  return batch;
-}
-
 /**
- * The delivery lane. One round: reserve send slots (`concurrency` in all,
- * shared by the rounds in flight), take permits from each provider
- * account's shared limiter for at most that many, then lease at most that
- * many intents routed to that account (delivery/legs.ts; so every leased
- * intent is sent at once and no lease waits on the limiter or a slot),
- * send them concurrently with a timeout shorter than the lease, and record
- * all results in one fenced statement. Permits and slots not used are given
- * back; a slot as soon as its send ends, so the next round can lease while
- * this one records.
+ * The delivery lane. One round (round()), within one RoundBudget of send
+ * slots (`concurrency` in all, shared by the rounds in flight) and limiter
+ * permits (delivery/budget.ts):
+ * 1. lease: per account, permits for at most the free slots, then at most
+ *    that many intents routed to it, planned into requests once
+ *    (delivery/legs.ts; so every leased intent is sent at once and no lease
+ *    waits on the limiter or a slot);
+ * 2. prepare: suppressed recipients and unrenderable messages leave the
+ *    plan, every other message is rendered or read back (delivery/prepare.ts);
+ * 3. send: permits settled per request, the requests sent concurrently with
+ *    a timeout shorter than the lease, each slot back as its send ends, so
+ *    the next round can lease while this one records;
+ * 4. record: all results in one fenced statement (delivery/recorder.ts).
+ * Each account is resolved once, at construction (delivery/accounts.ts).
  *
  * At-least-once: a crash after the provider accepted and before the result
  * is recorded leaves the lease to expire, and the next attempt sends the
@@ -152,68 +128,34 @@ export class DeliveryWorker extends LoopWorker<DeliveryEvents> {
   private readonly deadlines: DeadlineSweeper;
   private readonly slots: Slots;
   private readonly schema: string;
-  private readonly accounts: readonly WorkerAccount[];
-  private readonly byName: ReadonlyMap<string, WorkerAccount>;
-  private readonly failover: string[];
-  private readonly templates: Templates;
+  private readonly accounts: AccountSet;
+  /** Emails one round leases at most (one lease statement per account). */
   private readonly batchSize: number;
-  private readonly leaseMs: number;
-  private readonly sendTimeoutMs: number;
-  private readonly maxAttempts: number;
-  private readonly clock: Clock;
   private readonly logger: Logger;
   private readonly faults: Faults;
-  private readonly random: () => number;
   private limiterReady = false;
   private readonly legs: AccountLegs;
+  private readonly preparing: PrepareSetting;
+  /** What every send of this worker shares; a round adds its lease token. */
+  private readonly sending: Omit<SendSetting, 'token' | 'signal'>;
   private readonly recorder: RoundRecorder;
-  private readonly planning: PlanSetting;
   private waitingSince: number | undefined;
 
   constructor(private readonly options: DeliveryWorkerOptions) {
     super();
     checkWorkerOptions(options);
     this.schema = options.schema ?? DEFAULTS.schema;
-    const from = options.from ?? DEFAULTS.emailFrom;
-    const accounts = options.accounts ?? (options.gateway ? [{ name: DEFAULT_ACCOUNT, gateway: options.gateway }] : []);
-    if (accounts.length === 0) throw new ValidationError('accounts', 'give a gateway or at least one account');
-    this.accounts = accounts.map((a) => ({ ...a, from: a.from ?? from, batch: batchSizeOf(a), unit: a.unit ?? 'requests' }));
-    this.byName = new Map(this.accounts.map((a) => [a.name, a]));
-    if (this.byName.size !== this.accounts.length) throw new ValidationError('accounts', 'account names must be unique');
-    this.failover = options.failover ?? this.accounts.map((a) => a.name);
-    const unknown = this.failover.find((n) => !this.byName.has(n));
-    if (unknown !== undefined) throw new ValidationError('failover', `names ${JSON.stringify(unknown)}, which is not one of the accounts`);
-    if (this.failover.length === 0) throw new ValidationError('failover', 'name at least one account');
-    this.templates = options.templates ?? shippedTemplates();
+    this.accounts = resolveAccounts({ ...options, from: options.from ?? DEFAULTS.emailFrom });
     const concurrency = Math.max(1, options.concurrency ?? DEFAULTS.deliveryConcurrency);
     this.slots = new Slots(concurrency);
     const batch = options.batchSize ?? DEFAULTS.deliveryBatch;
     this.batchSize = roundSize(batch, concurrency);
-    this.leaseMs = options.leaseMs ?? DEFAULTS.leaseMs;
-    this.sendTimeoutMs = options.sendTimeoutMs ?? DEFAULTS.sendTimeoutMs(this.leaseMs);
-    if (this.sendTimeoutMs >= this.leaseMs) throw new ValidationError('sendTimeoutMs', 'must be shorter than leaseMs');
-    this.maxAttempts = options.maxAttempts ?? DEFAULTS.maxAttempts;
-    this.clock = options.clock ?? databaseClock;
-    this.legs = new AccountLegs({
-      pool: options.pool,
-      schema: this.schema,
-      accounts: this.accounts.map((a) => ({
-        name: a.name,
-        provider: a.gateway.name,
-        ...(a.dailyQuota !== undefined ? { dailyQuota: a.dailyQuota } : {}),
-        batch: a.batch,
-        unit: a.unit,
-        keyed: a.gateway.batchIdempotent === true,
-        ...(a.gateway.batchKeyLifetimeMs !== undefined ? { keyLifetimeMs: a.gateway.batchKeyLifetimeMs } : {}),
-      })),
-      roundEmails: this.batchSize,
-      failover: this.failover,
-      failoverAfterMs: options.failoverAfterMs ?? DEFAULTS.failoverAfterS * 1000,
-      leaseMs: this.leaseMs,
-      clock: this.clock,
-    });
+    const leaseMs = options.leaseMs ?? DEFAULTS.leaseMs;
+    const sendTimeoutMs = options.sendTimeoutMs ?? DEFAULTS.sendTimeoutMs(leaseMs);
+    if (sendTimeoutMs >= leaseMs) throw new ValidationError('sendTimeoutMs', 'must be shorter than leaseMs');
+    const clock = options.clock ?? databaseClock;
     this.logger = options.logger ?? defaultLibraryLogger();
-    for (const account of this.accounts) {
+    for (const account of this.accounts.all) {
       if (isExampleSender(account.from)) {
         this.logger.warn(
           { event: 'delivery.example_sender', account: account.name, from: account.from },
@@ -222,26 +164,45 @@ export class DeliveryWorker extends LoopWorker<DeliveryEvents> {
       }
     }
     this.faults = options.faults ?? noFaults;
-    this.random = options.random ?? Math.random;
-    this.recorder = new RoundRecorder({
-      pool: options.pool,
+    const { pool } = options;
+    const metrics = options.metrics ? { metrics: options.metrics } : {};
+    this.legs = new AccountLegs({
+      pool,
       schema: this.schema,
-      maxAttempts: this.maxAttempts,
-      clock: this.clock,
-      logger: this.logger,
-      ...(options.metrics ? { metrics: options.metrics } : {}),
-      providerOf: (account) => this.byName.get(account)?.gateway.name ?? account,
-      // Recorded and committed: now in-process listeners may hear of it.
-      emit: (events) => this.events.emitAll(events),
-    });
-    this.planning = {
-      pool: options.pool,
-      schema: this.schema,
-      templates: this.templates,
-      ...(options.clock ? { clock: options.clock } : {}),
       accounts: this.accounts,
-      ...(options.metrics ? { metrics: options.metrics } : {}),
+      failoverAfterMs: options.failoverAfterMs ?? DEFAULTS.failoverAfterS * 1000,
+      leaseMs,
+      clock,
+    });
+    this.preparing = {
+      pool,
+      schema: this.schema,
+      templates: options.templates ?? shippedTemplates(),
+      ...(options.clock ? { clock: options.clock } : {}),
+      ...metrics,
     };
+    this.sending = {
+      pool,
+      schema: this.schema,
+      sendTimeoutMs,
+      failover: this.accounts.failover,
+      retryPolicy: options.retryPolicy,
+      random: options.random ?? Math.random,
+      faults: this.faults,
+    };
+    this.recorder = new RoundRecorder({
+      pool,
+      schema: this.schema,
+      maxAttempts: options.maxAttempts ?? DEFAULTS.maxAttempts,
+      clock,
+      logger: this.logger,
+      ...metrics,
+      providerOf: (account) => this.accounts.byName.get(account)?.provider ?? account,
+      // Recorded and committed: now in-process listeners may hear of it.
+      emit: (events) => {
+        if (this.events.listenerCount('sent') + this.events.listenerCount('rejected') + this.events.listenerCount('dead') > 0) this.events.emitAll(events());
+      },
+    });
     const [first, ...more] = Array.from(
       { length: roundsInFlight(batch, concurrency) },
       () =>
@@ -275,103 +236,104 @@ export class DeliveryWorker extends LoopWorker<DeliveryEvents> {
 
   /** One round, in the slots free now (waiting until one is). */
   async runOnce(): Promise<DeliveryRun> {
-    let held = await this.slots.reserve(this.batchSize);
-    const release = (n: number) => {
-      const k = Math.min(n, held);
-      held -= k;
-      this.slots.release(k);
-    };
+    const budget = await RoundBudget.reserve(this.slots, this.batchSize, { pool: this.options.pool, schema: this.schema, roundEmails: this.batchSize });
     try {
       // Once stop() is called, a round that has not begun (one that waited
       // here for another round's sends to end) takes nothing: stop() waits
       // for the sends in flight, not for new ones.
       if (this.stopping) return { permits: 0, leased: 0, outcomes: {}, blocked: 'stopping' };
-      return await this.round(held, release);
+      return await this.round(budget);
     } finally {
-      release(held);
+      budget.release();
     }
   }
 
-  private async round(slots: number, release: (n: number) => void): Promise<DeliveryRun> {
-    const { pool } = this.options;
+  /** lease -> prepare -> send -> record, within the round's budget of slots and permits. */
+  private async round(budget: RoundBudget): Promise<DeliveryRun> {
     await this.ensureLimiters();
     const token = randomUUID();
-    const lease = await leaseInSpan(this.schema, slots, () => this.legs.lease(slots, token, this.options.presence?.owner));
-    // A slot is a provider request in flight: the lease needs at most `requests`.
-    release(slots - lease.requests);
+    const lease = await leaseInSpan(this.schema, budget.freeSlots, () => this.legs.lease(budget, token, this.options.presence?.owner));
+    // A slot is a provider request in flight: the round needs one per request planned.
+    budget.keepSlots(lease.legs.reduce((n, leg) => n + leg.requests.length, 0));
     if (lease.permits === 0) {
       this.waitingSince ??= Date.now();
       return { permits: 0, leased: 0, outcomes: {}, blocked: lease.blocked ?? 'rate-limit', retryInMs: lease.retryInMs };
     }
     this.observeLimiterWait();
-    const { leased } = lease;
-    const permits = lease.capacity;
+    const intents = this.leased(lease);
+    if (intents.size > 0) await this.faults.at('delivery.leased', { intents: [...intents.keys()] });
 
-    for (const { intent, account } of leased) {
-      if (intent.leaseWasExpired) {
-        this.options.metrics?.leaseExpirations.inc();
-        this.logger.warn({ event: 'lease.expired', intentId: intent.id, holdId: intent.holdId }, 'previous lease expired');
-      }
-      this.logger.info(
-        { event: 'intent.leased', intentId: intent.id, holdId: intent.holdId, attempt: intent.attempts, account, batchId: intent.batchId ?? undefined },
-        'intent leased',
-      );
-    }
-    if (leased.length > 0) await this.faults.at('delivery.leased', { intents: leased.map((l) => l.intent.id) });
+    const prepared = await prepareRound(this.preparing, lease, token);
+    const results = [...prepared.results, ...(await this.send(prepared, budget, token))];
+    if (results.length === 0) return { permits: lease.capacity, leased: 0, outcomes: {}, blocked: 'idle' };
 
-    // Suppressed recipients are rejected without calling the provider;
-    // messages are rendered (once, at the first lease) and the rest planned
-    // into requests per account, whose permits are then settled (plan.ts).
-    const plan = new RoundPlan(this.planning, token);
-    const { results, planned, messages } = await plan.prepare(leased, lease.requestPermits);
-    const paid = await plan.settleRequestPermits(planned, lease.requestPermits);
-    release(lease.requests - planned.length);
-    // stop() was called while this round leased and prepared: what has not
-    // been sent is given back at once, due again, instead of waiting out the lease.
-    const sending = this.stopping ? [] : paid;
-    for (const { request, account } of planned) {
-      if (sending.some((p) => p.request === request)) continue;
-      const why = this.stopping ? 'given back unsent: the worker is stopping' : 'given back unsent: no permit left for this request';
-      // An open batch given back stays bound: it still goes again only whole.
-      const bound = request.kind === 'batch' && request.batchId !== undefined ? { batchId: request.batchId, keepBatch: true } : {};
-      for (const intent of membersOf(request)) results.push({ ...unsentResult(intent, token, why, account.name), ...bound });
-    }
-    release(planned.length - sending.length);
-    const setting = {
-      pool,
-      schema: this.schema,
-      token,
-      sendTimeoutMs: this.sendTimeoutMs,
-      failover: this.failover,
-      retryPolicy: this.options.retryPolicy,
-      random: this.random,
-      faults: this.faults,
-    };
-    for (const { request, account } of sending) this.options.metrics?.emailsPerRequest.observe({ account: account.name }, membersOf(request).length);
-    const sent = await Promise.all(
-      sending.map(({ request, account }) => sendRequest(request, account, messages, setting).finally(() => release(1))),
-    );
-    results.push(...sent.flat());
-    if (results.length === 0) return { permits, leased: 0, outcomes: {}, blocked: 'idle' };
-    const holdIds = new Map(leased.map((l) => [l.intent.id, l.intent.holdId]));
-    const traces = new Map(leased.map((l) => [l.intent.id, l.intent.holdTraceparent ?? null]));
-    await this.recorder.record(results, holdIds, traces);
-    await plan.suppressInactive(results, leased);
-    // Intents this round moved to another account are due there now.
-    for (const r of results) if (r.moveTo) this.legs.wake(r.moveTo);
-
+    await this.recorder.record(results, intents);
     const outcomes: DeliveryRun['outcomes'] = {};
-    for (const r of results) outcomes[r.outcome] = (outcomes[r.outcome] ?? 0) + 1;
-    return { permits, leased: leased.length, outcomes };
+    for (const r of results) {
+      outcomes[r.outcome] = (outcomes[r.outcome] ?? 0) + 1;
+      // Intents this round moved to another account are due there now.
+      if (r.moveTo) this.legs.wake(r.moveTo);
+    }
+    return { permits: lease.capacity, leased: intents.size, outcomes };
+  }
+
+  /** The round's leased intents by id; an expired lease taken over is a warning, each lease a debug event. */
+  private leased(lease: RoundLease): Map<string, LeasedIntent> {
+    const intents = new Map<string, LeasedIntent>();
+    const debug = this.logger.isLevelEnabled?.('debug') ?? true;
+    for (const { account, intents: mine } of lease.legs) {
+      for (const intent of mine) {
+        intents.set(intent.id, intent);
+        if (intent.leaseWasExpired) {
+          this.options.metrics?.leaseExpirations.inc();
+          this.logger.warn({ event: 'lease.expired', intentId: intent.id, holdId: intent.holdId }, 'previous lease expired');
+        }
+        if (debug) {
+          this.logger.debug(
+            { event: 'intent.leased', intentId: intent.id, holdId: intent.holdId, attempt: intent.attempts, account: account.name, batchId: intent.batchId ?? undefined },
+            'intent leased',
+          );
+        }
+      }
+    }
+    return intents;
+  }
+
+  /**
+   * Send what is paid for, concurrently; each request's slot goes back as
+   * its send ends. What is not sent (no permit left for it, or stop() was
+   * called while the round leased and prepared) is given back at once, due
+   * again, instead of waiting out its lease.
+   */
+  private async send(prepared: PreparedRound, budget: RoundBudget, token: string): Promise<AttemptResult[]> {
+    const results: AttemptResult[] = [];
+    const sends: Array<Promise<AttemptResult[]>> = [];
+    const setting: SendSetting = { ...this.sending, token, signal: AbortSignal.timeout(this.sending.sendTimeoutMs) };
+    const paid = [];
+    for (const { account, requests } of prepared.sends) {
+      const settled = await budget.settle(account, requests);
+      const going = this.stopping ? [] : settled;
+      const why = this.stopping ? 'given back unsent: the worker is stopping' : 'given back unsent: no permit left for this request';
+      for (const request of requests.slice(going.length)) {
+        // An open batch given back stays bound: it still goes again only whole.
+        const bound = request.kind === 'batch' && request.batchId !== undefined ? { batchId: request.batchId, keepBatch: true } : {};
+        for (const intent of membersOf(request)) results.push({ ...unsentResult(intent, token, why, account.name), ...bound });
+      }
+      for (const request of going) paid.push({ request, account });
+    }
+    budget.keepSlots(paid.length);
+    for (const { request, account } of paid) {
+      this.options.metrics?.emailsPerRequest.observe({ account: account.name }, membersOf(request).length);
+      sends.push(sendRequest(request, account, prepared.messages, setting).finally(() => budget.requestDone()));
+    }
+    for (const sent of await Promise.all(sends)) results.push(...sent);
+    return results;
   }
 
   /** Every account's limiter row, written with its initial policy once per worker (an existing row, with its runtime changes, wins). */
   private async ensureLimiters(): Promise<void> {
     if (this.limiterReady) return;
-    for (const account of this.accounts) {
-      const initial = account.initialRate ?? this.options.initialRate ?? { perSecond: DEFAULTS.ratePerSecond, burst: DEFAULTS.rateBurst };
-      await rateLimiterEnsure(this.options.pool, this.schema, initial, account.name);
-    }
+    for (const account of this.accounts.all) await rateLimiterEnsure(this.options.pool, this.schema, account.initialRate, account.name);
     this.limiterReady = true;
   }
 

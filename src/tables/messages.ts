@@ -58,14 +58,15 @@ function fromRow(row: MessageRow): StoredMessage {
  */
 export const messagesJoinForLease = (s: string, intentId: string): string =>
   `LEFT JOIN ${s}.email_messages m ON m.intent_id = ${intentId}`;
-export const MESSAGE_LEASE_COLUMNS = COLUMNS.split(',')
-  .map((c) => `m.${c.trim()} AS m_${c.trim()}`)
-  .join(', ');
+const COLUMN_NAMES = COLUMNS.split(',').map((c) => c.trim());
+export const MESSAGE_LEASE_COLUMNS = COLUMN_NAMES.map((c) => `m.${c} AS m_${c}`).join(', ');
 
 export function messageFromLeaseRow(row: Record<string, unknown>): StoredMessage | null {
   if (row['m_intent_id'] === null || row['m_intent_id'] === undefined) return null;
-  const unprefixed = Object.fromEntries(COLUMNS.split(',').map((c) => [c.trim(), row[`m_${c.trim()}`]])) as unknown as MessageRow;
-  return fromRow(unprefixed);
+  // Read once per leased intent: the column names are split once, above.
+  const unprefixed: Record<string, unknown> = {};
+  for (const c of COLUMN_NAMES) unprefixed[c] = row[`m_${c}`];
+  return fromRow(unprefixed as unknown as MessageRow);
 }
 
 /**

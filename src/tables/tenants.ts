@@ -157,6 +157,16 @@ export const tenantUncappedSql = (s: string, tenant: string): string =>
   // As tenantNotPausedSql: computed once, so the fill keeps its index order.
   `${tenant} <> ALL (ARRAY(SELECT p.tenant FROM ${s}.tenant_policies p WHERE p.per_second IS NOT NULL))`;
 
+/**
+ * For the outbox's lease statement (tables/outbox/lease.ts): each leased
+ * intent's tenant sender, joined on the policy's key only where
+ * `unrendered` holds (no stored message: the round renders it now), so the
+ * round needs no statement of its own for it.
+ */
+export const tenantSenderJoinForLease = (s: string, tenant: string, unrendered: string): string =>
+  `LEFT JOIN ${s}.tenant_policies tp ON ${unrendered} AND tp.tenant = ${tenant}`;
+export const TENANT_SENDER_LEASE_COLUMNS = 'tp.from_address AS tp_from_address, tp.reply_to AS tp_reply_to';
+
 /** The senders (`from`, `replyTo`) of those of `tenants` whose policy names one. */
 export async function tenantSendersGet(
   db: Queryable,

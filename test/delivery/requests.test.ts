@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { planRequests } from '../../src/delivery/requests.js';
+import { planRequests, withoutUnsent } from '../../src/delivery/requests.js';
 import type { LeasedIntent } from '../../src/tables/outbox.js';
 
 const intent = (id: string, extra: Partial<LeasedIntent> = {}): LeasedIntent =>
@@ -32,5 +32,17 @@ describe('planRequests', () => {
   it('an intent a refused batch could not tell apart goes alone', () => {
     const ids = [intent('s', { sendAlone: true }), intent('a'), intent('b')];
     expect(shape(planRequests(ids, { batch: 10, keyed: false }))).toEqual(['s', 'new:a,b']);
+  });
+});
+
+describe('withoutUnsent', () => {
+  it('takes the unsent out of the plan without planning again: an open batch keeps its id and order, a new batch of one is a single', () => {
+    const ids = [intent('w', { batchId: 'B', batchPosition: 0 }), intent('x', { batchId: 'B', batchPosition: 1 }), intent('a'), intent('b'), intent('c'), intent('d')];
+    const plan = planRequests(ids, { batch: 2, keyed: true });
+    expect(shape(plan)).toEqual(['B:w,x', 'new:a,b', 'new:c,d']);
+    const unsent = new Set(['x', 'a', 'c', 'd']);
+    expect(shape(withoutUnsent(plan, (i) => !unsent.has(i.id)))).toEqual(['B:w', 'b']);
+    expect(withoutUnsent(plan, () => true)).toEqual(plan);
+    expect(withoutUnsent(plan, () => false)).toEqual([]);
   });
 });

@@ -8,6 +8,7 @@ import { rateLimiterRefundInLease } from '../rate-limiter.js';
 import { batchesDueSql, batchPositionSql } from '../batches.js';
 import { fairNextSql, randomTenantStart } from './fair.js';
 import { DEFAULT_ACCOUNT } from '../../model/accounts.js';
+import { tenantSenderJoinForLease, TENANT_SENDER_LEASE_COLUMNS } from '../tenants.js';
 import { SUPPRESSION_LEASE_COLUMNS, suppressionFromLeaseRow, suppressionKeyInSql, suppressionsJoinForLease } from '../suppressions.js';
 
 /**
@@ -62,6 +63,8 @@ export interface LeasedIntent {
   tenant: string;
   /** The hold's stored W3C traceparent (migration 0026), for the lane's spans to link to; null: none. */
   holdTraceparent?: string | null;
+  /** The tenant's own sender and reply-to (tenant_policies), read with the lease for a message rendered now; undefined: not read. */
+  sender?: { from: string | null; replyTo: string | null };
 }
 
 /**
@@ -174,7 +177,7 @@ export async function intentsLease(
             r.traceparent AS hold_traceparent,
             ${batchPositionSql(s, 'l.batch_id', 'l.id')} AS batch_position,
             CASE WHEN m.intent_id IS NULL THEN r.metadata END AS metadata,
-            ${MESSAGE_LEASE_COLUMNS}, ${SUPPRESSION_LEASE_COLUMNS}
+            ${MESSAGE_LEASE_COLUMNS}, ${SUPPRESSION_LEASE_COLUMNS}, ${TENANT_SENDER_LEASE_COLUMNS}
        -- Plain key joins: the planner takes leased for one row and probes each
        -- table's primary key per leased intent. (An = ANY guard here, as on the
        -- UPDATE above, is checked against every key of every probe: a
@@ -182,7 +185,8 @@ export async function intentsLease(
        FROM leased l
        JOIN ${s}.support_reservations r ON r.id = l.reservation_id
        ${messagesJoinForLease(s, 'l.id')}
-       ${suppressionsJoinForLease(s, 'l.su_key')}`,
+       ${suppressionsJoinForLease(s, 'l.su_key')}
+       ${tenantSenderJoinForLease(s, 'l.tenant', 'm.intent_id IS NULL')}`,
     [
       lease.limit,
       lease.leaseMs,
@@ -203,30 +207,34 @@ export async function intentsLease(
       lease.tenantStart ?? randomTenantStart(),
     ],
   );
-  return rows.map((row) => ({
-    id: row['id'] as string,
-    holdId: row['reservation_id'] as string,
-    recipient: row['recipient'] as string,
-    template: row['template'] as string,
-    attempts: row['attempts'] as number,
-    failedAttempts: row['failed_attempts'] as number,
-    replays: row['replays'] as number,
-    holdExpiresAt: row['hold_expires_at'] as Date,
-    holdExpiredAt: row['hold_expired_at'] as Date | null,
-    holdConfirmedAt: (row['hold_confirmed_at'] as Date | null) ?? null,
-    leaseExpiresAt: row['lease_expires_at'] as Date,
-    leaseWasExpired: row['lease_was_expired'] as boolean,
-    previousOutcomeUnknown: row['previous_outcome_unknown'] as boolean,
-    pinnedAccount: row['pinned_account'] as string | null,
-    movedUnsettled: row['moved_unsettled'] as boolean,
-    message: messageFromLeaseRow(row),
-    metadata: row['metadata'] as Record<string, unknown> | null,
-    suppression: suppressionFromLeaseRow(row, row['su_key'] !== null),
-    batchId: (row['batch_id'] as string | null) ?? null,
-    batchPosition: (row['batch_position'] as number | null) ?? null,
-    sendAlone: row['send_alone'] as boolean,
-    tenant: row['tenant'] as string,
-    holdTraceparent: (row['hold_traceparent'] as string | null) ?? null,
-  }));
+  return rows.map((row) => {
+    const message = messageFromLeaseRow(row);
+    return {
+      id: row['id'] as string,
+      holdId: row['reservation_id'] as string,
+      recipient: row['recipient'] as string,
+      template: row['template'] as string,
+      attempts: row['attempts'] as number,
+      failedAttempts: row['failed_attempts'] as number,
+      replays: row['replays'] as number,
+      holdExpiresAt: row['hold_expires_at'] as Date,
+      holdExpiredAt: row['hold_expired_at'] as Date | null,
+      holdConfirmedAt: (row['hold_confirmed_at'] as Date | null) ?? null,
+      leaseExpiresAt: row['lease_expires_at'] as Date,
+      leaseWasExpired: row['lease_was_expired'] as boolean,
+      previousOutcomeUnknown: row['previous_outcome_unknown'] as boolean,
+      pinnedAccount: row['pinned_account'] as string | null,
+      movedUnsettled: row['moved_unsettled'] as boolean,
+      message,
+      metadata: row['metadata'] as Record<string, unknown> | null,
+      suppression: suppressionFromLeaseRow(row, row['su_key'] !== null),
+      batchId: (row['batch_id'] as string | null) ?? null,
+      batchPosition: (row['batch_position'] as number | null) ?? null,
+      sendAlone: row['send_alone'] as boolean,
+      tenant: row['tenant'] as string,
+      holdTraceparent: (row['hold_traceparent'] as string | null) ?? null,
+      ...(message === null ? { sender: { from: (row['tp_from_address'] as string | null) ?? null, replyTo: (row['tp_reply_to'] as string | null) ?? null } } : {}),
+    };
+  });
 }
 
