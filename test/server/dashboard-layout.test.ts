@@ -31,7 +31,7 @@ const heightOf = (page: Page, selector: string) => page.$eval(selector, (el) => 
 /** The empty space at the bottom of a card: below its last child, inside its border (a stretched card is mostly this). */
 const emptyBelow = (page: Page, selector: string) =>
   page.$eval(selector, (el) => {
-    const lowest = Math.max(...[...el.children].map((child) => child.getBoundingClientRect().bottom));
+    const lowest = Math.max(...Array.from(el.children).map((child) => child.getBoundingClientRect().bottom));
     return Math.round(el.getBoundingClientRect().bottom - lowest);
   });
 
