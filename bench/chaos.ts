@@ -319,7 +319,25 @@ async function oneRun(db: Database, run: number): Promise<ChaosRun> {
       perIntent.set(intent, (perIntent.get(intent) ?? 0) + 1);
     }
     const doubled = [...perIntent.values()].filter((n) => n > 1).length;
-    if (doubled > 0) problems.push(`${doubled} emails delivered more than once by the stand-in`);
+    if (doubled > 0) {
+      problems.push(`${doubled} emails delivered more than once by the stand-in`);
+      // How each was sent (batch key and place, or its own key), whether it
+      // was flagged, and its attempts: enough to tell which path resent it.
+      const twice = [...perIntent].filter(([, n]) => n > 1).map(([id]) => id);
+      const { rows: history } = await observer.query<{ id: string; flagged: boolean; attempts: unknown }>(
+        `SELECT o.id, o.possible_duplicate AS flagged,
+                (SELECT json_agg(json_build_object('n', a.attempt, 'outcome', a.outcome, 'batch', a.batch_id, 'at', a.started_at) ORDER BY a.attempt)
+                   FROM ${s}.email_attempts a WHERE a.intent_id = o.id) AS attempts
+           FROM ${s}.email_outbox o WHERE o.id = ANY ($1::text[]) ORDER BY o.id LIMIT 5`,
+        [twice],
+      );
+      for (const h of history) {
+        const sends = resend.deliveries
+          .filter((d) => (d.headers['X-Leasehold-Intent-Id'] ?? d.idempotencyKey ?? d.id) === h.id)
+          .map((d) => (d.batchKey !== undefined ? `${d.batchKey}[${d.batchIndex}]` : `key ${d.idempotencyKey}`));
+        problems.push(`  ${h.id}: flagged ${h.flagged}; sent ${sends.join(', ')}; attempts ${JSON.stringify(h.attempts)}`);
+      }
+    }
     if (perIntent.size !== HOLDS) problems.push(`the stand-in delivered ${perIntent.size} distinct emails, not ${HOLDS}`);
     const { rows: dup } = await observer.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${s}.email_outbox WHERE possible_duplicate`);
 

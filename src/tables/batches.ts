@@ -38,12 +38,19 @@ export interface BatchBegin {
  */
 export async function batchesBegin(db: Queryable, schema: string, batch: BatchBegin): Promise<string[]> {
   const s = ident(schema);
+  // The members are locked (FOR UPDATE) so the lease test is made again on
+  // a row another worker's lease changed while this statement waited for
+  // it (this round's lease had expired or been reclaimed). Read from the
+  // snapshot alone, that member would join, go out under the batch's key,
+  // and go out again under its own key from the other worker, unflagged.
+
   const { rows } = await db.query<{ members: string[] }>(
     `WITH m AS (
        SELECT id, ord FROM unnest($4::text[]) WITH ORDINALITY AS m(id, ord)
      ), own AS (
        SELECT o.id, m.ord FROM ${s}.email_outbox o JOIN m ON m.id = o.id
         WHERE o.id = ANY ($4::text[]) AND o.state = 'pending' AND o.lease_token = $5::uuid
+          FOR UPDATE OF o
      ), bound AS (
        UPDATE ${s}.email_outbox o SET batch_id = $1::uuid
         WHERE $6::bool AND o.id = ANY (ARRAY(SELECT id FROM own))
