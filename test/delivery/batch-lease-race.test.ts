@@ -13,6 +13,7 @@ import { shippedTemplates } from '../../src/templates/templates.js';
 import { testDatabase, type TestDatabase } from '../helpers/database.js';
 import { FakeResend } from '../helpers/fake-resend.js';
 import { expireHolds } from '../helpers/provider-e2e.js';
+import { resolveAccounts } from '../../src/delivery/accounts.js';
 
 /**
  * A new batch begun by a worker whose lease was just taken from it (expired,
@@ -93,14 +94,16 @@ describe('a batch begun as another worker leases its members', () => {
       schema: db.schema,
       token: bToken,
       sendTimeoutMs: 5000,
+      signal: AbortSignal.timeout(5000),
       failover: ['default'],
       retryPolicy: undefined,
       random: () => 0.5,
       faults: new Faults(),
     };
+    const account = resolveAccounts({ gateway, from: DEFAULTS.emailFrom }).byName.get('default')!;
     const results = [];
     for (const request of planRequests(bLeased, { batch: 100, keyed: true })) {
-      results.push(...(await sendRequest(request, { name: 'default', gateway }, messages, setting)));
+      results.push(...(await sendRequest(request, account, messages, setting)));
     }
     await intentsRecord(db.pool, db.schema, results, { maxAttempts: 10, now: null });
 
