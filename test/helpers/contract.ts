@@ -135,7 +135,8 @@ export class ContractValidator {
     });
     // A query parameter the document does not list is not checked: a route with a query schema refuses it
     // (400, strict), and one without ignores it, which OpenAPI allows.
-    const parsed = request.body === undefined || request.body === '' ? undefined : typeof request.body === 'string' ? parseJson(request.body) : request.body;
+    // As the app's JSON parser (server/app.ts): a body of only whitespace is no body.
+    const parsed = request.body === undefined || (typeof request.body === 'string' && request.body.trim() === '') ? undefined : typeof request.body === 'string' ? parseJson(request.body) : request.body;
     // The API reads a JSON `null` body as no body (server/validation.ts).
     const body = parsed === null ? undefined : parsed;
     if (body !== undefined && operation.requestBody) {
