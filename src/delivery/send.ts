@@ -136,14 +136,22 @@ async function sendBatch(
   let members = request.members;
   if (batchId === undefined) {
     batchId = randomUUID();
-    const joined = await batchesBegin(setting.pool, setting.schema, {
-      id: batchId,
-      account: account.name,
-      provider: account.provider,
-      members: members.map((m) => m.id),
-      token: setting.token,
-      bind: keyed,
-    });
+    let joined: string[];
+    try {
+      joined = await batchesBegin(setting.pool, setting.schema, {
+        id: batchId,
+        account: account.name,
+        provider: account.provider,
+        members: members.map((m) => m.id),
+        token: setting.token,
+        bind: keyed,
+      });
+    } catch (error) {
+      // Not begun, so not sent: its members are given back, due again at
+      // once, and the round still records what its other requests settled.
+      const why = `given back unsent: the batch could not be recorded (${(error as Error)?.message ?? String(error)})`;
+      return members.map((intent) => unsentResult(intent, setting.token, why, account.name));
+    }
     // A member whose lease was lost meanwhile (reclaimed) is not ours to send.
     const byId = new Map(members.map((m) => [m.id, m]));
     members = joined.map((id) => byId.get(id)!);

@@ -264,10 +264,14 @@ export class DeliveryWorker extends LoopWorker<DeliveryEvents> {
     if (intents.size > 0) await this.faults.at('delivery.leased', { intents: [...intents.keys()] });
 
     const prepared = await prepareRound(this.preparing, lease, token);
-    const results = [...prepared.results, ...(await this.send(prepared, budget, token))];
-    if (results.length === 0) return { permits: lease.capacity, leased: 0, outcomes: {}, blocked: 'idle' };
+    const sent = await this.send(prepared, budget, token);
+    const results = [...prepared.results, ...sent.results];
+    if (results.length === 0 && sent.error === undefined) return { permits: lease.capacity, leased: 0, outcomes: {}, blocked: 'idle' };
 
-    await this.recorder.record(results, intents);
+    if (results.length > 0) await this.recorder.record(results, intents);
+    // The intents of a request that threw stay leased, their outcome
+    // unknown: the lease's expiry sends them again, flagged as such.
+    if (sent.error !== undefined) throw sent.error;
     const outcomes: DeliveryRun['outcomes'] = {};
     for (const r of results) {
       outcomes[r.outcome] = (outcomes[r.outcome] ?? 0) + 1;
@@ -305,7 +309,7 @@ export class DeliveryWorker extends LoopWorker<DeliveryEvents> {
    * called while the round leased and prepared) is given back at once, due
    * again, instead of waiting out its lease.
    */
-  private async send(prepared: PreparedRound, budget: RoundBudget, token: string): Promise<AttemptResult[]> {
+  private async send(prepared: PreparedRound, budget: RoundBudget, token: string): Promise<{ results: AttemptResult[]; error?: unknown }> {
     const results: AttemptResult[] = [];
     const sends: Array<Promise<AttemptResult[]>> = [];
     const setting: SendSetting = { ...this.sending, token, signal: AbortSignal.timeout(this.sending.sendTimeoutMs) };
@@ -326,8 +330,15 @@ export class DeliveryWorker extends LoopWorker<DeliveryEvents> {
       this.options.metrics?.emailsPerRequest.observe({ account: account.name }, membersOf(request).length);
       sends.push(sendRequest(request, account, prepared.messages, setting).finally(() => budget.requestDone()));
     }
-    for (const sent of await Promise.all(sends)) results.push(...sent);
-    return results;
+    // Every request's results, whatever another request did: one that threw
+    // (never for the provider's sake: sendRequest turns those into results)
+    // must not cost the others their record.
+    let error: unknown;
+    for (const sent of await Promise.allSettled(sends)) {
+      if (sent.status === 'fulfilled') results.push(...sent.value);
+      else error ??= sent.reason;
+    }
+    return error === undefined ? { results } : { results, error };
   }
 
   /** Every account's limiter row, written with its initial policy once per worker (an existing row, with its runtime changes, wins). */
