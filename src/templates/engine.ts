@@ -137,13 +137,26 @@ function defineRenderContext(): ContextClass {
 // A zone is required: without one, JavaScript reads the time in the host's zone.
 const ISO_WITH_ZONE = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})$/;
 
+// A message formats the same timestamp in several places (subject, text, html): it is read once.
+let lastTimestamp: { text: string; at: Date } | undefined;
+
+function timestamp(value: unknown): Date | undefined {
+  if (value instanceof Date) return Number.isNaN(value.getTime()) ? undefined : new Date(value);
+  if (typeof value !== 'string') return undefined;
+  if (lastTimestamp?.text === value) return lastTimestamp.at;
+  const at = new Date(value);
+  if (Number.isNaN(at.getTime()) || !ISO_WITH_ZONE.test(value)) return undefined;
+  lastTimestamp = { text: value, at };
+  return at;
+}
+
 function localTimeFilter(this: { context: Context }, value: unknown, style: unknown = 'full'): string {
   const globals = this.context.globals as { locale?: unknown; timeZone?: unknown };
   if (!LOCAL_TIME_STYLES.includes(style as LocalTimeStyle)) {
     throw new Error(`local_time: style must be one of ${LOCAL_TIME_STYLES.join(', ')}`);
   }
-  const at = typeof value === 'string' || value instanceof Date ? new Date(value) : undefined;
-  if (!at || Number.isNaN(at.getTime()) || (typeof value === 'string' && !ISO_WITH_ZONE.test(value))) {
+  const at = timestamp(value);
+  if (!at) {
     // The value itself stays out of the message: it is the hold's data.
     throw new Error('local_time: the value is not an ISO 8601 date-time with a time zone');
   }
