@@ -110,21 +110,50 @@ function formatter(locale: string, timeZone: string, style: Exclude<LocalTimeSty
 // Every style but iso shows at most minutes (no CLDR short time has
 // seconds, and zones change offset on the minute), so one formatting serves
 // every moment of that minute in that locale and zone: the holds that
-// expire together share it.
-const formatted = new Map<string, string>();
+// expire together share it. Texts are kept by locale and zone, then by
+// style and minute, so a hit builds no key string.
+interface ZoneTexts {
+  locale: string;
+  timeZone: string;
+  byStyle: Map<LocalTimeStyle, Map<number, string>>;
+}
+const zoneTexts = new Map<string, ZoneTexts>();
+// The parts of a message, and mostly the messages of a batch, share one locale and zone.
+let lastZone: ZoneTexts | undefined;
+let formattedCount = 0;
 const MAX_FORMATTED = 10_000;
+
+function minutesOf(locale: string, timeZone: string, style: LocalTimeStyle): Map<number, string> {
+  let zone = lastZone;
+  if (zone === undefined || zone.locale !== locale || zone.timeZone !== timeZone) {
+    const key = `${locale}|${timeZone}`;
+    zone = zoneTexts.get(key);
+    if (!zone) zoneTexts.set(key, (zone = { locale, timeZone, byStyle: new Map() }));
+    lastZone = zone;
+  }
+  let minutes = zone.byStyle.get(style);
+  if (!minutes) zone.byStyle.set(style, (minutes = new Map()));
+  return minutes;
+}
 
 export function formatLocalTime(at: Date, locale: string, timeZone: string, style: LocalTimeStyle): string {
   if (style === 'iso') return at.toISOString();
-  const key = `${Math.floor(at.getTime() / 60_000)}|${locale}|${timeZone}|${style}`;
-  let text = formatted.get(key);
+  const minute = Math.floor(at.getTime() / 60_000);
+  let minutes = minutesOf(locale, timeZone, style);
+  let text = minutes.get(minute);
   if (text === undefined) {
     text =
       style === 'zone'
         ? (formatter(locale, timeZone, 'zone').formatToParts(at).find((p) => p.type === 'timeZoneName')?.value ?? timeZone)
         : formatter(locale, timeZone, style).format(at);
-    if (formatted.size >= MAX_FORMATTED) formatted.clear();
-    formatted.set(key, text);
+    if (formattedCount >= MAX_FORMATTED) {
+      zoneTexts.clear();
+      lastZone = undefined;
+      formattedCount = 0;
+      minutes = minutesOf(locale, timeZone, style);
+    }
+    minutes.set(minute, text);
+    formattedCount++;
   }
   return text;
 }

@@ -121,6 +121,20 @@ describe('a sandbox for operator templates', () => {
     expect(templates.render(KIND, input({ name: 'Ana', slot: 'Tue' })).text).toBe('Hi Ana, Tue\n');
   });
 
+  it('every guard reads a missing key, nested or in a partial, as nil; outside a guard the error names the first missing step', () => {
+    const guards =
+      '{% if metadata.a.b %}1{% elsif metadata.x and metadata.name %}2{% endif %}{% unless metadata.x %}3{% endunless %}' +
+      '{% case metadata.x %}{% when nil %}4{% endcase %}{% assign y = metadata.x %}{% if y == nil %}5{% endif %}{{ metadata.x.y | default: 6 }}';
+    const templates = loadTemplates({
+      files: templateFiles({ text: `${guards}{% render 'p' %}`, html: '{{ metadata.a.b }}' }, { 'partials/p.liquid': `|${guards}` }),
+    });
+    const error = renderError(templates);
+    expect(error.message).toBe('template reservation-expired/en/html.liquid: undefined variable: metadata.a, line:1, col:4');
+    const both = loadTemplates({ files: templateFiles({ text: `${guards}{% render 'p' %}` }, { 'partials/p.liquid': `|${guards}` }) });
+    expect(both.render(KIND, input()).text).toBe('3456|3456\n');
+    expect(both.render(KIND, input({ a: { b: true } })).text).toBe('13456|13456\n');
+  });
+
   it('no prototype and no JavaScript: constructor and __proto__ are undefined variables', () => {
     for (const text of ['{{ metadata.constructor }}', '{{ holdId.constructor.name }}', '{{ metadata.__proto__ }}']) {
       const templates = loadTemplates({ files: templateFiles({ text }) });
