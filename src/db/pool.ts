@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import pg from 'pg';
 import { DEFAULTS } from '../defaults.js';
 import { isConnectionError } from '../errors.js';
@@ -12,53 +11,6 @@ import { DatabaseHosts } from './hosts.js';
  */
 export interface Queryable {
   query<R extends pg.QueryResultRow = any>(text: string, values?: unknown[]): Promise<pg.QueryResult<R>>;
-}
-
-/**
- * Run one of the lanes' hot statements (a lease, a take, a record, an
- * expiry batch) on leasehold's pool as a named prepared statement: each
- * connection parses and analyses it once instead of on every round (the
- * fair lease is 10 kB of SQL: 0.6 ms a call at small rounds). Its plan is
- * still chosen per call (plan_cache_mode auto keeps custom plans where the
- * generic one would cost more, as it does for the lease).
- *
- * A pooler that hands each statement to whichever server connection is
- * free (PgBouncer in transaction mode before 1.21, or with
- * max_prepared_statements = 0) answers a named statement with "prepared
- * statement does not exist" or "already exists", before anything ran: that
- * pool then runs them unnamed from then on, this statement first. Anything
- * other than leasehold's own pool (a client in a transaction, an
- * application's or ORM's Queryable) runs the text as given.
- */
-export async function prepared<R extends pg.QueryResultRow = any>(db: Queryable, text: string, values: unknown[]): Promise<pg.QueryResult<R>> {
-  if (!(db instanceof pg.Pool) || unnamedPools.has(db)) return db.query<R>(text, values);
-  try {
-    return await db.query<R>({ name: statementName(text), text, values });
-  } catch (error) {
-    if (!NAMED_STATEMENT_REFUSED.has((error as { code?: string }).code ?? '')) throw error;
-    unnamedPools.add(db);
-    return db.query<R>(text, values);
-  }
-}
-
-/** invalid_sql_statement_name, duplicate_prepared_statement: raised at Parse or Bind, before the statement runs. */
-const NAMED_STATEMENT_REFUSED = new Set(['26000', '42P05']);
-const unnamedPools = new WeakSet<pg.Pool>();
-
-/** Whether `pool` runs the hot statements named (false once a pooler refused one). */
-export const preparesStatements = (pool: pg.Pool): boolean => !unnamedPools.has(pool);
-
-const statementNames = new Map<string, string>();
-
-/** `lh_` and 20 hex digits of the text's SHA-1 (the map is bounded: statements are built from a fixed set of shapes per schema). */
-function statementName(text: string): string {
-  let name = statementNames.get(text);
-  if (name === undefined) {
-    name = `lh_${createHash('sha1').update(text).digest('hex').slice(0, 20)}`;
-    if (statementNames.size >= 1000) statementNames.clear();
-    statementNames.set(text, name);
-  }
-  return name;
 }
 
 /**

@@ -1,5 +1,5 @@
 import type { Queryable } from '../db/pool.js';
-import { ident, prepared } from '../db/pool.js';
+import { ident } from '../db/pool.js';
 import { EXPIRED_INTENT_PREFIX, EXPIRED_TEMPLATE, type Hold, type HoldStatus } from '../model/hold-states.js';
 import { intentsInsertExpired } from './outbox.js';
 import { hookFailuresAllSql, hookFailuresWaitingSql } from './hook-failures.js';
@@ -256,7 +256,7 @@ export async function holdsExpireDue(
   only: readonly string[] | null = null,
 ): Promise<ExpiredHold[]> {
   const s = ident(schema);
-  const { rows } = await prepared<ExpiredHold>(db,
+  const { rows } = await db.query<ExpiredHold>(
     `WITH clock AS (
        SELECT coalesce($2::timestamptz, now()) AS now
      ), due AS (
@@ -317,7 +317,7 @@ export interface DueOutlook {
 /** After a non-full batch: how much contention, and how long to sleep. */
 export async function holdsDueOutlook(db: Queryable, schema: string, now: Date | null): Promise<DueOutlook> {
   const s = ident(schema);
-  const { rows } = await prepared<{ locked: number; next_in_ms: number | null }>(db,
+  const { rows } = await db.query<{ locked: number; next_in_ms: number | null }>(
     `SELECT
        (SELECT count(*) FROM (
           SELECT 1 FROM ${s}.support_reservations r

@@ -1,5 +1,5 @@
 import type { Queryable } from '../db/pool.js';
-import { ident, prepared } from '../db/pool.js';
+import { ident } from '../db/pool.js';
 import type { RenderedMessage } from '../model/message.js';
 
 /**
@@ -85,7 +85,7 @@ export async function messagesStore(
 ): Promise<StoredMessage[]> {
   const s = ident(schema);
   const col = <T>(f: (m: RenderedMessage & { intentId: string }) => T) => messages.map(f);
-  const { rows } = await prepared<{ intent_id: string; rendered_at: Date; headers: Record<string, string> }>(db,
+  const { rows } = await db.query<{ intent_id: string; rendered_at: Date; headers: Record<string, string> }>(
     `INSERT INTO ${s}.email_messages (${COLUMNS})
      SELECT intent_id, subject, text_body, html_body, from_address, reply_to, headers::jsonb, template, template_locale,
             locale, time_zone, template_version, now()

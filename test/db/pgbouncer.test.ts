@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
 import { intentsChannel, Listener, notifyIntents } from '../../src/db/listener.js';
 import { loadMigrations } from '../../src/db/migrate.js';
-import { createPool, ident, prepared, preparesStatements } from '../../src/db/pool.js';
+import { createPool, ident } from '../../src/db/pool.js';
 import { silentLogger } from '../../src/observability/logger.js';
 import { rateLimiterSet } from '../../src/tables/rate-limiter.js';
 import { testDatabase } from '../helpers/database.js';
@@ -55,23 +55,6 @@ describe.skipIf(!binary)(`behind PgBouncer in transaction mode${skipped}`, () =>
     } finally {
       await db.pool.query(`DROP SCHEMA IF EXISTS ${ident(schema)} CASCADE`);
       await db.close();
-    }
-  });
-
-  it('a named statement the bouncer refuses (another server connection) turns the pool to unnamed statements: every answer right, none lost', async () => {
-    // Two pools, so a statement one client parsed is met by the other's
-    // Parse of the same name on the same server connection (already
-    // exists), or a Bind reaches a server connection that never parsed it
-    // (does not exist): PgBouncer 1.18 in transaction mode passes both through.
-    const pools = [createPool({ connectionString: bouncer.url, max: 3 }), createPool({ connectionString: bouncer.url, max: 3 })];
-    try {
-      const answers = await Promise.all(
-        Array.from({ length: 300 }, async (_, i) => (await prepared<{ n: number }>(pools[i % 2]!, 'SELECT $1::int + 1 AS n', [i])).rows[0]!.n),
-      );
-      expect(answers).toEqual(Array.from({ length: 300 }, (_, i) => i + 1));
-      expect(pools.map((p) => preparesStatements(p))).toContain(false);
-    } finally {
-      await Promise.all(pools.map((p) => p.end()));
     }
   });
 

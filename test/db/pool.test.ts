@@ -1,6 +1,6 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createPool, prepared, preparesStatements, readAll, type Queryable } from '../../src/db/pool.js';
+import { createPool, readAll, type Queryable } from '../../src/db/pool.js';
 import { testDatabase, type TestDatabase } from '../helpers/database.js';
 
 let db: TestDatabase;
@@ -54,41 +54,6 @@ describe('readAll', () => {
     } finally {
       process.off('warning', onWarning);
       await client.end();
-    }
-  });
-});
-
-describe('prepared', () => {
-  it("runs a hot statement named on leasehold's pool (parsed once per connection), and unnamed on any other Queryable", async () => {
-    const pool = createPool({ connectionString: db.url, max: 1 });
-    try {
-      const text = 'SELECT $1::int + 1 AS n';
-      for (const i of [1, 2, 3]) expect((await prepared<{ n: number }>(pool, text, [i])).rows[0]!.n).toBe(i + 1);
-      // The one connection holds it once, under a name derived from the text.
-      const held = await pool.query<{ name: string; statement: string }>('SELECT name, statement FROM pg_prepared_statements');
-      expect(held.rows).toEqual([{ name: expect.stringMatching(/^lh_[0-9a-f]{20}$/), statement: text }]);
-      expect(preparesStatements(pool)).toBe(true);
-
-      // An application's Queryable (here a wrapper around the same pool) gets the text as given.
-      const calls: unknown[] = [];
-      const application: Queryable = { query: (q: string, v?: unknown[]) => (calls.push(q), pool.query(q, v)) };
-      expect((await prepared<{ n: number }>(application, 'SELECT $1::int * 2 AS n', [21])).rows[0]!.n).toBe(42);
-      expect(calls).toEqual(['SELECT $1::int * 2 AS n']);
-      const after = await pool.query<{ n: number }>('SELECT count(*)::int AS n FROM pg_prepared_statements');
-      expect(after.rows[0]!.n).toBe(1);
-    } finally {
-      await pool.end();
-    }
-  });
-
-  it('an error of the statement itself is thrown as it is, and the pool keeps naming its statements', async () => {
-    const pool = createPool({ connectionString: db.url, max: 1 });
-    try {
-      await expect(prepared(pool, 'SELECT 1 / $1::int AS n', [0])).rejects.toMatchObject({ code: '22012' });
-      expect(preparesStatements(pool)).toBe(true);
-      expect((await prepared<{ n: number }>(pool, 'SELECT 1 / $1::int AS n', [1])).rows[0]!.n).toBe(1);
-    } finally {
-      await pool.end();
     }
   });
 });

@@ -1,5 +1,5 @@
 import type { Queryable } from '../../db/pool.js';
-import { ident, prepared } from '../../db/pool.js';
+import { ident } from '../../db/pool.js';
 import { IntentState, type AttemptOutcome } from '../../model/intent-states.js';
 import { attemptsFinish, attemptsOpenOfGoneOwners } from '../attempts.js';
 import { presenceLiveOwnersSql } from '../../db/presence.js';
@@ -140,7 +140,7 @@ export async function intentsRecord(
   if (results.length === 0) return [];
   const s = ident(schema);
   const col = <K extends keyof AttemptResult>(k: K) => results.map((r) => r[k]);
-  const { rows } = await prepared<RecordedResult>(db,
+  const { rows } = await db.query<RecordedResult>(
     `WITH clock AS (
        SELECT coalesce($13::timestamptz, now()) AS now
      ), r AS (

@@ -1,5 +1,5 @@
 import type { Queryable } from '../../db/pool.js';
-import { ident, prepared } from '../../db/pool.js';
+import { ident } from '../../db/pool.js';
 import type { Suppression } from '../../model/suppression-reasons.js';
 import { attemptsCloseExpired, attemptsOpen } from '../attempts.js';
 import { presenceLiveOwnersSql } from '../../db/presence.js';
@@ -134,7 +134,7 @@ export async function intentsLease(
           FOR UPDATE OF o
      )`
     : fairNextSql(s);
-  const { rows } = await prepared<Record<string, unknown>>(db,
+  const { rows } = await db.query<Record<string, unknown>>(
     `WITH RECURSIVE clock AS (
        -- (Each mode reads only some of the routing and batch parameters; all are typed here.)
        SELECT coalesce($4::timestamptz, now()) AS now, $11::text[] AS route_from, $12::text[] AS route_known,

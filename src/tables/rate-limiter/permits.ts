@@ -1,5 +1,5 @@
 import type { Queryable } from '../../db/pool.js';
-import { ident, prepared } from '../../db/pool.js';
+import { ident } from '../../db/pool.js';
 import { LimiterMissingError } from '../../errors.js';
 import { DEFAULT_ACCOUNT } from '../../model/accounts.js';
 import { pausedNow } from '../pause.js';
@@ -54,7 +54,7 @@ export async function rateLimiterTake(
   emailsPerPermit = 1,
 ): Promise<PermitGrant> {
   const s = ident(schema);
-  const { rows } = await prepared<{
+  const { rows } = await db.query<{
     granted: number;
     paused: boolean;
     account_paused: boolean;
@@ -69,7 +69,6 @@ export async function rateLimiterTake(
     burst: number;
     bucket_time: string;
   }>(
-    db,
     `WITH cur AS (
        SELECT l.name, ${rate('l')} AS per_second, l.burst, l.tokens, l.refilled_at, l.cooldown_until,
               l.paused AS a_paused, l.paused_until AS a_paused_until, l.reason AS a_reason,
@@ -176,7 +175,7 @@ export async function rateLimiterRefund(
   emails = permits,
 ): Promise<void> {
   if (permits <= 0 && emails <= 0) return;
-  await prepared(db,
+  await db.query(
     `UPDATE ${ident(schema)}.rate_limiter SET ${refundSet('$2::int', '$3::timestamptz', '$4::int')}
      WHERE name = $1`,
     [account, Math.max(0, permits), bucketTime, Math.max(0, emails)],
@@ -196,7 +195,7 @@ export async function rateLimiterCooldown(
   now: Date | null = null,
   account = DEFAULT_ACCOUNT,
 ): Promise<void> {
-  await prepared(db,
+  await db.query(
     `WITH clock AS (SELECT coalesce($3::timestamptz, clock_timestamp()) AS now)
      UPDATE ${ident(schema)}.rate_limiter SET
        cooldown_since = CASE WHEN cooldown_until > clock.now THEN coalesce(cooldown_since, clock.now) ELSE clock.now END,
