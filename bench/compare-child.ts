@@ -1,9 +1,10 @@
 /**
  * One system under test for `npm run bench -- compare` (bench/compare.ts):
- * leasehold, graphile-worker or pg-boss, each through a no-op handler
+ * leasehold, graphile-worker (also as graphile-worker-work, doing the same
+ * work per item) or pg-boss, each through a no-op handler
  * (leasehold: a gateway that accepts at once), in a process of its own.
  *
- *   BENCH_SYSTEM      leasehold | graphile-worker | pg-boss
+ *   BENCH_SYSTEM      leasehold | graphile-worker | graphile-worker-work | pg-boss
  *   BENCH_PROFILE     defaults | tuned (see compare-systems.ts for the exact settings)
  *   BENCH_WORKLOAD    drain: the items exist already; the system starts at GO and the
  *                       process reports once every item is handled AND its completion is

@@ -20,7 +20,7 @@ import type { EmailGateway } from '../src/providers/gateway.js';
 import { seedPendingIntents } from './seed.js';
 import { loadTemplates } from '../src/templates/templates.js';
 
-export const SYSTEMS = ['leasehold', 'graphile-worker', 'pg-boss'] as const;
+export const SYSTEMS = ['leasehold', 'graphile-worker', 'graphile-worker-work', 'pg-boss'] as const;
 export type System = (typeof SYSTEMS)[number];
 export const PROFILES = ['defaults', 'tuned'] as const;
 export type Profile = (typeof PROFILES)[number];
@@ -31,15 +31,16 @@ export const isProfile = (p: string): p is Profile => (PROFILES as readonly stri
 const QUEUE = 'noop';
 
 /**
- * BENCH_COMPARE_GRAPHILE_WORK=1: graphile-worker's handler does the work a
- * leasehold send does around the provider call, as an application built on
- * graphile-worker would: it renders the shipped reservation-expired
+ * `graphile-worker-work`: graphile-worker, its handler doing the work a
+ * leasehold send does around the provider call, as an application built
+ * on graphile-worker would: it renders the shipped reservation-expired
  * template with leasehold's own LiquidJS set (the hold's facts come in the
  * payload) and stores the rendered message and one attempt row, in one
- * statement, before the job completes. Its no-op handler is the issue's
- * comparison; this one shows the two on the same work per email.
+ * statement, before the job completes. `graphile-worker` (its no-op
+ * handler) is the plain comparison; this one shows both on the same work
+ * per email. Both run in every compare, so one run shows every ratio.
  */
-export const GRAPHILE_WORK = process.env.BENCH_COMPARE_GRAPHILE_WORK === '1';
+const isGraphile = (system: System): boolean => system === 'graphile-worker' || system === 'graphile-worker-work';
 
 /**
  * The documented high-throughput settings ("tuned"), shown in the report.
@@ -68,6 +69,7 @@ export function defaultsDescription(): Record<System, string> {
   return {
     leasehold: `batch ${config.deliveryBatch}, concurrency ${config.deliveryConcurrency}; expiry batch ${config.expiryBatch}, interval ${config.expiryIntervalMs} ms; LISTEN wake-up as \`leasehold start\` wires it`,
     'graphile-worker': 'concurrentJobs 1, maxPoolSize 10, pollInterval 2000 ms, no local queue, no batched completion',
+    'graphile-worker-work': 'as graphile-worker; the handler renders and stores the message and an attempt',
     'pg-boss': 'work() batchSize 1, pollingIntervalSeconds 2, localConcurrency 1, queue without notify',
   };
 }
@@ -104,7 +106,7 @@ export async function setUpSystem(url: string, system: System): Promise<SystemSe
   };
   try {
     if (system === 'leasehold') return await setUpLeasehold(pool, schema, drop);
-    if (system === 'graphile-worker') return await setUpGraphile(url, pool, schema, drop);
+    if (isGraphile(system)) return await setUpGraphile(url, pool, schema, drop, system === 'graphile-worker-work');
     return await setUpPgBoss(url, pool, schema, drop);
   } catch (error) {
     await drop();
@@ -137,10 +139,10 @@ async function setUpLeasehold(pool: pg.Pool, schema: string, drop: () => Promise
   };
 }
 
-async function setUpGraphile(url: string, pool: pg.Pool, schema: string, drop: () => Promise<void>): Promise<SystemSetup> {
+async function setUpGraphile(url: string, pool: pg.Pool, schema: string, drop: () => Promise<void>, work: boolean): Promise<SystemSetup> {
   const options: RunnerOptions = { preset: { worker: { connectionString: url, schema, logger: silentGraphileLogger } } };
   await runMigrations(options);
-  if (GRAPHILE_WORK) {
+  if (work) {
     const s = ident(schema);
     await pool.query(`CREATE TABLE ${s}.bench_messages (job_id bigint PRIMARY KEY, subject text NOT NULL, text_body text NOT NULL,
                                                       html_body text NOT NULL, created_at timestamptz NOT NULL DEFAULT now())`);
@@ -220,7 +222,7 @@ export interface StartOptions {
 
 export async function startSystem(o: StartOptions): Promise<Handle> {
   if (o.system === 'leasehold') return startLeasehold(o);
-  if (o.system === 'graphile-worker') return startGraphile(o);
+  if (isGraphile(o.system)) return startGraphile(o);
   return startPgBoss(o);
 }
 
@@ -257,12 +259,13 @@ async function startLeasehold(o: StartOptions): Promise<Handle> {
 }
 
 async function startGraphile(o: StartOptions): Promise<Handle> {
+  // The same documented settings for both handlers.
   const tuned = o.profile === 'tuned' ? TUNED['graphile-worker'] : {};
   const runner = await run({
     preset: { worker: { connectionString: o.url, schema: o.schema, logger: silentGraphileLogger, ...tuned } },
     noHandleSignals: true,
     taskList: {
-      [QUEUE]: GRAPHILE_WORK
+      [QUEUE]: o.system === 'graphile-worker-work'
         ? graphileWorkHandler(o)
         : async (payload) => {
             o.record((payload as { i: number }).i);
@@ -276,7 +279,7 @@ async function startGraphile(o: StartOptions): Promise<Handle> {
   };
 }
 
-/** The GRAPHILE_WORK handler: render, "send" (record), store message and attempt in one statement. */
+/** graphile-worker-work's handler: render, "send" (record), store message and attempt in one statement. */
 function graphileWorkHandler(o: StartOptions): Task {
   const config = loadConfig({});
   const templates = loadTemplates();
