@@ -140,6 +140,15 @@ describe.skipIf(!hasPgBinaries)('a multi-host URL with target_session_attrs=read
       await old.query(`ALTER SYSTEM SET default_transaction_read_only = on`);
       await old.query('SELECT pg_reload_conf()');
       await old.end();
+      // The reload reaches each session through the postmaster, a moment
+      // later: wait until the pooled session itself has it.
+      await waitFor(
+        async () => {
+          const { rows } = await pool.query<{ default_transaction_read_only: string }>('SHOW default_transaction_read_only');
+          return rows[0]!.default_transaction_read_only === 'on' ? true : undefined;
+        },
+        'the pooled session on the old primary to turn read-only',
+      );
       // The write on the pooled connection to the old primary fails (25006):
       // that client is destroyed, and the next connects to the new primary
       // at once rather than trying the old one again.
