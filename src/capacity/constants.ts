@@ -18,8 +18,8 @@
  * test/capacity/row-bytes.test.ts` prints the new figures.
  *
  * Without compaction (plain VACUUM right after one insert-update cycle, so
- * every dead row version's space still counted) the same rows took 549,
- * 1,576 and 579 bytes: the upper bound of update churn. Long-running tables
+ * every dead row version's space still counted) the same rows took 795,
+ * 1,430 and 672 bytes: the upper bound of update churn. Long-running tables
  * reuse that space, so the model multiplies the compact size by a bloat
  * factor (input `storage.bloatFactor`, default 1.3) between the two.
  */
@@ -27,8 +27,8 @@ export const MEASURED = {
   bytesPerRow: {
     /** support_reservations row in a terminal state: heap + pkey + the (created_at, id) listing index (the due index holds only live holds). */
     hold: 422,
-    /** email_outbox row once finished: heap + pkey, reservation_id unique, two listing indexes. */
-    intent: 672,
+    /** email_outbox row once finished: heap + pkey, reservation_id unique, two listing indexes; half-full pages (fillfactor 50, migration 0031: 672 at 80). */
+    intent: 1073,
     /** email_attempts row: heap + pkey + finished_at index + the accepted-window partial index (0014; measured 422, 410 before it). */
     attempt: 422,
   },
@@ -52,9 +52,10 @@ export const EXPIRY_HOLDS_PER_SECOND = 38_735;
 
 /**
  * Database time of one expiry tick that finds few holds, from BENCHMARKS.md's
- * breakdown of a transaction (BEGIN about 0.2 ms, COMMIT with its WAL flush
- * 1.3-1.7 ms) plus the one-row statement and the look-ahead query, about
- * 1 ms together. Bounds how many separate ticks a second one worker runs.
+ * breakdown of a transaction (COMMIT with its WAL flush 1.3-1.7 ms, now the
+ * statement's own, without BEGIN's 0.2 ms since the batch is one statement)
+ * plus the one-row statement and the look-ahead query, about 1 ms together.
+ * Bounds how many separate ticks a second one worker runs.
  */
 export const EXPIRY_TICK_MS = 3;
 
@@ -70,10 +71,14 @@ export const DELIVERY_ROUND_OVERHEAD_MS = 4;
  * src/delivery/worker.ts (with src/db/pool.ts withTransaction):
  */
 export const STATEMENTS = {
-  /** Expiry tick with a full batch: BEGIN, holdsExpireDue, COMMIT (it loops at once). */
-  expiryFullTick: 3,
+  /**
+   * Expiry tick with a full batch: holdsExpireDue, committed on its own (it
+   * loops at once). With an expiry hook it is BEGIN, the statement, the
+   * hook's, COMMIT: the model counts the lanes without one.
+   */
+  expiryFullTick: 1,
   /** Expiry tick with a short batch: the same plus holdsDueOutlook to decide how long to sleep. */
-  expiryShortTick: 4,
+  expiryShortTick: 2,
   /**
    * Delivery round that sends a first attempt: rateLimiterTake, intentsLease
    * (which gives unused permits back itself), messagesStore, intentsRecord.

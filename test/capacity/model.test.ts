@@ -154,30 +154,30 @@ describe('rows and storage', () => {
     expect(rows.liveHolds).toBeCloseTo((2000 / 86_400) * 1200, 9);
   });
 
-  it('with the constants measured on 2026-11-30: 20,000 emails a day at 40% expiring is about 53.3 MiB a day', () => {
+  it('with the constants measured on 2026-12-03: 20,000 emails a day at 40% expiring is about 63.2 MiB a day', () => {
     const rows = rowsReport(workload({ volume: { emailsPerDay: 20_000, expiredShare: 0.4 } }));
-    // (50,000 x 422 + 20,000 x 672 + 20,000 x 422) x 1.3 = 55,874,000 B.
-    expect(rows.perDay.bytes).toBe((50_000 * 422 + 20_000 * 672 + 20_000 * 422) * 1.3);
+    // (50,000 x 422 + 20,000 x 1,073 + 20,000 x 422) x 1.3 = 66,300,000 B.
+    expect(rows.perDay.bytes).toBe((50_000 * 422 + 20_000 * 1073 + 20_000 * 422) * 1.3);
   });
 });
 
 describe('statements per second', () => {
-  it('idle: each worker ticks the expiry lane once an interval (4 statements) and polls delivery once a second (2)', () => {
+  it('idle: each worker ticks the expiry lane once an interval (2 statements) and polls delivery once a second (2)', () => {
     const s = statementsReport(workload({ volume: { emailsPerDay: 0 }, deployment: { workers: 1 } }), null);
-    expect(s.average).toEqual({ expiry: 4, delivery: 2, application: 0, total: 6 });
+    expect(s.average).toEqual({ expiry: 2, delivery: 2, application: 0, total: 4 });
     expect(s.burst).toBeNull();
   });
 
   it('0.5 emails/s on two workers: hand-counted from the lanes', () => {
     const s = statementsReport(workload({ volume: { emailsPerDay: 43_200 }, deployment: { workers: 2 } }), null);
-    // expiry: 2 workers x max(1/s interval, min(0.5, 333)) ticks x 4 statements = 8
-    expect(s.average.expiry).toBe(8);
+    // expiry: 2 workers x max(1/s interval, min(0.5, 333)) ticks x 2 statements = 4
+    expect(s.average.expiry).toBe(4);
     // delivery: 0.5 wakes/s x (send round 4 + the other worker's empty round 2)
     //   + 2 workers x (1 - 0.5) polls/s x 2 = 3 + 2
     expect(s.average.delivery).toBe(5);
     // application: one createHold per hold, every hold expires (no settles)
     expect(s.average.application).toBe(0.5);
-    expect(s.average.total).toBe(13.5);
+    expect(s.average.total).toBe(9.5);
   });
 
   it('confirmed and cancelled holds add one statement each', () => {
@@ -188,8 +188,8 @@ describe('statements per second', () => {
   it('a burst at once: full expiry batches at the measured throughput; delivery rounds carry the permits of one provider call', () => {
     const w = workload({ volume: { emailsPerDay: 0 }, burst: { holds: 5000 }, provider: { perSecond: 14, burst: 14, latencyMs: 200 }, deployment: { workers: 2 } });
     const s = statementsReport(w, burstReport(w));
-    // 38,735 / 500 full ticks a second x 3 statements
-    expect(s.burst!.expiry).toBeCloseTo((EXPIRY_HOLDS_PER_SECOND / 500) * 3, 9);
+    // 38,735 / 500 full ticks a second x 1 statement
+    expect(s.burst!.expiry).toBeCloseTo(EXPIRY_HOLDS_PER_SECOND / 500, 9);
     // 14/s x 0.204 s = 2.856 permits per round time, over 2 workers: 1.428 per round;
     // 14 / 1.428 = 9.80 rounds/s x 4 statements; no refusals (permits outnumber workers)
     expect(s.burst!.delivery).toBeCloseTo((14 / ((14 * 0.204) / 2)) * 4, 9);
