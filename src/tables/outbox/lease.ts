@@ -74,7 +74,7 @@ export interface LeasedIntent {
  * render one from) and its recipient's suppression.
  *
  * A lease writes only columns no index covers (token, expiry, counters), so
- * on a page with room (fillfactor, migration 0015) it is a HOT update: no
+ * on a page with room (half-full pages, migrations 0015 and 0031) it is a HOT update: no
  * index entry is written. Due means pending, available and not under a live
  * lease, so an expired lease is simply due again, at its old place in line.
  * A previous lease's unfinished attempt is closed as `lease_expired`, and
