@@ -1,8 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { loadMigrations, migrate } from '../../src/db/migrate.js';
-import { createPool, ident, withTransaction } from '../../src/db/pool.js';
+import { migrate } from '../../src/db/migrate.js';
+import { createPool, ident } from '../../src/db/pool.js';
+import { migrateBefore as migrateUpTo } from '../helpers/migrations.js';
 import { silentLogger } from '../../src/observability/logger.js';
 import { applyConfiguredRates } from '../../src/ops/rate-configuration.js';
 import { rateLimiterGet } from '../../src/tables/rate-limiter.js';
@@ -18,18 +19,7 @@ let pool: pg.Pool;
 const schema = `rate_source_upgrade_${randomBytes(4).toString('hex')}`;
 const s = ident(schema);
 
-/** Apply the migrations before `upTo`, as migrate does (each in its transaction, on the schema's search_path). */
-async function migrateBefore(upTo: number): Promise<void> {
-  for (const migration of (await loadMigrations()).filter((m) => m.id < upTo)) {
-    await withTransaction(pool, async (client) => {
-      await client.query(`CREATE SCHEMA IF NOT EXISTS ${s}`);
-      await client.query(`CREATE TABLE IF NOT EXISTS ${s}.migrations (id integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`);
-      await client.query(`SET LOCAL search_path TO ${s}`);
-      await client.query(`INSERT INTO ${s}.migrations (id, name) VALUES ($1, $2)`, [migration.id, migration.name]);
-      await client.query(migration.sql);
-    });
-  }
-}
+const migrateBefore = (upTo: number) => migrateUpTo(pool, schema, upTo);
 
 const audit = (target: string, after: { perSecond: number; burst: number }, actor: string) =>
   pool.query(`INSERT INTO ${s}.audit_log (actor, action, target, before, after) VALUES ($1, 'rate_limit.set', $2, '{}', $3::jsonb)`, [

@@ -1,8 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { loadMigrations, migrate } from '../../src/db/migrate.js';
-import { createPool, ident, withTransaction } from '../../src/db/pool.js';
+import { migrate } from '../../src/db/migrate.js';
+import { createPool, ident } from '../../src/db/pool.js';
+import { migrateBefore as migrateUpTo } from '../helpers/migrations.js';
 
 /**
  * Upgrading a schema with holds in it to migration 0020 (tenants): the
@@ -16,18 +17,7 @@ const app = `lh_app_${randomBytes(4).toString('hex')}`;
 const stranger = `lh_stranger_${randomBytes(4).toString('hex')}`;
 const s = ident(schema);
 
-/** Apply the migrations before `upTo`, as migrate does (each in its transaction, on the schema's search_path). */
-async function migrateBefore(upTo: number): Promise<void> {
-  for (const migration of (await loadMigrations()).filter((m) => m.id < upTo)) {
-    await withTransaction(pool, async (client) => {
-      await client.query(`CREATE SCHEMA IF NOT EXISTS ${s}`);
-      await client.query(`CREATE TABLE IF NOT EXISTS ${s}.migrations (id integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`);
-      await client.query(`SET LOCAL search_path TO ${s}`);
-      await client.query(`INSERT INTO ${s}.migrations (id, name) VALUES ($1, $2)`, [migration.id, migration.name]);
-      await client.query(migration.sql);
-    });
-  }
-}
+const migrateBefore = (upTo: number) => migrateUpTo(pool, schema, upTo);
 
 const relfilenode = async (table: string) =>
   (await pool.query<{ n: string }>(`SELECT pg_relation_filenode($1::regclass)::text AS n`, [`${schema}.${table}`])).rows[0]!.n;
