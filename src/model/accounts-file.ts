@@ -1,6 +1,5 @@
-import { configFileDocument, configFileFailure } from './config-file.js';
+import { parseConfigFile } from './config-file.js';
 import { onFirstUse } from '../zod.js';
-import { describeZodError } from './zod-issues.js';
 import { ACCOUNT_NAME, ACCOUNT_PROVIDERS, type Account, type AccountProvider, type Accounts } from './accounts.js';
 import { BURST_RULE, isValidPerSecond, MAX_BURST, PER_SECOND_RULE } from './delivery-policy.js';
 
@@ -69,25 +68,14 @@ const fileSchema = onFirstUse((z) => {
   });
 });
 
-/** `accounts[1].rate.perSecond` from a zod path. */
-function fieldOf(path: ReadonlyArray<PropertyKey>): string {
-  return path.reduce<string>((out, key) => (typeof key === 'number' ? `${out}[${key}]` : out ? `${out}.${String(key)}` : String(key)), '');
-}
-
 /**
  * Parse an accounts file. `source` names it in errors (the variable
  * LEASEHOLD_ACCOUNTS_FILE); `env` resolves the `${VAR}` references.
  */
 export function parseAccounts(text: string, env: Readonly<Record<string, string | undefined>>, source = 'LEASEHOLD_ACCOUNTS_FILE'): Accounts {
-  const fail = configFileFailure(source);
-  const doc = configFileDocument(text, source);
-  const parsed = fileSchema().safeParse(doc);
-  if (!parsed.success) {
-    const { path, message } = describeZodError(parsed.error, { schema: fileSchema(), input: doc });
-    return fail(fieldOf(path), message);
-  }
+  const { data, fail } = parseConfigFile(text, source, fileSchema());
   const seen = new Set<string>();
-  const accounts = parsed.data.accounts.map((raw, i): Account => {
+  const accounts = data.accounts.map((raw, i): Account => {
     const at = `accounts[${i}]`;
     if (seen.has(raw.name)) fail(`${at}.name`, `${JSON.stringify(raw.name)} is named twice`);
     // /v1/webhooks/<name> is the account's webhook; these names are the default account's provider routes.
@@ -124,7 +112,7 @@ export function parseAccounts(text: string, env: Readonly<Record<string, string 
       settings,
     };
   });
-  const failover = parsed.data.failover ?? accounts.map((a) => a.name);
+  const failover = data.failover ?? accounts.map((a) => a.name);
   failover.forEach((name, i) => {
     if (!seen.has(name)) fail(`failover[${i}]`, `${JSON.stringify(name)} is not an account in this file (${[...seen].join(', ')})`);
     if (failover.indexOf(name) !== i) fail(`failover[${i}]`, `${JSON.stringify(name)} is listed twice`);

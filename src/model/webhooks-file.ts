@@ -1,6 +1,5 @@
-import { configFileDocument, configFileFailure } from './config-file.js';
+import { parseConfigFile } from './config-file.js';
 import { onFirstUse } from '../zod.js';
-import { describeZodError } from './zod-issues.js';
 import { BURST_RULE, isValidPerSecond, MAX_BURST, PER_SECOND_RULE } from './delivery-policy.js';
 import { TENANT_PATTERN } from './hold-input.js';
 import {
@@ -56,10 +55,6 @@ const fileSchema = onFirstUse((z) => {
   });
 });
 
-function fieldOf(path: ReadonlyArray<PropertyKey>): string {
-  return path.reduce<string>((out, key) => (typeof key === 'number' ? `${out}[${key}]` : out ? `${out}.${String(key)}` : String(key)), '');
-}
-
 /** Parse an endpoints file; `env` resolves the `${VAR}` references. */
 export function parseWebhookEndpoints(
   text: string,
@@ -69,15 +64,9 @@ export function parseWebhookEndpoints(
   source = 'LEASEHOLD_WEBHOOKS_FILE',
 ): WebhookEndpoint[] {
   const { taken } = fallback;
-  const fail = configFileFailure(source);
-  const doc = configFileDocument(text, source);
-  const parsed = fileSchema().safeParse(doc);
-  if (!parsed.success) {
-    const { path, message } = describeZodError(parsed.error, { schema: fileSchema(), input: doc });
-    return fail(fieldOf(path), message);
-  }
+  const { data, fail } = parseConfigFile(text, source, fileSchema());
   const seen = new Set(taken);
-  return parsed.data.endpoints.map((raw, i): WebhookEndpoint => {
+  return data.endpoints.map((raw, i): WebhookEndpoint => {
     const at = `endpoints[${i}]`;
     if (seen.has(raw.name)) {
       fail(`${at}.name`, `${JSON.stringify(raw.name)} is named twice${taken.includes(raw.name) ? ' (LEASEHOLD_WEBHOOK_URL is the endpoint `default`)' : ''}`);
