@@ -147,10 +147,14 @@ async function sendBatch(
         bind: keyed,
       });
     } catch (error) {
-      // Not begun, so not sent: its members are given back, due again at
-      // once, and the round still records what its other requests settled.
-      const why = `given back unsent: the batch could not be recorded (${(error as Error)?.message ?? String(error)})`;
-      return members.map((intent) => unsentResult(intent, setting.token, why, account.name));
+      // Not begun, so not sent: a failed attempt that surely never reached
+      // the provider, backing off (and dead after maxAttempts) like any
+      // failure, while the round records what its other requests settled.
+      const started = Date.now();
+      const result: SendResult = { kind: 'failed', reason: `the batch could not be recorded: ${(error as Error)?.message ?? String(error)}`, outcomeUnknown: false };
+      return members.map((intent) =>
+        attemptResult(intent, result, account, setting, { started, delayMs: delayFor(result, intent.failedAttempts, setting), sameKeyAsBefore: false }),
+      );
     }
     // A member whose lease was lost meanwhile (reclaimed) is not ours to send.
     const byId = new Map(members.map((m) => [m.id, m]));

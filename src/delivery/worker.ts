@@ -312,7 +312,6 @@ export class DeliveryWorker extends LoopWorker<DeliveryEvents> {
   private async send(prepared: PreparedRound, budget: RoundBudget, token: string): Promise<{ results: AttemptResult[]; error?: unknown }> {
     const results: AttemptResult[] = [];
     const sends: Array<Promise<AttemptResult[]>> = [];
-    const setting: SendSetting = { ...this.sending, token, signal: AbortSignal.timeout(this.sending.sendTimeoutMs) };
     const paid = [];
     for (const { account, requests } of prepared.sends) {
       const settled = await budget.settle(account, requests);
@@ -326,6 +325,8 @@ export class DeliveryWorker extends LoopWorker<DeliveryEvents> {
       for (const request of going) paid.push({ request, account });
     }
     budget.keepSlots(paid.length);
+    // The send timeout starts with the sends, not with the permits' settling before them.
+    const setting: SendSetting = { ...this.sending, token, signal: AbortSignal.timeout(this.sending.sendTimeoutMs) };
     for (const { request, account } of paid) {
       this.options.metrics?.emailsPerRequest.observe({ account: account.name }, membersOf(request).length);
       sends.push(sendRequest(request, account, prepared.messages, setting).finally(() => budget.requestDone()));

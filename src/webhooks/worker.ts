@@ -110,6 +110,7 @@ export class WebhookWorker extends LoopWorker {
     const soonest = (ms: number | undefined) => {
       if (ms !== undefined) nextInMs = Math.min(nextInMs ?? ms, ms);
     };
+    let failure: unknown;
     for (const endpoint of endpoints) {
       const dueInMs = due.get(endpoint.name);
       if (dueInMs === undefined) continue;
@@ -120,21 +121,35 @@ export class WebhookWorker extends LoopWorker {
       const free = endpoint.concurrency - (this.inFlight.get(endpoint.name) ?? 0);
       // Full: a request that ends wakes the loop.
       if (free <= 0) continue;
-      const limiter = webhookLimiterName(endpoint.name);
-      const permits = await rateLimiterTakeEndpoint(pool, schema, limiter, free, this.clock.now());
-      if (permits.granted === 0) {
-        soonest(permits.retryInMs);
-        continue;
+      try {
+        started += await this.startDue(endpoint, free, soonest);
+      } catch (error) {
+        // One endpoint's failure (its limiter, a lost connection) does not keep the others waiting.
+        failure ??= error;
       }
-      const lease = await webhookEventsLease(pool, schema, { endpoint: endpoint.name, limit: permits.granted, leaseMs: this.leaseMs, now: this.clock.now() });
-      const unused = permits.granted - lease.events.length;
-      if (unused > 0) await rateLimiterRefund(pool, schema, unused, permits.bucketTime, limiter);
-      // More may be due than the permits allowed: look again when the bucket has one.
-      if (lease.events.length === permits.granted) soonest(permits.retryInMs || 1);
-      for (const event of lease.events) this.launch(endpoint, event, lease.now);
-      started += lease.events.length;
     }
+    // The loop's back-off and log, once every endpoint had its turn.
+    if (failure !== undefined) throw failure;
     return { started, ...(nextInMs !== undefined ? { nextInMs } : {}) };
+  }
+
+  /** Take permits for up to `free` requests of `endpoint`, lease that many due events and start them; their unused permits go back after. */
+  private async startDue(endpoint: WebhookEndpoint, free: number, soonest: (ms: number | undefined) => void): Promise<number> {
+    const { pool, schema } = this.options;
+    const limiter = webhookLimiterName(endpoint.name);
+    const permits = await rateLimiterTakeEndpoint(pool, schema, limiter, free, this.clock.now());
+    if (permits.granted === 0) {
+      soonest(permits.retryInMs);
+      return 0;
+    }
+    const lease = await webhookEventsLease(pool, schema, { endpoint: endpoint.name, limit: permits.granted, leaseMs: this.leaseMs, now: this.clock.now() });
+    // Started before the refund: a refund lost with its connection must not leave leased events unsent.
+    for (const event of lease.events) this.launch(endpoint, event, lease.now);
+    // More may be due than the permits allowed: look again when the bucket has one.
+    if (lease.events.length === permits.granted) soonest(permits.retryInMs || 1);
+    const unused = permits.granted - lease.events.length;
+    if (unused > 0) await rateLimiterRefund(pool, schema, unused, permits.bucketTime, limiter);
+    return lease.events.length;
   }
 
   private async tick(): Promise<TickResult> {

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { cancelHold, confirmHold, createHold } from '../../src/holds/holds.js';
-import { ident } from '../../src/db/pool.js';
+import { ident, withClient } from '../../src/db/pool.js';
 import { ManualClock } from '../../src/runtime/clock.js';
 import { Operations } from '../../src/ops/operations.js';
 import { auditList } from '../../src/tables/audit-log.js';
@@ -78,14 +78,11 @@ describe('the triggers', () => {
     await webhookEndpointsSync(db.pool, db.schema, [{ name: 'app' }]);
     const id = `h${++seq}`;
     await createHold(db.pool, { id, customerEmail: 'x@example.com', ttlSeconds: 600 }, { schema: db.schema });
-    const client = await db.pool.connect();
-    try {
+    await withClient(db.pool, async (client) => {
       await client.query('BEGIN');
       await confirmHold(client, id, { schema: db.schema });
       await client.query('ROLLBACK');
-    } finally {
-      client.release();
-    }
+    });
     expect(await eventsOf(id)).toEqual([]);
   });
 });
