@@ -264,10 +264,13 @@ export async function holdsExpireDue(
          FROM ${s}.support_reservations r, clock
         WHERE r.status = 'held' AND r.expires_at <= clock.now
           -- Holds whose expiry hook failed wait out their back-off
-          -- (migration 0029). An uncorrelated InitPlan, run once per
-          -- statement over the retry index (empty in the usual case), so
-          -- the due index scan and its plan stay as they were.
-          AND r.id <> ALL (ARRAY(${hookFailuresWaitingSql(s, 'coalesce($2::timestamptz, now())')}))${only ? `
+          -- (migration 0029). An uncorrelated subquery, read once per
+          -- statement over the retry index (empty in the usual case) into
+          -- a hash that each due hold is looked up in (NOT IN: both ids are
+          -- NOT NULL), so the due index scan and its plan stay as they were
+          -- and a thousand failing holds cost no more per hold than one
+          -- (<> ALL of an array compared each hold with every failure).
+          AND r.id NOT IN (${hookFailuresWaitingSql(s, 'coalesce($2::timestamptz, now())')})${only ? `
           AND r.id = ANY ($7::text[])` : ''}
         ORDER BY r.expires_at
         LIMIT $1
@@ -322,7 +325,7 @@ export async function holdsDueOutlook(db: Queryable, schema: string, now: Date |
        (SELECT count(*) FROM (
           SELECT 1 FROM ${s}.support_reservations r
            WHERE r.status = 'held' AND r.expires_at <= coalesce($1::timestamptz, now())
-             AND r.id <> ALL (ARRAY(${hookFailuresWaitingSql(s, 'coalesce($1::timestamptz, now())')})) LIMIT 10000) d)::int AS locked,
+             AND r.id NOT IN (${hookFailuresWaitingSql(s, 'coalesce($1::timestamptz, now())')}) LIMIT 10000) d)::int AS locked,
        (SELECT extract(epoch FROM min(r.expires_at) - coalesce($1::timestamptz, now())) * 1000
           FROM ${s}.support_reservations r
          WHERE r.status = 'held' AND r.expires_at > coalesce($1::timestamptz, now()))::float8 AS next_in_ms`,
@@ -344,7 +347,7 @@ export const holdsDueSql = (s: string, now: string): string =>
   `SELECT count(*)::int AS due_holds, extract(epoch FROM ${now} - min(r.expires_at))::float8 AS due_age
      FROM ${s}.support_reservations r
     WHERE r.status = 'held' AND r.expires_at <= ${now}
-      AND r.id <> ALL (ARRAY(${hookFailuresAllSql(s)}))`;
+      AND r.id NOT IN (${hookFailuresAllSql(s)})`;
 
 export const holdsDueFromRow = (row: Record<string, unknown>): { ageSeconds: number; due: number } => ({
   ageSeconds: Math.max(0, (row['due_age'] as number | null) ?? 0),
