@@ -29,7 +29,7 @@ import { applyConfiguredRates } from './ops/rate-configuration.js';
 import { describeProblem } from './templates/source.js';
 import type { Templates } from './templates/templates.js';
 import { templatesFromConfig } from './templates/configured.js';
-import type { WebhookEndpoint } from './model/webhook-events.js';
+import { DEFAULT_WEBHOOK_ENDPOINT, webhookLimiterName, type WebhookEndpoint } from './model/webhook-events.js';
 import { webhookEndpointsFromConfig } from './webhooks/endpoints.js';
 import { startWebhookLane } from './webhooks/lane.js';
 import type { WebhookWorker } from './webhooks/worker.js';
@@ -279,11 +279,22 @@ export async function startService(prepared: PreparedService, base: Omit<Service
     // the first writes after the migrations: a restart or failover that lands
     // between the two is waited out as the migrations' was.
     const from = config.accountsFile ? 'LEASEHOLD_ACCOUNTS_FILE' : 'LEASEHOLD_RATE_PER_SECOND/LEASEHOLD_RATE_BURST';
-    const rates = prepared.accounts.accounts.map((account) => ({
-      account: account.name,
-      policy: { perSecond: account.rate.perSecond, burst: account.rate.burst },
-      from,
-    }));
+    const rates = [
+      ...prepared.accounts.accounts.map((account) => ({
+        account: account.name,
+        policy: { perSecond: account.rate.perSecond, burst: account.rate.burst },
+        from,
+      })),
+      // Each webhook endpoint's limiter, by the same rule: a rate changed in
+      // the endpoints file takes effect at the next start.
+      ...(parts.delivery
+        ? prepared.appWebhooks.map((endpoint) => ({
+            account: webhookLimiterName(endpoint.name),
+            policy: endpoint.rate,
+            from: endpoint.name === DEFAULT_WEBHOOK_ENDPOINT && config.webhookUrl ? 'LEASEHOLD_WEBHOOK_URL' : 'LEASEHOLD_WEBHOOKS_FILE',
+          }))
+        : []),
+    ];
     await waitForDatabase(
       async () => {
         if (parts.delivery) await applyConfiguredRates(base.pool, base.schema, rates, logger);

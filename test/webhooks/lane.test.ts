@@ -1,9 +1,13 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { ident } from '../../src/db/pool.js';
 import { silentLogger } from '../../src/observability/logger.js';
 import { prepareService, startService } from '../../src/service.js';
 import { webhookEndpointsList } from '../../src/tables/webhook-endpoints.js';
+import { rateLimiterGet } from '../../src/tables/rate-limiter.js';
 import { testDatabase, type TestDatabase } from '../helpers/database.js';
 import { insertDueHolds } from '../helpers/holds.js';
 import { WebhookReceiver, webhookSecret } from '../helpers/webhook-receiver.js';
@@ -59,6 +63,25 @@ describe('the service with LEASEHOLD_WEBHOOK_URL', () => {
       expect(rows[0].n).toBe(0);
     } finally {
       await without.stop();
+    }
+  });
+});
+
+describe('the service with LEASEHOLD_WEBHOOKS_FILE', () => {
+  it("applies a rate changed in the endpoints file at the next start, as the accounts' rates are", async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'leasehold-webhooks-'));
+    const file = (perSecond: number, burst: number) => {
+      const at = path.join(dir, `endpoints-${perSecond}.yaml`);
+      writeFileSync(at, ['endpoints:', '  - name: slots', `    url: ${receiver.url}`, '    secret: ${SLOTS_SECRET}', `    rate: { perSecond: ${perSecond}, burst: ${burst} }`].join('\n'));
+      return { LEASEHOLD_WEBHOOKS_FILE: at, SLOTS_SECRET: receiver.secret };
+    };
+    for (const [perSecond, burst] of [
+      [5, 10],
+      [9, 3],
+    ] as const) {
+      const service = await start(file(perSecond, burst));
+      await service.stop();
+      expect(await rateLimiterGet(db.pool, db.schema, null, 'webhook:slots')).toMatchObject({ perSecond, burst, configured: { perSecond, burst }, source: 'configuration' });
     }
   });
 });
