@@ -9,13 +9,19 @@ let token = sessionStorage.getItem('leasehold-token');
 let role = null;
 
 async function api(method, path, body) {
+  const sent = token;
   const response = await fetch(path, {
     method,
-    headers: { authorization: `Bearer ${token}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+    headers: { authorization: `Bearer ${sent}`, ...(body ? { 'content-type': 'application/json' } : {}) },
     body: body ? JSON.stringify(body) : undefined,
   });
   const data = await response.json().catch(() => ({}));
-  if (response.status === 401) { logout('That token was refused.'); throw new Error('unauthorized'); }
+  if (response.status === 401) {
+    // A late answer to a token already replaced (a refresh in flight when the
+    // operator typed a new one) must not sign the new one out.
+    if (token === sent) logout('That token was refused.');
+    throw new Error('unauthorized');
+  }
   if (!response.ok) throw new Error(data.error ? `${data.error.code}: ${data.error.message}` : `HTTP ${response.status}`);
   return data;
 }

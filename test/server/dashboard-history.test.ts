@@ -233,4 +233,41 @@ describe.skipIf(!existsSync(CHROMIUM))('operator dashboard: the past hour on ope
     expect(errors).toEqual([]);
     expect(violations).toEqual([]);
   });
+
+  it('a refused token answered late does not sign out the token typed after it', async () => {
+    // The refused token's first request is held until the right token is in
+    // use: a refresh still in flight when the operator corrects a typo.
+    const wrong = 'not-the-history-token-0123456789';
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let holding = true;
+    await page.route('**/v1/token', async (route) => {
+      const refused = route.request().headers()['authorization'] === `Bearer ${wrong}`;
+      if (refused && holding) {
+        holding = false;
+        await held;
+      }
+      await route.continue();
+    });
+    try {
+      await page.fill('#token', wrong);
+      await page.click('#login-form button[type=submit]');
+      // The same refused token's next refresh is answered at once: the login screen says so.
+      await page.waitForFunction(() => document.querySelector('#login-error')?.textContent === 'That token was refused.', undefined, { timeout: 10_000 });
+      await page.fill('#token', token);
+      await page.click('#login-form button[type=submit]');
+      await page.waitForFunction(() => document.querySelector('#updated')?.textContent?.startsWith('updated'));
+      const late = page.waitForEvent('requestfinished', (r) => r.url().endsWith('/v1/token') && r.headers()['authorization'] === `Bearer ${wrong}`);
+      release();
+      await late;
+      // The page reads the late 401's body and acts on it within a task or two.
+      await page.waitForTimeout(300);
+      expect(await page.isVisible('#app')).toBe(true);
+      expect(await page.isVisible('#login')).toBe(false);
+      expect(await page.evaluate(() => sessionStorage.getItem('leasehold-token'))).toBe(token);
+    } finally {
+      release();
+      await page.unroute('**/v1/token');
+    }
+  });
 });
