@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import type { Clock } from '../runtime/clock.js';
 import { rateLimiterGetMany } from '../tables/rate-limiter.js';
-import { intentsLease, type LeasedIntent } from '../tables/outbox.js';
+import { intentsLease, intentsLeaseOneTenant, type LeasedIntent } from '../tables/outbox.js';
 import { batchesCloseStale } from '../tables/batches.js';
 import { legsFor } from './routing.js';
 import { planRequests, type SendRequest } from './requests.js';
@@ -32,6 +32,9 @@ type Route = { from: string[]; known: string[]; first: string };
 /** How long a standby account's leg is skipped after it found nothing due. */
 export const QUIET_LEG_MS = 1000;
 
+/** How long a fleet of one account leases fairly before trying the one-tenant form again, after it found several tenants. */
+const ONE_TENANT_RETRY_MS = 1000;
+
 /** How often a round looks for open batches that can no longer be resent whole (batchesCloseStale). */
 const STALE_BATCHES_EVERY_MS = 10_000;
 
@@ -56,6 +59,8 @@ const STALE_BATCHES_EVERY_MS = 10_000;
  */
 export class AccountLegs {
   private readonly quiet = new Map<string, number>();
+  /** Until when the fresh lease goes straight to the fair form (more than one tenant had pending email). */
+  private fairUntil = 0;
   private readonly staleCheckedAt = new Map<string, number>();
 
   constructor(
@@ -142,15 +147,28 @@ export class AccountLegs {
     // What the permits left after the open batches carry.
     const room = Math.min(grant.emails - intents.length, perRequest ? (grant.permits - spent) * account.perPermit : Infinity);
     if (room <= 0) return intents;
-    const fresh = await intentsLease(pool, schema, {
+    const fresh = {
       ...common,
       limit: room,
-      ...(route ? { route } : {}),
       // A permit per email: the lease gives back those it did not use, in the same statement.
       ...(perRequest ? {} : { permits: { granted: grant.permits - spent, bucketTime: grant.bucketTime } }),
-    });
-    intents.push(...fresh);
+    };
+    intents.push(...((route ? undefined : await this.leaseOneTenant(fresh)) ?? (await intentsLease(pool, schema, { ...fresh, ...(route ? { route } : {}) }))));
     return intents;
+  }
+
+  /**
+   * A fleet of one account leases with the one-tenant form while at most
+   * one tenant, without a policy, has pending email (the same intents, a
+   * statement that plans in a third of the time); null when it did not
+   * hold: the fair lease follows in the same round, and the one-tenant form
+   * is tried again after ONE_TENANT_RETRY_MS.
+   */
+  private async leaseOneTenant(lease: Parameters<typeof intentsLeaseOneTenant>[2]): Promise<LeasedIntent[] | null> {
+    if (Date.now() < this.fairUntil) return null;
+    const leased = await intentsLeaseOneTenant(this.options.pool, this.options.schema, lease);
+    if (leased === null) this.fairUntil = Date.now() + ONE_TENANT_RETRY_MS;
+    return leased;
   }
 
   /** At most every STALE_BATCHES_EVERY_MS per account: open batches past their key's lifetime, or broken, go singly. */

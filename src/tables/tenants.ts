@@ -190,6 +190,10 @@ export async function tenantSendersGet(
 export const tenantRoutedHereSql = (s: string, tenant: string, known: string, account: string): string =>
   `(SELECT p.account = ${account} FROM ${s}.tenant_policies p WHERE p.tenant = ${tenant} AND p.account = ANY (${known}))`;
 
+/** SQL condition: tenant `tenant` has a policy row (a weight, cap, pause, route or sender of its own). */
+export const tenantHasPolicySql = (s: string, tenant: string): string =>
+  `EXISTS (SELECT 1 FROM ${s}.tenant_policies p WHERE p.tenant = ${tenant})`;
+
 /** SQL condition: tenant `tenant` is not paused (the lease takes nothing of a paused tenant). */
 export const tenantNotPausedSql = (s: string, tenant: string): string =>
   // An uncorrelated array (computed once a statement), not NOT EXISTS: an

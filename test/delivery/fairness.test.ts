@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ident, withClient } from '../../src/db/pool.js';
-import { intentsLease } from '../../src/tables/outbox.js';
+import { intentsLease, intentsLeaseOneTenant } from '../../src/tables/outbox.js';
+import { rateLimiterSet, rateLimiterTake } from '../../src/tables/rate-limiter.js';
 import { testDatabase, type TestDatabase } from '../helpers/database.js';
 import { planOf } from '../helpers/plans.js';
 
@@ -148,6 +149,54 @@ describe('fair lease', () => {
   });
 });
 
+describe('the one-tenant form of the lease (intentsLeaseOneTenant)', () => {
+  const one = (limit: number, permits?: { granted: number; bucketTime: string }) =>
+    intentsLeaseOneTenant(db.pool, db.schema, { limit, leaseMs: 30_000, token: randomUUID(), provider: 'x', now: null, ...(permits ? { permits } : {}) });
+  const leasedNow = async () =>
+    (await db.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${s}.email_outbox WHERE state = 'pending' AND lease_token IS NOT NULL`)).rows[0]!.n;
+  const tokens = async () => (await db.pool.query<{ tokens: number }>(`SELECT tokens FROM ${s}.rate_limiter WHERE name = 'default'`)).rows[0]!.tokens;
+
+  it("takes what the fair lease would: the one tenant's oldest leasable intents, not those not yet due or under a live lease", async () => {
+    const older = await intents('solo', 30, -120);
+    const newer = await intents('solo', 30, -60);
+    await intents('solo', 5, 3600);
+    await db.pool.query(`UPDATE ${s}.email_outbox SET lease_token = gen_random_uuid(), lease_expires_at = now() + interval '1 minute' WHERE id = ANY ($1)`, [older.slice(0, 10)]);
+    const round = await one(25);
+    expect(round).not.toBeNull();
+    expect(round!.map((i) => i.id).sort()).toEqual([...older.slice(10), ...newer.slice(0, 5)].sort());
+    // And the fair lease, on the same state, would have taken those.
+    await db.pool.query(`UPDATE ${s}.email_outbox SET lease_token = NULL, lease_expires_at = NULL WHERE id = ANY ($1)`, [round!.map((i) => i.id)]);
+    expect((await lease(25)).map((i) => i.id).sort()).toEqual(round!.map((i) => i.id).sort());
+  });
+
+  it('leases nothing and gives back no permit when another tenant has pending email, even none due: the fair lease decides', async () => {
+    await rateLimiterSet(db.pool, db.schema, { perSecond: 0.001, burst: 20 });
+    await intents('a', 10);
+    await intents('b', 1, 3600);
+    const take = await rateLimiterTake(db.pool, db.schema, 20);
+    expect(take.granted).toBe(20);
+    const before = await tokens();
+    expect(await one(20, { granted: 20, bucketTime: take.bucketTime })).toBeNull();
+    expect(await leasedNow()).toBe(0);
+    expect(await tokens()).toBeCloseTo(before, 3);
+    // The fair lease on the same take spends ten and gives the other ten back.
+    expect(await lease(20)).toHaveLength(10);
+  });
+
+  it('leases nothing when the one tenant has a policy (a weight, cap, pause, route or sender)', async () => {
+    await db.pool.query(`INSERT INTO ${s}.tenant_policies (tenant, weight) VALUES ('solo-policy', 2) ON CONFLICT (tenant) DO UPDATE SET weight = 2`);
+    await intents('solo-policy', 5);
+    expect(await one(10)).toBeNull();
+    expect(await leasedNow()).toBe(0);
+    await db.pool.query(`DELETE FROM ${s}.tenant_policies WHERE tenant = 'solo-policy'`);
+    expect(await one(10)).toHaveLength(5);
+  });
+
+  it('answers an empty round, not null, when nothing is pending at all', async () => {
+    expect(await one(10)).toEqual([]);
+  });
+});
+
 describe('fair lease at scale', () => {
   it('stays index scans at 1,000,000 pending intents over 10,000 tenants', async () => {
     await withClient(db.pool, async (client) => {
@@ -193,5 +242,10 @@ describe('fair lease at scale', () => {
     // 50 tenants walked, one intent each.
     expect(Object.keys(await tenantsOf(round.map((i) => i.id)))).toHaveLength(50);
     console.log(`EXPLAIN of the fair lease at 1,000,000 pending intents over 10,000 tenants:\n${plan}`);
+    // The one-tenant form finds the other tenants from the tenant index's two ends and reads nothing else.
+    const onePlan = await planOf(db.pool, (q) => intentsLeaseOneTenant(q, db.schema, { limit: 50, leaseMs: 30_000, token: randomUUID(), provider: 'x', now: null }));
+    expect(onePlan, onePlan).toContain('email_outbox_tenant_due');
+    expect(onePlan, onePlan).not.toMatch(/Seq Scan on email_outbox/);
+    expect(await intentsLeaseOneTenant(db.pool, db.schema, { limit: 50, leaseMs: 30_000, token: randomUUID(), provider: 'x', now: null })).toBeNull();
   }, 180_000);
 });

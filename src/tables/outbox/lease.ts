@@ -6,7 +6,7 @@ import { presenceLiveOwnersSql } from '../../db/presence.js';
 import { MESSAGE_LEASE_COLUMNS, messageFromLeaseRow, messagesJoinForLease, type StoredMessage } from '../messages.js';
 import { rateLimiterRefundInLease } from '../rate-limiter.js';
 import { batchesDueSql, batchPositionSql } from '../batches.js';
-import { fairNextSql, randomTenantStart } from './fair.js';
+import { fairNextSql, oneTenantNextSql, randomTenantStart } from './fair.js';
 import { DEFAULT_ACCOUNT } from '../../model/accounts.js';
 import { tenantSenderJoinForLease, TENANT_SENDER_LEASE_COLUMNS } from '../tenants.js';
 import { SUPPRESSION_LEASE_COLUMNS, suppressionFromLeaseRow, suppressionKeyInSql, suppressionsJoinForLease } from '../suppressions.js';
@@ -67,24 +67,7 @@ export interface LeasedIntent {
   sender?: { from: string | null; replyTo: string | null };
 }
 
-/**
- * Lease up to `limit` due pending intents for `leaseMs` under `token`, and
- * open one email_attempts row per intent (and give back the limiter permits
- * it did not use), in one statement that also brings what the send needs: each intent's stored message (or its hold's facts to
- * render one from) and its recipient's suppression.
- *
- * A lease writes only columns no index covers (token, expiry, counters), so
- * on a page with room (half-full pages, migrations 0015 and 0031) it is a HOT update: no
- * index entry is written. Due means pending, available and not under a live
- * lease, so an expired lease is simply due again, at its old place in line.
- * A previous lease's unfinished attempt is closed as `lease_expired`, and
- * that ambiguity is remembered on the intent (`outcome_unknown_seen`), so
- * the flag costs one column read per lease, not a walk through the history.
- */
-export async function intentsLease(
-  db: Queryable,
-  schema: string,
-  lease: {
+export type LeaseOptions = {
     limit: number;
     leaseMs: number;
     token: string;
@@ -117,10 +100,46 @@ export async function intentsLease(
     batches?: { emails: number };
     /** Where the round's walk over tenants starts (default: a random point; tests fix it). */
     tenantStart?: string;
-  },
-): Promise<LeasedIntent[]> {
+  };
+
+/**
+ * Lease up to `limit` due pending intents for `leaseMs` under `token`, and
+ * open one email_attempts row per intent (and give back the limiter permits
+ * it did not use), in one statement that also brings what the send needs: each intent's stored message (or its hold's facts to
+ * render one from) and its recipient's suppression.
+ *
+ * A lease writes only columns no index covers (token, expiry, counters), so
+ * on a page with room (half-full pages, migrations 0015 and 0031) it is a HOT update: no
+ * index entry is written. Due means pending, available and not under a live
+ * lease, so an expired lease is simply due again, at its old place in line.
+ * A previous lease's unfinished attempt is closed as `lease_expired`, and
+ * that ambiguity is remembered on the intent (`outcome_unknown_seen`), so
+ * the flag costs one column read per lease, not a walk through the history.
+ */
+export async function intentsLease(db: Queryable, schema: string, lease: LeaseOptions): Promise<LeasedIntent[]> {
+  return (await leaseStatement(db, schema, lease, 'fair'))!;
+}
+
+/**
+ * intentsLease for a fleet of one account (no `route`, no `batches`) in
+ * the common case: at most one tenant has pending email, and it has no
+ * policy. It then takes exactly what the fair lease would (that tenant's
+ * oldest leasable intents; fair.ts oneTenantNextSql) in a statement that
+ * plans in about a third of the time. Returns null, having leased nothing
+ * and given back no permit, when the case does not hold in its snapshot:
+ * lease with intentsLease then.
+ */
+export async function intentsLeaseOneTenant(
+  db: Queryable,
+  schema: string,
+  lease: Omit<LeaseOptions, 'route' | 'batches' | 'tenantStart'>,
+): Promise<LeasedIntent[] | null> {
+  return leaseStatement(db, schema, lease, 'one-tenant');
+}
+
+async function leaseStatement(db: Queryable, schema: string, lease: LeaseOptions, form: 'fair' | 'one-tenant'): Promise<LeasedIntent[] | null> {
   const s = ident(schema);
-  const next = lease.batches
+  const next = lease.batches && form === 'fair'
     ? `${batchesDueSql(s, '$10', '$1', '$14', 'clock.now')}, next AS (
        -- Every member, locked without skipping (the batch's lock makes this
        -- worker the only one leasing them); the due test is checked again on
@@ -133,7 +152,29 @@ export async function intentsLease(
           AND (o.lease_expires_at IS NULL OR o.lease_expires_at <= clock.now)
           FOR UPDATE OF o
      )`
-    : fairNextSql(s);
+    : form === 'one-tenant'
+      ? oneTenantNextSql(s)
+      : fairNextSql(s);
+  const unused = '(coalesce($6::int, 0) - (SELECT count(*) FROM leased)::int)';
+  // The one-tenant form that found other tenants leased nothing and gives nothing back: the fair lease after it spends the take.
+  // It answers its case in a row of its own when nothing is leased; the
+  // OFFSET 0 keeps the leased rows' joins planned on their own (flattened
+  // into the join with one_tenant they cost 0.4 ms more to plan).
+  const refund = form === 'one-tenant' ? `(CASE WHEN (SELECT holds FROM one_tenant) THEN ${unused} ELSE 0 END)` : unused;
+  const picked = `SELECT l.*, r.expires_at AS hold_expires_at, r.expired_at AS hold_expired_at, r.confirmed_at AS hold_confirmed_at,
+            r.traceparent AS hold_traceparent,
+            ${batchPositionSql(s, 'l.batch_id', 'l.id')} AS batch_position,
+            CASE WHEN m.intent_id IS NULL THEN r.metadata END AS metadata,
+            ${MESSAGE_LEASE_COLUMNS}, ${SUPPRESSION_LEASE_COLUMNS}, ${TENANT_SENDER_LEASE_COLUMNS}
+       -- Plain key joins: the planner takes leased for one row and probes each
+       -- table's primary key per leased intent. (An = ANY guard here, as on the
+       -- UPDATE above, is checked against every key of every probe: a
+       -- quadratic 0.8 s for a batch of 1,000.)
+       FROM leased l
+       JOIN ${s}.support_reservations r ON r.id = l.reservation_id
+       ${messagesJoinForLease(s, 'l.id')}
+       ${suppressionsJoinForLease(s, 'l.su_key')}
+       ${tenantSenderJoinForLease(s, 'l.tenant', 'm.intent_id IS NULL')}`;
   const { rows } = await db.query<Record<string, unknown>>(
     `WITH RECURSIVE clock AS (
        -- (Each mode reads only some of the routing and batch parameters; all are typed here.)
@@ -171,22 +212,9 @@ export async function intentsLease(
      ), opened AS (
        ${attemptsOpen(s, 'leased', '$3::uuid', '$5', '$10', '(SELECT clock.now FROM clock)', '(SELECT owner FROM owner)')}
      ), refunded AS (
-       ${rateLimiterRefundInLease(s, '$10', '(coalesce($6::int, 0) - (SELECT count(*) FROM leased)::int)', '$7::timestamptz')}
+       ${rateLimiterRefundInLease(s, '$10', refund, '$7::timestamptz')}
      )
-     SELECT l.*, r.expires_at AS hold_expires_at, r.expired_at AS hold_expired_at, r.confirmed_at AS hold_confirmed_at,
-            r.traceparent AS hold_traceparent,
-            ${batchPositionSql(s, 'l.batch_id', 'l.id')} AS batch_position,
-            CASE WHEN m.intent_id IS NULL THEN r.metadata END AS metadata,
-            ${MESSAGE_LEASE_COLUMNS}, ${SUPPRESSION_LEASE_COLUMNS}, ${TENANT_SENDER_LEASE_COLUMNS}
-       -- Plain key joins: the planner takes leased for one row and probes each
-       -- table's primary key per leased intent. (An = ANY guard here, as on the
-       -- UPDATE above, is checked against every key of every probe: a
-       -- quadratic 0.8 s for a batch of 1,000.)
-       FROM leased l
-       JOIN ${s}.support_reservations r ON r.id = l.reservation_id
-       ${messagesJoinForLease(s, 'l.id')}
-       ${suppressionsJoinForLease(s, 'l.su_key')}
-       ${tenantSenderJoinForLease(s, 'l.tenant', 'm.intent_id IS NULL')}`,
+     ${form === 'one-tenant' ? `SELECT ot.holds AS one_tenant_holds, x.* FROM one_tenant ot LEFT JOIN (${picked} OFFSET 0) x ON true` : picked}`,
     [
       lease.limit,
       lease.leaseMs,
@@ -207,7 +235,9 @@ export async function intentsLease(
       lease.tenantStart ?? randomTenantStart(),
     ],
   );
-  return rows.map((row) => {
+  // The one-tenant form answers one row even when it leased nothing: whether its case held.
+  if (form === 'one-tenant' && rows[0]?.['one_tenant_holds'] !== true) return null;
+  return rows.filter((row) => row['id'] !== null).map((row) => {
     const message = messageFromLeaseRow(row);
     return {
       id: row['id'] as string,
