@@ -130,7 +130,7 @@ function leasehold(w: Workload, prices: PriceTable, { rows, statements }: Inputs
         prices,
         emails * MEASURED.logBytesPerExpiredHold + (settled * 2 + (sends - emails) * 2) * MEASURED.logBytesPerApiLine,
         w.observability.logRetentionDays,
-        `leasehold's structured logs: ${MEASURED.logBytesPerExpiredHold} B measured per expired hold (hold created and expired, intent created, its share of the round's delivery.recorded), two lines per other hold and per extra attempt`,
+        `leasehold's structured logs: ${MEASURED.logBytesPerExpiredHold} B measured per expired hold (hold created, its share of the expiry batch's holds.expired and of the round's delivery.recorded), two lines per other hold and per extra attempt`,
       ),
     ],
     notes: [

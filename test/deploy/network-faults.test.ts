@@ -193,7 +193,8 @@ describe.skipIf(skip !== undefined)('workers in a network namespace under latenc
 
       await waitForCount(() => countWhere(pool, schema, 'email_outbox', `state = 'sent'`), holds, 90_000, 'every intent sent');
       // Both partitioned lanes did work again, within 10 s of the heal.
-      const expiredAfter = eventTimes(nsExpiry, 'hold.expired').filter((t) => t > healedAt);
+      // One event per expiry batch (each hold's is at debug).
+      const expiredAfter = eventTimes(nsExpiry, 'holds.expired').filter((t) => t > healedAt);
       // One event per recorded round (each intent's acceptance is at debug).
       const acceptedAfter = eventTimes(nsDelivery, 'delivery.recorded').filter((t) => t > healedAt);
       expect(expiredAfter.length, 'namespaced expiry worker after the heal').toBeGreaterThan(0);

@@ -12,12 +12,13 @@ import { ident } from '../../src/db/pool.js';
  * The environment of the multi-process tests: the limiter policy they
  * check against, small expiry batches on a short cadence (so the expiry
  * workers keep meeting on the same due rows), rounds of 8 and a pool of 3,
- * the size a many-process deployment would pick.
+ * the size a many-process deployment would pick. Logs at debug: the checks
+ * read each hold's `hold.expired` event (at info a batch is one event).
  */
 export function fleetEnv(base: Record<string, string>, limiter: { perSecond: number; burst: number }): Record<string, string> {
   return {
     ...base,
-    LOG_LEVEL: 'info',
+    LOG_LEVEL: 'debug',
     LEASEHOLD_RATE_PER_SECOND: String(limiter.perSecond),
     LEASEHOLD_RATE_BURST: String(limiter.burst),
     LEASEHOLD_EXPIRY_INTERVAL_MS: '100',

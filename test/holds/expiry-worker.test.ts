@@ -2,6 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHold } from '../../src/holds/holds.js';
 import { ExpiryWorker } from '../../src/holds/expiry-worker.js';
 import { createMetrics } from '../../src/observability/metrics.js';
+import { createLogger } from '../../src/observability/logger.js';
+import { Writable } from 'node:stream';
 import { ManualClock } from '../../src/runtime/clock.js';
 import { createPool, ident, withClient } from '../../src/db/pool.js';
 import { testDatabase, type TestDatabase } from '../helpers/database.js';
@@ -31,6 +33,27 @@ describe('expiry worker', () => {
     expect(runs.map((r) => r.expired.length)).toEqual([10, 10, 5, 0]);
     expect(runs.map((r) => r.full)).toEqual([true, true, false, false]);
     expect((await metrics.holdsExpired.get()).values[0]?.value).toBe(25);
+  });
+
+  it('logs one holds.expired event per batch at info, and each hold and intent at debug', async () => {
+    const lines = async (level: 'info' | 'debug') => {
+      await db.pool.query(`TRUNCATE ${ident(db.schema)}.support_reservations CASCADE`);
+      await insertDueHolds(db.pool, db.schema, 12, { prefix: `log-${level}` });
+      const out: string[] = [];
+      const destination = new Writable({ write: (chunk: Buffer, _e, done) => (out.push(...chunk.toString().split('\n').filter(Boolean)), done()) });
+      const worker = new ExpiryWorker({ pool: db.pool, schema: db.schema, batchSize: 5, logger: createLogger({ level, destination }) });
+      while ((await worker.runOnce()).expired.length > 0);
+      await new Promise((r) => setImmediate(r));
+      return out.map((l) => JSON.parse(l) as { event: string; holds?: number; intents?: number; latestMs?: number; holdId?: string });
+    };
+    const info = await lines('info');
+    expect(info.map((e) => e.event)).toEqual(['holds.expired', 'holds.expired', 'holds.expired']);
+    expect(info.map((e) => [e.holds, e.intents])).toEqual([[5, 5], [5, 5], [2, 2]]);
+    expect(info.every((e) => typeof e.latestMs === 'number' && e.latestMs >= 0)).toBe(true);
+    const debug = await lines('debug');
+    expect(debug.filter((e) => e.event === 'hold.expired')).toHaveLength(12);
+    expect(debug.filter((e) => e.event === 'intent.created')).toHaveLength(12);
+    expect(debug.filter((e) => e.event === 'holds.expired')).toHaveLength(3);
   });
 
   it('expires in deadline order with one captured now per batch', async () => {
