@@ -56,7 +56,7 @@ export const EXPIRY_HOLDS_PER_SECOND = 38_735;
  * Database time of one expiry tick that finds few holds, from BENCHMARKS.md's
  * breakdown of a transaction (COMMIT with its WAL flush 1.3-1.7 ms, now the
  * statement's own, without BEGIN's 0.2 ms since the batch is one statement)
- * plus the one-row statement and the look-ahead query, about 1 ms together.
+ * plus the one-row statement with its look-ahead, about 1 ms together.
  * Bounds how many separate ticks a second one worker runs.
  */
 export const EXPIRY_TICK_MS = 3;
@@ -79,8 +79,12 @@ export const STATEMENTS = {
    * hook's, COMMIT: the model counts the lanes without one.
    */
   expiryFullTick: 1,
-  /** Expiry tick with a short batch: the same plus holdsDueOutlook to decide how long to sleep. */
-  expiryShortTick: 2,
+  /**
+   * Expiry tick with a short batch: the same statement, which also reads
+   * how long to sleep (holdsExpireDueWithOutlook; a separate holdsDueOutlook
+   * before issue 40).
+   */
+  expiryShortTick: 1,
   /**
    * Delivery round that sends a first attempt: rateLimiterTake, intentsLease
    * (which gives unused permits back itself), messagesStore, intentsRecord.

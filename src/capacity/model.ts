@@ -308,7 +308,7 @@ export function statementsReport(w: Workload, burst: BurstReport | null, emailsP
     burst: burstRates,
     assumptions: [
       `expiry: each of ${workers} worker(s) ticks when the next hold falls due, at least every ${w.deployment.expiryIntervalMs} ms, ` +
-        `at most every ${EXPIRY_TICK_MS} ms; a tick is one set-based expire statement, committed on its own, plus a look-ahead query when the batch was short`,
+        `at most every ${EXPIRY_TICK_MS} ms; a tick is one set-based expire statement, committed on its own, that also looks ahead when the batch was short`,
       `delivery: a round is rateLimiterTake + intentsLease (giving unused permits back) + messagesStore (first attempts) + intentsRecord ` +
         `(one statement each, however many intents) and leases up to ${leased(w, emailsPerRequest)}, ` +
         `with rounds side by side up to ${inFlightPerWorker(w, emailsPerRequest).requests} requests in flight; at low rates every NOTIFY wakes all ${workers} process(es) and idle ones poll once a second`,

@@ -11,7 +11,7 @@ import { defaultLibraryLogger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import { annotate, ATTR, capped, DB_SYSTEM, inSpan, linkHolds, MESSAGING_SYSTEM } from '../observability/tracing.js';
 import { checkArgument, checkPool, rules } from '../db/arguments.js';
-import { holdsDueOutlook, holdsExpireDue, type ExpiredHold } from '../tables/holds.js';
+import { holdsDueOutlook, holdsExpireDue, holdsExpireDueWithOutlook, type DueOutlook, type ExpiredHold } from '../tables/holds.js';
 import { hookFailuresRecord, type HookFailure } from '../tables/hook-failures.js';
 import { expireWithHook, type FailedHold, type HookSettings, type OnExpired } from './expire-hook.js';
 
@@ -59,6 +59,8 @@ export interface ExpiryRun {
   full: boolean;
   /** Holds left held because their hook call failed (none without a hook). */
   hookFailed: FailedHold[];
+  /** A short batch's outlook, when its statement read it (a batch without hook or faults); else the tick reads it after. */
+  outlook?: DueOutlook;
 }
 
 /**
@@ -140,6 +142,7 @@ export class ExpiryWorker extends LoopWorker<ExpiryEvents> {
     const now = this.clock.now();
     let hookFailed: FailedHold[] = [];
     let hookStored: HookFailure[] = [];
+    let outlook: DueOutlook | undefined;
     const expired = await inSpan('expire', { kind: 'client', attributes: this.spanAttributes }, async (span) => {
       // The statement also NOTIFYs intentsChannel when it created intents:
       // delivered at commit (never for a rolled-back batch), it wakes delivery workers.
@@ -151,7 +154,8 @@ export class ExpiryWorker extends LoopWorker<ExpiryEvents> {
       // expired_at is the statement's start, so those round trips were part
       // of every email's time from expiry to send.)
       const alone = !this.hook && this.faults === noFaults;
-      const rows = alone ? await expire(this.options.pool, null) : await withTransaction(this.options.pool, async (client) => {
+      // Alone, the statement also reads the outlook the loop sleeps on (for a short batch): one statement a tick.
+      const rows = alone ? await this.expireAlone(now, (o) => (outlook = o)) : await withTransaction(this.options.pool, async (client) => {
         let rows: ExpiredHold[];
         if (this.hook) {
           const batch = await expireWithHook(client, this.schema, this.hook, (only) => expire(client, only));
@@ -187,7 +191,20 @@ export class ExpiryWorker extends LoopWorker<ExpiryEvents> {
     for (const hold of expired) {
       this.events.emit('expired', { holdId: hold.id, intentId: hold.intent_id, expiresAt: hold.expires_at, expiredAt: hold.expired_at });
     }
-    return { expired, full: expired.length + hookFailed.length >= this.batchSize, hookFailed };
+    return { expired, full: expired.length + hookFailed.length >= this.batchSize, hookFailed, ...(outlook ? { outlook } : {}) };
+  }
+
+  private async expireAlone(now: Date | null, outlook: (o: DueOutlook) => void): Promise<ExpiredHold[]> {
+    const run = await holdsExpireDueWithOutlook(
+      this.options.pool,
+      this.schema,
+      this.batchSize,
+      now,
+      intentsChannel(this.schema),
+      this.options.noticeDeadlineSeconds ?? null,
+    );
+    if (run.outlook) outlook(run.outlook);
+    return run.expired;
   }
 
   /**
@@ -240,7 +257,7 @@ export class ExpiryWorker extends LoopWorker<ExpiryEvents> {
   private async tick(): Promise<TickResult> {
     const run = await this.runOnce();
     if (run.full) return { full: true };
-    const outlook = await holdsDueOutlook(this.options.pool, this.schema, this.clock.now());
+    const outlook = run.outlook ?? (await holdsDueOutlook(this.options.pool, this.schema, this.clock.now()));
     this.options.metrics?.expiryLockContention.set(outlook.lockedElsewhere);
     // A test clock does not move while we sleep: fall back to the interval.
     if (this.clock !== databaseClock) return { full: false };

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { intentsChannel } from '../../src/db/listener.js';
 import { ident, type Queryable } from '../../src/db/pool.js';
-import { holdsExpireDue, holdsList } from '../../src/tables/holds.js';
+import { holdsExpireDue, holdsExpireDueWithOutlook, holdsList } from '../../src/tables/holds.js';
 import { attemptsRecentOutcomes } from '../../src/tables/attempts.js';
 import { intentsLease } from '../../src/tables/outbox.js';
 import { laneStats } from '../../src/read/stats.js';
@@ -69,6 +69,12 @@ describe('hot paths use partial indexes', () => {
     expect(text).toContain('support_reservations_due');
     // Read once into a hash each due hold is looked up in.
     expect(text).toMatch(/hashed SubPlan (\d+)[\s\S]*SubPlan \1\n[^\n]*expire_hook_failures/);
+    expect(text).not.toMatch(/Seq Scan on support_reservations/);
+  });
+
+  it('the expiry statement with its outlook reads the outlook through the due index too, never the table', async () => {
+    const text = await planOf((q) => holdsExpireDueWithOutlook(q, db.schema, 500, null, intentsChannel(db.schema), null));
+    expect(text).toContain('support_reservations_due');
     expect(text).not.toMatch(/Seq Scan on support_reservations/);
   });
 
