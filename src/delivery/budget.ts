@@ -43,7 +43,8 @@ interface Take {
  *   and say which requests are paid for;
  * - `keepSlots`, `requestDone`: slots go back as soon as the round knows it
  *   will not need them, one per request as each send ends;
- * - `release`: whatever is left, when the round ends however it ends.
+ * - `release`: whatever is left, slots and unsettled permits, when the
+ *   round ends however it ends.
  */
 export class RoundBudget {
   private held: number;
@@ -128,9 +129,19 @@ export class RoundBudget {
     this.give(1);
   }
 
-  /** Everything still held goes back. */
-  release(): void {
+  /**
+   * Everything still held goes back: the slots, and the permits of every
+   * take the round did not settle (it threw between its lease and its
+   * sends: nothing went out on that account, so its permits, and the
+   * emails counted against a daily quota, are returned as `settle(account,
+   * [])` would). A refund that fails (the database the round lost) leaves
+   * those permits spent: the bucket refills, a quota count stays until the
+   * UTC day turns.
+   */
+  async release(): Promise<void> {
     this.give(this.held);
+    const unsettled = [...this.takes.values()];
+    for (const take of unsettled) await this.settle(take.account, []).catch(() => {});
   }
 
   private give(n: number): void {

@@ -244,7 +244,7 @@ export class DeliveryWorker extends LoopWorker<DeliveryEvents> {
       if (this.stopping) return { permits: 0, leased: 0, outcomes: {}, blocked: 'stopping' };
       return await this.round(budget);
     } finally {
-      budget.release();
+      await budget.release();
     }
   }
 

@@ -7,6 +7,11 @@ import { Slots } from '../../src/runtime/slots.js';
 import type { LeasedIntent } from '../../src/tables/outbox.js';
 import { rateLimiterEnsure, rateLimiterGet } from '../../src/tables/rate-limiter.js';
 import { testDatabase, type TestDatabase } from '../helpers/database.js';
+import { insertDueHolds } from '../helpers/holds.js';
+import { ident } from '../../src/db/pool.js';
+import { DeliveryWorker } from '../../src/delivery/worker.js';
+import { ExpiryWorker } from '../../src/holds/expiry-worker.js';
+import { silentLogger } from '../../src/observability/logger.js';
 
 let db: TestDatabase;
 beforeAll(async () => {
@@ -48,8 +53,8 @@ describe('RoundBudget', () => {
     expect(slots.available).toBe(8);
     // Never more back than it held, however often it is asked.
     budget.keepSlots(5);
-    budget.release();
-    budget.release();
+    await budget.release();
+    await budget.release();
     expect(slots.available).toBe(10);
   });
 
@@ -84,5 +89,48 @@ describe('RoundBudget', () => {
     // Settled once: a second settle gives nothing more back.
     await budget.settle(acc, []);
     expect(await tokens('per-email')).toBe(2);
+  });
+
+  it('a round that ends before it settles gives back its takes at release: the permits and the daily quota\'s count', async () => {
+    const acc = await account('unsettled', { batch: 1, burst: 8 });
+    const budget = await RoundBudget.reserve(new Slots(8), 8, { pool: db.pool, schema: db.schema, roundEmails: 8 });
+    expect((await budget.take(acc)).permits).toBe(8);
+    expect(await tokens('unsettled')).toBe(0);
+    await budget.release();
+    expect(await tokens('unsettled')).toBe(8);
+    // Settled takes are not given back twice.
+    const again = await RoundBudget.reserve(new Slots(8), 8, { pool: db.pool, schema: db.schema, roundEmails: 8 });
+    await again.take(acc);
+    await again.settle(acc, [single('a'), single('b')]);
+    await again.release();
+    // The two sent keep their permits; the six settled back are not given back again.
+    expect(await tokens('unsettled')).toBe(6);
+  });
+});
+
+describe('a delivery round that throws after its lease', () => {
+  it('gives its permits and the quota count back: a quota account does not lose the emails it never sent', async () => {
+    const s = ident(db.schema);
+    const name = 'quota-thrown';
+    await rateLimiterEnsure(db.pool, db.schema, { perSecond: 0.001, burst: 50 }, name);
+    await insertDueHolds(db.pool, db.schema, 5, { prefix: 'thrown' });
+    await new ExpiryWorker({ pool: db.pool, schema: db.schema }).runOnce();
+    // Storing the rendered messages fails: a real error from the database, after the lease.
+    await db.pool.query(`ALTER TABLE ${s}.email_messages ADD CONSTRAINT refuse_all CHECK (false) NOT VALID`);
+    try {
+      const worker = new DeliveryWorker({
+        pool: db.pool,
+        schema: db.schema,
+        accounts: [{ name, gateway: gateway(1), dailyQuota: 100 }],
+        from: 'Shop <shop@example.org>',
+        logger: silentLogger,
+      });
+      await expect(worker.runOnce()).rejects.toThrow(/refuse_all/);
+    } finally {
+      await db.pool.query(`ALTER TABLE ${s}.email_messages DROP CONSTRAINT refuse_all`);
+    }
+    const limiter = (await rateLimiterGet(db.pool, db.schema, null, name))!;
+    expect(Math.floor(limiter.tokens)).toBe(50);
+    expect(limiter.quotaUsedToday).toBe(0);
   });
 });
