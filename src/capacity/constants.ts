@@ -36,7 +36,7 @@ export const MEASURED = {
    * Structured log bytes per expired hold: what the lanes' pino logger wrote
    * (its share of the expiry batch's one holds.expired line and of the
    * round's one delivery.recorded line; each hold's hold.expired and
-   * intent.created are debug since issue 40, 660 bytes before, and
+   * intent.created are debug since 2026-12-03, 660 bytes before, and
    * intent.leased and intent.accepted since the round's rebuild, 1274
    * before that) plus the API's hold.created line. Measured again by
    * test/capacity/row-bytes.test.ts.
@@ -82,7 +82,7 @@ export const STATEMENTS = {
   /**
    * Expiry tick with a short batch: the same statement, which also reads
    * how long to sleep (holdsExpireDueWithOutlook; a separate holdsDueOutlook
-   * before issue 40).
+   * before 2026-12-03).
    */
   expiryShortTick: 1,
   /**
