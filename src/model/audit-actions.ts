@@ -39,6 +39,8 @@ export const AuditAction = {
   authLocked: 'auth.locked',
   /** A given-up application webhook sent again (target: its webhook-id). */
   webhookReplay: 'webhook.replay',
+  /** An application webhook endpoint turned off: no more events are written for it (target: its name). */
+  webhookEndpointDeactivate: 'webhook_endpoint.deactivate',
 } as const;
 export type AuditAction = (typeof AuditAction)[keyof typeof AuditAction];
 export const AUDIT_ACTIONS: readonly AuditAction[] = Object.values(AuditAction);

@@ -1,10 +1,11 @@
 import { NotFoundError, ValidationError, WebhookStateError } from '../errors.js';
 import { AuditAction } from '../model/audit-actions.js';
-import { WEBHOOK_STATES, type WebhookState } from '../model/webhook-events.js';
+import { WEBHOOK_ENDPOINT_NAME, WEBHOOK_STATES, type WebhookState } from '../model/webhook-events.js';
 import type { Logger } from '../observability/logger.js';
 import type { Clock } from '../runtime/clock.js';
 import type { Queryable } from '../db/pool.js';
 import { webhookEventsBacklog, webhookEventsGet, webhookEventsList, webhookEventsReplay, type WebhookBacklog, type WebhookEvent } from '../tables/webhook-events.js';
+import { webhookEndpointsDeactivate, type EndpointRow } from '../tables/webhook-endpoints.js';
 import type { AuditedChange } from './tenants.js';
 
 export interface WebhookOperationsOptions {
@@ -17,8 +18,8 @@ export interface WebhookOperationsOptions {
 
 /**
  * What an operator does with the application's webhooks: list them (the
- * given-up ones above all), see each endpoint's backlog, and replay a
- * given-up one under its own webhook-id. `Operations.webhooks`; the CLI's
+ * given-up ones above all), see each endpoint's backlog, replay a
+ * given-up one under its own webhook-id, and turn an endpoint off. `Operations.webhooks`; the CLI's
  * `leasehold webhooks` and the API's /v1/webhook-deliveries go through it.
  */
 export class WebhookOperations {
@@ -58,5 +59,23 @@ export class WebhookOperations {
     });
     this.options.logger.info({ event: 'webhook.replayed', webhookId: id, endpoint: event.endpoint, type: event.type, holdId: event.holdId }, 'webhook replayed');
     return event;
+  }
+
+  /**
+   * Turn an endpoint off, audited: the triggers write no more events for it
+   * (its pending ones stay). Delivery processes never do this by
+   * themselves; one started with the endpoint configured turns it on again.
+   * Returns the endpoint as it is now.
+   */
+  async deactivateEndpoint(name: string): Promise<EndpointRow> {
+    if (typeof name !== 'string' || !WEBHOOK_ENDPOINT_NAME.test(name)) throw new ValidationError('name', 'must be an endpoint name (lowercase letters, digits, _ and -, at most 63)');
+    const before = await this.options.change(async (db, audit) => {
+      const row = await webhookEndpointsDeactivate(db, this.options.schema, name, this.options.clock.now());
+      if (!row) throw new NotFoundError('webhook endpoint', name);
+      if (row.active) await audit({ action: AuditAction.webhookEndpointDeactivate, target: name, before: { active: true }, after: { active: false } });
+      return row;
+    });
+    if (before.active) this.options.logger.info({ event: 'webhook_endpoint.deactivated', endpoint: name }, 'webhook endpoint turned off');
+    return { ...before, active: false };
   }
 }

@@ -3,15 +3,16 @@ import type { Config } from '../config.js';
 import type { WebhookEndpoint } from '../model/webhook-events.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
-import { webhookEndpointsSync } from '../tables/webhook-endpoints.js';
-import { WebhookWorker, type WebhookWorkerOptions } from './worker.js';
+import { webhookEndpointsActivate } from '../tables/webhook-endpoints.js';
+import { warnUnserved, WebhookWorker, type WebhookWorkerOptions } from './worker.js';
 
 /**
  * The webhook lane of a process that runs the delivery lane: started when
- * endpoints are configured. With none, the endpoints table is emptied of
- * active rows, so the triggers stop writing events nobody will deliver
- * (and cost one index probe a statement). Every delivery process should
- * therefore be given the same endpoints.
+ * endpoints are configured. A process without any leaves the endpoints
+ * table as it is (another process may deliver them; a restart with a
+ * configuration missing them must not stop their events) and warns when
+ * some are active; an operator turns one off with `leasehold webhooks
+ * deactivate`. Every delivery process should be given the same endpoints.
  */
 export async function startWebhookLane(
   endpoints: readonly WebhookEndpoint[],
@@ -20,7 +21,8 @@ export async function startWebhookLane(
   extra: Partial<WebhookWorkerOptions> = {},
 ): Promise<WebhookWorker | undefined> {
   if (endpoints.length === 0) {
-    await webhookEndpointsSync(base.pool, base.schema, []);
+    const active = await webhookEndpointsActivate(base.pool, base.schema, []);
+    if (active.length > 0) warnUnserved(base.logger, active);
     return undefined;
   }
   const worker = new WebhookWorker({

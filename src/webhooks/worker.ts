@@ -7,7 +7,7 @@ import { databaseClock, type Clock } from '../runtime/clock.js';
 import { LoopWorker, ServiceLoop, type TickResult } from '../runtime/loop.js';
 import { webhookLimiterName, type WebhookEndpoint } from '../model/webhook-events.js';
 import { rateLimiterEnsure, rateLimiterRefund, rateLimiterTakeEndpoint } from '../tables/rate-limiter.js';
-import { webhookEndpointsSync } from '../tables/webhook-endpoints.js';
+import { webhookEndpointsActivate } from '../tables/webhook-endpoints.js';
 import { webhookEventsLease, webhookEventsNextDueMs, webhookEventsRecord, type LeasedWebhook, type WebhookResult } from '../tables/webhook-events.js';
 import { DEFAULT_RETRY_RULE, givenUp, retryDelayMs, type RetryRule } from './retry.js';
 import { sendWebhook } from './send.js';
@@ -95,7 +95,8 @@ export class WebhookWorker extends LoopWorker {
    */
   async prepare(): Promise<void> {
     const { pool, schema, endpoints } = this.options;
-    await webhookEndpointsSync(pool, schema, endpoints, this.clock.now());
+    const others = await webhookEndpointsActivate(pool, schema, endpoints, this.clock.now());
+    if (others.length > 0) warnUnserved(this.logger, others);
     for (const endpoint of endpoints) await rateLimiterEnsure(pool, schema, endpoint.rate, webhookLimiterName(endpoint.name));
     this.prepared = true;
   }
@@ -199,4 +200,15 @@ export class WebhookWorker extends LoopWorker {
     else if (record.outcome === 'dead') this.logger.warn({ event: 'webhook.dead', ...fields, error: result.error }, 'webhook given up');
     else this.logger.info({ event: 'webhook.failed', ...fields, error: result.error, retryAt: record.nextAt }, 'webhook failed; will retry');
   }
+}
+
+/**
+ * Endpoints active in the database that this process does not deliver: their
+ * events are still written, and wait for a process configured with them.
+ */
+export function warnUnserved(logger: Logger, endpoints: readonly string[]): void {
+  logger.warn(
+    { event: 'webhook.endpoints_unserved', endpoints },
+    'webhook endpoints are active in the database but not configured in this process: their events wait for a process that has them (`leasehold webhooks deactivate <name>` stops writing them)',
+  );
 }

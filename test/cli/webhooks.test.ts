@@ -38,4 +38,17 @@ describe('leasehold webhooks', () => {
     expect((await runCliInProcess(['webhooks', 'list', '--state', 'lost'], db.env)).code).toBe(2);
     expect((await runCliInProcess(['webhooks', 'replay', 'reservation-expired:h1'], db.env)).code).toBe(2);
   });
+
+  it('turns an endpoint off, audited; an unknown one is exit 1, a malformed name exit 2', async () => {
+    await db.pool.query(`INSERT INTO ${ident(db.schema)}.webhook_endpoints (name, active) VALUES ('slots', true) ON CONFLICT (name) DO UPDATE SET active = true`);
+    const off = await runCliInProcess(['webhooks', 'deactivate', 'slots'], db.env);
+    expect(off).toMatchObject({ code: 0 });
+    expect(off.stdout).toContain('webhook endpoint slots is off');
+    const { rows } = await db.pool.query(`SELECT active FROM ${ident(db.schema)}.webhook_endpoints WHERE name = 'slots'`);
+    expect(rows[0].active).toBe(false);
+    const [entry] = (await auditList(db.pool, db.schema, { limit: 1, action: 'webhook_endpoint.deactivate' })).entries;
+    expect(entry).toMatchObject({ target: 'slots', actor: expect.stringMatching(/^cli:/), before: { active: true }, after: { active: false } });
+    expect((await runCliInProcess(['webhooks', 'deactivate', 'nobody'], db.env)).code).toBe(1);
+    expect((await runCliInProcess(['webhooks', 'deactivate', 'Not A Name'], db.env)).code).toBe(2);
+  });
 });

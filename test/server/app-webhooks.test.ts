@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { confirmHold, createHold } from '../../src/holds/holds.js';
 import { ident } from '../../src/db/pool.js';
-import { webhookEndpointsSync } from '../../src/tables/webhook-endpoints.js';
+import { endpointsExactly } from '../helpers/webhooks.js';
 import { apiHarness, type ApiHarness } from '../helpers/server.js';
 
 let h: ApiHarness;
@@ -13,7 +13,7 @@ afterAll(() => h.close());
 describe('application webhooks over HTTP', () => {
   it("GET /v1/holds/:id shows the hold's webhooks; the list shows the given-up ones; replay answers 200, then 409", async () => {
     const { pool, schema } = h.db;
-    await webhookEndpointsSync(pool, schema, [{ name: 'app' }]);
+    await endpointsExactly(pool, schema, [{ name: 'app' }]);
     await createHold(pool, { id: 'wh-1', customerEmail: 'wh@example.com', ttlSeconds: 600 }, { schema });
     await confirmHold(pool, 'wh-1', { schema });
 

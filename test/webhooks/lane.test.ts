@@ -4,7 +4,9 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { ident } from '../../src/db/pool.js';
-import { silentLogger } from '../../src/observability/logger.js';
+import { createLogger, silentLogger } from '../../src/observability/logger.js';
+import { Operations } from '../../src/ops/operations.js';
+import { Writable } from 'node:stream';
 import { prepareService, startService } from '../../src/service.js';
 import { webhookEndpointsList } from '../../src/tables/webhook-endpoints.js';
 import { rateLimiterGet } from '../../src/tables/rate-limiter.js';
@@ -24,14 +26,15 @@ afterAll(async () => {
   await db.close();
 });
 
-async function start(env: Record<string, string>) {
+async function start(env: Record<string, string>, log?: (line: string) => void) {
   const config = loadConfig({ ...db.env, LEASEHOLD_LISTEN: 'off', LEASEHOLD_EXPIRY_INTERVAL_MS: '50', LOG_LEVEL: 'silent', ...env });
   const prepared = await prepareService(config, { expiry: true, delivery: true });
-  return startService(prepared, { pool: db.pool, schema: db.schema, logger: silentLogger }, { databaseUrl: db.url });
+  const logger = log ? createLogger({ level: 'warn', destination: new Writable({ write: (chunk: Buffer, _e, done) => (log(chunk.toString()), done()) }) }) : silentLogger;
+  return startService(prepared, { pool: db.pool, schema: db.schema, logger }, { databaseUrl: db.url });
 }
 
 describe('the service with LEASEHOLD_WEBHOOK_URL', () => {
-  it('runs the webhook lane beside the delivery lane, and a start without endpoints turns the triggers off', async () => {
+  it('runs the webhook lane beside the delivery lane; a start without endpoints leaves them on, warning, and only an operator turns one off', async () => {
     const service = await start({ LEASEHOLD_WEBHOOK_URL: receiver.url, LEASEHOLD_WEBHOOK_SECRET: receiver.secret, LEASEHOLD_RATE_PER_SECOND: '1000', LEASEHOLD_RATE_BURST: '1000' });
     try {
       expect(service.webhooks).toBeDefined();
@@ -46,21 +49,34 @@ describe('the service with LEASEHOLD_WEBHOOK_URL', () => {
     }
     expect(await webhookEndpointsList(db.pool, db.schema)).toMatchObject([{ name: 'default', active: true, types: null, tenants: null }]);
 
-    const without = await start({});
-    try {
-      expect(without.webhooks).toBeUndefined();
-      expect(await webhookEndpointsList(db.pool, db.schema)).toMatchObject([{ name: 'default', active: false }]);
-      await insertDueHolds(db.pool, db.schema, 2, { prefix: 'quiet' });
+    const logged: string[] = [];
+    const without = await start({}, (line) => logged.push(line));
+    const quietCount = async (prefix: string) =>
+      (await db.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${ident(db.schema)}.webhook_events WHERE hold_id LIKE $1 AND type = 'hold.expired'`, [`${prefix}-%`])).rows[0]!.n;
+    const expireTwo = async (prefix: string) => {
+      await insertDueHolds(db.pool, db.schema, 2, { prefix });
       const deadline = Date.now() + 10_000;
       let expired = 0;
       while (expired < 2 && Date.now() < deadline) {
-        const { rows } = await db.pool.query(`SELECT count(*)::int AS n FROM ${ident(db.schema)}.support_reservations WHERE id LIKE 'quiet-%' AND status = 'expired'`);
+        const { rows } = await db.pool.query(`SELECT count(*)::int AS n FROM ${ident(db.schema)}.support_reservations WHERE id LIKE $1 AND status = 'expired'`, [`${prefix}-%`]);
         expired = rows[0].n;
         await new Promise((resolve) => setTimeout(resolve, 50));
       }
       expect(expired).toBe(2);
-      const { rows } = await db.pool.query(`SELECT count(*)::int AS n FROM ${ident(db.schema)}.webhook_events WHERE hold_id LIKE 'quiet-%'`);
-      expect(rows[0].n).toBe(0);
+    };
+    try {
+      expect(without.webhooks).toBeUndefined();
+      // Another process (or this one's next start) may deliver it: the endpoint stays on, its events wait.
+      expect(await webhookEndpointsList(db.pool, db.schema)).toMatchObject([{ name: 'default', active: true }]);
+      expect(logged.some((l) => l.includes('"event":"webhook.endpoints_unserved"') && l.includes('"default"'))).toBe(true);
+      await expireTwo('waiting');
+      expect(await quietCount('waiting')).toBe(2);
+      // An operator turns it off: from then on nothing is written for it.
+      const ops = new Operations({ pool: db.pool, schema: db.schema, initialRate: { perSecond: 10, burst: 10 }, logger: silentLogger, actor: { name: 'oncall' } });
+      expect(await ops.webhooks.deactivateEndpoint('default')).toMatchObject({ name: 'default', active: false });
+      expect(await webhookEndpointsList(db.pool, db.schema)).toMatchObject([{ name: 'default', active: false }]);
+      await expireTwo('quiet');
+      expect(await quietCount('quiet')).toBe(0);
     } finally {
       await without.stop();
     }

@@ -4,7 +4,7 @@ import { ident, withClient } from '../../src/db/pool.js';
 import { ManualClock } from '../../src/runtime/clock.js';
 import { Operations } from '../../src/ops/operations.js';
 import { auditList } from '../../src/tables/audit-log.js';
-import { webhookEndpointsSync } from '../../src/tables/webhook-endpoints.js';
+import { endpointsExactly } from '../helpers/webhooks.js';
 import { webhookEventsGet, webhookEventsLease, webhookEventsRecord } from '../../src/tables/webhook-events.js';
 import type { WebhookEndpoint } from '../../src/model/webhook-events.js';
 import { WebhookWorker, type WebhookWorkerOptions } from '../../src/webhooks/worker.js';
@@ -60,12 +60,12 @@ async function eventsOf(holdId: string): Promise<Array<{ id: string; endpoint: s
 
 describe('the triggers', () => {
   it('write nothing while no endpoint is active', async () => {
-    await webhookEndpointsSync(db.pool, db.schema, []);
+    await endpointsExactly(db.pool, db.schema, []);
     expect(await eventsOf(await confirmed())).toEqual([]);
   });
 
   it('write one event per endpoint that wants it, by type and tenant', async () => {
-    await webhookEndpointsSync(db.pool, db.schema, [{ name: 'all' }, { name: 'acme', tenants: ['acme'] }, { name: 'cancels', types: ['hold.cancelled'] }]);
+    await endpointsExactly(db.pool, db.schema, [{ name: 'all' }, { name: 'acme', tenants: ['acme'] }, { name: 'cancels', types: ['hold.cancelled'] }]);
     expect((await eventsOf(await confirmed('acme'))).map((e) => e.endpoint)).toEqual(['acme', 'all']);
     expect((await eventsOf(await confirmed('other'))).map((e) => e.endpoint)).toEqual(['all']);
     const id = `h${++seq}`;
@@ -75,7 +75,7 @@ describe('the triggers', () => {
   });
 
   it('roll back with the change', async () => {
-    await webhookEndpointsSync(db.pool, db.schema, [{ name: 'app' }]);
+    await endpointsExactly(db.pool, db.schema, [{ name: 'app' }]);
     const id = `h${++seq}`;
     await createHold(db.pool, { id, customerEmail: 'x@example.com', ttlSeconds: 600 }, { schema: db.schema });
     await withClient(db.pool, async (client) => {
@@ -168,7 +168,7 @@ describe('the lane', () => {
   it('takes permits from the endpoint row: a burst of 2 sends 2, then waits for the refill', async () => {
     const lane = worker([endpoint({ name: 'slow', rate: { perSecond: 1, burst: 2 } })]);
     await lane.prepare();
-    await webhookEndpointsSync(db.pool, db.schema, [{ name: 'slow' }]);
+    await endpointsExactly(db.pool, db.schema, [{ name: 'slow' }]);
     for (let i = 0; i < 4; i += 1) await confirmed();
     expect((await lane.runOnce()).started).toBe(2);
     await lane.settled();
@@ -181,7 +181,7 @@ describe('the lane', () => {
   });
 
   it('fences a record by its lease: a lane whose lease ended changes nothing', async () => {
-    await webhookEndpointsSync(db.pool, db.schema, [{ name: 'app' }]);
+    await endpointsExactly(db.pool, db.schema, [{ name: 'app' }]);
     const [event] = await eventsOf(await confirmed());
     const first = await webhookEventsLease(db.pool, db.schema, { endpoint: 'app', limit: 10, leaseMs: 1000, now: clock.now() });
     expect(first.events.map((e) => e.id)).toEqual([event!.id]);

@@ -1,13 +1,14 @@
 import { InvalidArgumentError, type Command } from 'commander';
 import { iso } from '../../format.js';
-import { WEBHOOK_STATES, type WebhookState } from '../../model/webhook-events.js';
+import { WEBHOOK_ENDPOINT_NAME, WEBHOOK_STATES, type WebhookState } from '../../model/webhook-events.js';
 import type { ContextFactory } from '../context.js';
 import { withOperations } from '../operations.js';
 
 /**
- * `leasehold webhooks list|replay`: the application's webhooks (src/webhooks/),
- * each endpoint's backlog, and a given-up one sent again under its own
- * webhook-id, audited as the API's replay is.
+ * `leasehold webhooks list|replay|deactivate`: the application's webhooks
+ * (src/webhooks/), each endpoint's backlog, a given-up one sent again under
+ * its own webhook-id, audited as the API's replay is, and an endpoint
+ * turned off, audited.
  */
 
 function stateArg(value: string): WebhookState {
@@ -26,8 +27,15 @@ function idArg(value: string): string {
   return value;
 }
 
+function endpointArg(value: string): string {
+  if (!WEBHOOK_ENDPOINT_NAME.test(value)) throw new InvalidArgumentError('must be an endpoint name (lowercase letters, digits, _ and -, at most 63)');
+  return value;
+}
+
 export function registerWebhooks(program: Command, context: ContextFactory): void {
-  const webhooks = program.command('webhooks').description("the application's webhooks: list them (given-up ones with --state dead) and replay a given-up one");
+  const webhooks = program
+    .command('webhooks')
+    .description("the application's webhooks: list them (given-up ones with --state dead), replay a given-up one, turn an endpoint off");
   webhooks
     .command('list', { isDefault: true })
     .description("webhooks newest first, and each endpoint's backlog (pending, dead, oldest pending age)")
@@ -60,6 +68,17 @@ export function registerWebhooks(program: Command, context: ContextFactory): voi
       await withOperations(ctx, async (ops) => {
         const event = await ops.webhooks.replay(id);
         ctx.out(`webhook ${event.id} (${event.type} to ${event.endpoint}) is pending again (replay ${event.replays})`);
+      });
+    });
+  webhooks
+    .command('deactivate')
+    .description('turn an endpoint off: no more events are written for it (its pending ones stay); a delivery process configured with it turns it on again')
+    .argument('<name>', 'the endpoint name (from the webhooks file, or `default`)', endpointArg)
+    .action(async (name: string) => {
+      const ctx = context();
+      await withOperations(ctx, async (ops) => {
+        await ops.webhooks.deactivateEndpoint(name);
+        ctx.out(`webhook endpoint ${name} is off: no events are written for it until a delivery process configured with it starts`);
       });
     });
 }
