@@ -160,6 +160,12 @@ describe('the one-tenant form of the lease (intentsLeaseOneTenant)', () => {
     const older = await intents('solo', 30, -120);
     const newer = await intents('solo', 30, -60);
     await intents('solo', 5, 3600);
+    // A statement's rows share one now(): give the newer ones an order of their own, so "the oldest five" is one answer.
+    await db.pool.query(
+      `UPDATE ${s}.email_outbox o SET available_at = o.available_at + make_interval(secs => n.i / 1000.0)
+         FROM unnest($1::text[]) WITH ORDINALITY AS n(id, i) WHERE o.id = n.id`,
+      [newer],
+    );
     await db.pool.query(`UPDATE ${s}.email_outbox SET lease_token = gen_random_uuid(), lease_expires_at = now() + interval '1 minute' WHERE id = ANY ($1)`, [older.slice(0, 10)]);
     const round = await one(25);
     expect(round).not.toBeNull();
