@@ -153,7 +153,9 @@ export class AccountLegs {
       // A permit per email: the lease gives back those it did not use, in the same statement.
       ...(perRequest ? {} : { permits: { granted: grant.permits - spent, bucketTime: grant.bucketTime } }),
     };
-    intents.push(...((route ? undefined : await this.leaseOneTenant(fresh)) ?? (await intentsLease(pool, schema, { ...fresh, ...(route ? { route } : {}) }))));
+    // One account (no route): the one-tenant form first, the fair lease when it does not apply.
+    const oneTenant = route ? null : await this.leaseOneTenant(fresh);
+    intents.push(...(oneTenant ?? (await intentsLease(pool, schema, { ...fresh, ...(route ? { route } : {}) }))));
     return intents;
   }
 

@@ -54,6 +54,14 @@ export interface ExpiryEvents {
   expired: HoldExpiredEvent;
 }
 
+/** One batch as runOnce gets it: the holds expired, the hook's failures (stored in the batch's transaction), the outlook when the statement read it. */
+interface ExpiryBatch {
+  expired: ExpiredHold[];
+  hookFailed: FailedHold[];
+  hookStored: HookFailure[];
+  outlook?: DueOutlook;
+}
+
 export interface ExpiryRun {
   expired: ExpiredHold[];
   full: boolean;
@@ -140,34 +148,14 @@ export class ExpiryWorker extends LoopWorker<ExpiryEvents> {
   async runOnce(): Promise<ExpiryRun> {
     const started = process.hrtime.bigint();
     const now = this.clock.now();
-    let hookFailed: FailedHold[] = [];
-    let hookStored: HookFailure[] = [];
-    let outlook: DueOutlook | undefined;
-    const expired = await inSpan('expire', { kind: 'client', attributes: this.spanAttributes }, async (span) => {
-      // The statement also NOTIFYs intentsChannel when it created intents:
-      // delivered at commit (never for a rolled-back batch), it wakes delivery workers.
-      const expire = (db: Queryable, only: readonly string[] | null) =>
-        holdsExpireDue(db, this.schema, this.batchSize, now, intentsChannel(this.schema), this.options.noticeDeadlineSeconds ?? null, only);
+    const batch = await inSpan('expire', { kind: 'client', attributes: this.spanAttributes }, async (span) => {
       // Without a hook or a fault to run between lock and commit, the batch
       // is its one statement, committed on its own: no BEGIN and COMMIT round
       // trips, and the rows are locked only while it runs. (The hold's
       // expired_at is the statement's start, so those round trips were part
       // of every email's time from expiry to send.)
-      const alone = !this.hook && this.faults === noFaults;
-      // Alone, the statement also reads the outlook the loop sleeps on (for a short batch): one statement a tick.
-      const rows = alone ? await this.expireAlone(now, (o) => (outlook = o)) : await withTransaction(this.options.pool, async (client) => {
-        let rows: ExpiredHold[];
-        if (this.hook) {
-          const batch = await expireWithHook(client, this.schema, this.hook, (only) => expire(client, only));
-          rows = batch.expired;
-          hookFailed = batch.failed;
-          hookStored = await this.recordHookFailures(client, batch.failed, now);
-        } else {
-          rows = await expire(client, null);
-        }
-        if (rows.length > 0) await this.faults.at('expiry.locked', { holds: rows.map((r) => r.id) });
-        return rows;
-      });
+      const batch = !this.hook && this.faults === noFaults ? await this.expireAlone(now) : await this.expireInTransaction(now);
+      const rows = batch.expired;
       // Each expired hold's link back to the span that created it.
       linkHolds(span, () => rows.map((r) => ({ traceparent: r.traceparent, holdId: r.id, ...(r.intent_id ? { intentId: r.intent_id } : {}) })));
       annotate(span, () => ({
@@ -176,8 +164,9 @@ export class ExpiryWorker extends LoopWorker<ExpiryEvents> {
         [ATTR.holdIds]: capped(rows.map((r) => r.id)),
         [ATTR.intentIds]: capped(rows.flatMap((r) => (r.intent_id ? [r.intent_id] : []))),
       }));
-      return rows;
+      return batch;
     });
+    const { expired, hookFailed, hookStored, outlook } = batch;
     const seconds = Number(process.hrtime.bigint() - started) / 1e9;
     if (expired.length > 0) await this.faults.at('expiry.committed', { holds: expired.map((r) => r.id) });
 
@@ -194,7 +183,13 @@ export class ExpiryWorker extends LoopWorker<ExpiryEvents> {
     return { expired, full: expired.length + hookFailed.length >= this.batchSize, hookFailed, ...(outlook ? { outlook } : {}) };
   }
 
-  private async expireAlone(now: Date | null, outlook: (o: DueOutlook) => void): Promise<ExpiredHold[]> {
+  /**
+   * The batch as its one statement, committed on its own, which also reads
+   * the outlook the loop sleeps on after a short batch. The statement
+   * NOTIFYs intentsChannel when it created intents: delivered at commit, it
+   * wakes delivery workers.
+   */
+  private async expireAlone(now: Date | null): Promise<ExpiryBatch> {
     const run = await holdsExpireDueWithOutlook(
       this.options.pool,
       this.schema,
@@ -203,8 +198,24 @@ export class ExpiryWorker extends LoopWorker<ExpiryEvents> {
       intentsChannel(this.schema),
       this.options.noticeDeadlineSeconds ?? null,
     );
-    if (run.outlook) outlook(run.outlook);
-    return run.expired;
+    return { expired: run.expired, hookFailed: [], hookStored: [], ...(run.outlook ? { outlook: run.outlook } : {}) };
+  }
+
+  /** The batch in a transaction: the hook's calls (bisected on failure) and the faults run between lock and commit. */
+  private async expireInTransaction(now: Date | null): Promise<ExpiryBatch> {
+    const expire = (db: Queryable, only: readonly string[] | null) =>
+      holdsExpireDue(db, this.schema, this.batchSize, now, intentsChannel(this.schema), this.options.noticeDeadlineSeconds ?? null, only);
+    return withTransaction(this.options.pool, async (client) => {
+      let batch: ExpiryBatch = { expired: [], hookFailed: [], hookStored: [] };
+      if (this.hook) {
+        const hooked = await expireWithHook(client, this.schema, this.hook, (only) => expire(client, only));
+        batch = { expired: hooked.expired, hookFailed: hooked.failed, hookStored: await this.recordHookFailures(client, hooked.failed, now) };
+      } else {
+        batch.expired = await expire(client, null);
+      }
+      if (batch.expired.length > 0) await this.faults.at('expiry.locked', { holds: batch.expired.map((r) => r.id) });
+      return batch;
+    });
   }
 
   /**

@@ -1,8 +1,6 @@
 import type { Queryable } from '../db/pool.js';
 import { ident } from '../db/pool.js';
-import { EXPIRED_INTENT_PREFIX, EXPIRED_TEMPLATE, type Hold, type HoldStatus } from '../model/hold-states.js';
-import { intentsInsertExpired } from './outbox.js';
-import { hookFailuresAllSql, hookFailuresWaitingSql } from './hook-failures.js';
+import type { Hold, HoldStatus } from '../model/hold-states.js';
 import { afterCursorSql, cursorTimeSql, decodeCursor, pageOf } from '../model/cursor.js';
 import { HOLD_ID_PATTERN } from '../model/hold-input.js';
 
@@ -10,6 +8,8 @@ import { HOLD_ID_PATTERN } from '../model/hold-input.js';
  * Every statement on support_reservations (holds), as small named functions. Values
  * are always parameters; only the schema identifier is spliced in (quoted).
  * `now` parameters are `coalesce($n, now())`: null means the database clock.
+ * The application's statements are here; the expiry lane's (expire, its
+ * outlook, the due count) are in ./holds/expiry.ts, re-exported below.
  */
 
 export interface HoldRow {
@@ -227,186 +227,4 @@ export async function holdsExtend(
   return rows[0];
 }
 
-export interface ExpiredHold {
-  id: string;
-  intent_id: string | null;
-  expires_at: Date;
-  expired_at: Date;
-  /** The hold's stored traceparent, for the expire span's link to it. */
-  traceparent: string | null;
-}
-
-/**
- * The expiry lane's one statement per batch: lock up to `limit` due holds
- * (skipping rows other workers hold), move them to expired with one captured
- * now, and insert one intent per expired hold. The intent id is derived from
- * the hold id and ON CONFLICT DO NOTHING makes the unique key the final guard
- * against duplicates. Run it inside a transaction: the caller commits.
- */
-export async function holdsExpireDue(
-  db: Queryable,
-  schema: string,
-  limit: number,
-  now: Date | null,
-  /** NOTIFY this channel when intents were created (delivered at commit, so never for a rolled-back batch). */
-  notifyChannel: string | null = null,
-  /** Each expiry email's deadline, in seconds after the expiry (LEASEHOLD_NOTICE_DEADLINE_S); null: none. */
-  noticeDeadlineSeconds: number | null = null,
-  /** Only these holds (the expiry hook's bisection, holds/expire-hook.ts); null: any due hold. */
-  only: readonly string[] | null = null,
-): Promise<ExpiredHold[]> {
-  const { text, values } = expireStatement(schema, limit, now, notifyChannel, noticeDeadlineSeconds, only, false);
-  const { rows } = await db.query<ExpiredHold>(text, values);
-  return rows;
-}
-
-/**
- * holdsExpireDue, committed on its own, and, when the batch was short, the
- * outlook the lane sleeps on (holdsDueOutlook) read in the same statement:
- * one statement a tick instead of two. `lockedElsewhere` is then the due
- * holds this statement saw but could not lock, and `nextDueInMs` is counted
- * from the statement's now. A full batch answers no outlook (null): the lane
- * runs again at once, and a backlog is not counted on every batch.
- */
-export async function holdsExpireDueWithOutlook(
-  db: Queryable,
-  schema: string,
-  limit: number,
-  now: Date | null,
-  notifyChannel: string | null,
-  noticeDeadlineSeconds: number | null,
-): Promise<{ expired: ExpiredHold[]; outlook: DueOutlook | null }> {
-  const { text, values } = expireStatement(schema, limit, now, notifyChannel, noticeDeadlineSeconds, null, true);
-  const { rows } = await db.query<ExpiredHold & { outlook_locked: number | null; outlook_next_in_ms: number | null }>(text, values);
-  const expired = rows.filter((r) => r.id !== null).map(({ outlook_locked: _l, outlook_next_in_ms: _n, ...hold }) => hold);
-  const first = rows[0];
-  const outlook = first && first.outlook_locked !== null ? { lockedElsewhere: first.outlook_locked, nextDueInMs: first.outlook_next_in_ms } : null;
-  return { expired, outlook };
-}
-
-function expireStatement(
-  schema: string,
-  limit: number,
-  now: Date | null,
-  notifyChannel: string | null,
-  noticeDeadlineSeconds: number | null,
-  only: readonly string[] | null,
-  withOutlook: boolean,
-): { text: string; values: unknown[] } {
-  const s = ident(schema);
-  const picked = `-- IN, not a join with intents: the planner estimates both CTEs at one
-     -- row and nested-loops them (250,000 comparisons a batch, 20 of 33 ms
-     -- at 1M rows in the table); an uncorrelated IN is a hashed subplan.
-     SELECT e.id,
-            CASE WHEN e.id IN (SELECT i.reservation_id FROM intents i) THEN $4::text || e.id END AS intent_id,
-            e.expires_at, e.expired_at, e.traceparent
-       FROM expired e
-      WHERE (SELECT count(*) FROM notified) >= 0`;
-  const ctes = `WITH clock AS (
-       SELECT coalesce($2::timestamptz, now()) AS now
-     ), due AS (
-       SELECT r.ctid
-         FROM ${s}.support_reservations r, clock
-        WHERE r.status = 'held' AND r.expires_at <= clock.now
-          -- Holds whose expiry hook failed wait out their back-off
-          -- (migration 0029). An uncorrelated subquery, read once per
-          -- statement over the retry index (empty in the usual case) into
-          -- a hash that each due hold is looked up in (NOT IN: both ids are
-          -- NOT NULL), so the due index scan and its plan stay as they were
-          -- and a thousand failing holds cost no more per hold than one
-          -- (<> ALL of an array compared each hold with every failure).
-          AND r.id NOT IN (${hookFailuresWaitingSql(s, 'coalesce($2::timestamptz, now())')})${only ? `
-          AND r.id = ANY ($7::text[])` : ''}
-        ORDER BY r.expires_at
-        LIMIT $1
-        FOR UPDATE OF r SKIP LOCKED
-     ), expired AS (
-       -- Update the rows just locked by their address (a TID scan; the ctid
-       -- is stable because we hold the row lock until commit), so no
-       -- statistics can change the plan. Measured with 1M finished holds and
-       -- statistics taken before a 20k backlog: joined with due by id, the
-       -- planner hash-joined the ids against a scan of the whole table
-       -- (~0.5 s a batch, 1,100 holds/s); by id = ANY or with a plain
-       -- status = 'held' guard it walked every held row through the partial
-       -- index (45-110 ms a batch). The guard is written IS TRUE (the same
-       -- meaning: status is NOT NULL) so that it cannot match that index.
-       UPDATE ${s}.support_reservations r
-          SET status = 'expired', expired_at = clock.now
-         FROM clock
-        WHERE r.ctid = ANY (ARRAY(SELECT due.ctid FROM due)) AND (r.status = 'held') IS TRUE
-        RETURNING r.id, r.customer_email, r.tenant, r.expires_at, r.expired_at, r.traceparent
-     ), intents AS (
-       ${intentsInsertExpired(s, 'expired', '$4::text', '$5::text', '$6::int')}
-     ), notified AS (
-       -- In the statement rather than a round trip of its own after it (4%
-       -- of a 500-hold batch). Referenced below so that it runs.
-       SELECT pg_notify($3, '') FROM (SELECT 1 FROM intents LIMIT 1) created WHERE $3::text IS NOT NULL
-     )`;
-  if (!withOutlook) return { text: `${ctes}\n     ${picked}`, values: [limit, now, notifyChannel, EXPIRED_INTENT_PREFIX, EXPIRED_TEMPLATE, noticeDeadlineSeconds, ...(only ? [only] : [])] };
-  // The outlook's row comes first and alone when nothing expired; the
-  // OFFSET 0 keeps the expired rows' joins planned on their own.
-  const outlook = `, outlook AS MATERIALIZED (
-       -- Counted only for a short batch (the CASE reads its subquery only then):
-       -- due holds this statement saw but did not lock are another worker's.
-       SELECT CASE WHEN (SELECT count(*) FROM due) < $1 THEN
-                (SELECT count(*) FROM (
-                   SELECT 1 FROM ${s}.support_reservations r, clock
-                    WHERE r.status = 'held' AND r.expires_at <= clock.now
-                      AND r.id NOT IN (${hookFailuresWaitingSql(s, 'coalesce($2::timestamptz, now())')}) LIMIT 10000) d)::int
-                - (SELECT count(*) FROM due)::int END AS locked,
-              CASE WHEN (SELECT count(*) FROM due) < $1 THEN
-                (SELECT extract(epoch FROM min(r.expires_at) - (SELECT clock.now FROM clock)) * 1000
-                   FROM ${s}.support_reservations r
-                  WHERE r.status = 'held' AND r.expires_at > (SELECT clock.now FROM clock))::float8 END AS next_in_ms
-     )`;
-  return {
-    text: `${ctes}${outlook}
-     SELECT o.locked AS outlook_locked, o.next_in_ms AS outlook_next_in_ms, x.* FROM outlook o LEFT JOIN (${picked} OFFSET 0) x ON true`,
-    values: [limit, now, notifyChannel, EXPIRED_INTENT_PREFIX, EXPIRED_TEMPLATE, noticeDeadlineSeconds, ...(only ? [only] : [])],
-  };
-}
-
-export interface DueOutlook {
-  /** Due holds still held right now: locked by another worker's open transaction. */
-  lockedElsewhere: number;
-  /** Milliseconds until the next hold falls due, or null when none are held. */
-  nextDueInMs: number | null;
-}
-
-/** After a non-full batch: how much contention, and how long to sleep. */
-export async function holdsDueOutlook(db: Queryable, schema: string, now: Date | null): Promise<DueOutlook> {
-  const s = ident(schema);
-  const { rows } = await db.query<{ locked: number; next_in_ms: number | null }>(
-    `SELECT
-       (SELECT count(*) FROM (
-          SELECT 1 FROM ${s}.support_reservations r
-           WHERE r.status = 'held' AND r.expires_at <= coalesce($1::timestamptz, now())
-             AND r.id NOT IN (${hookFailuresWaitingSql(s, 'coalesce($1::timestamptz, now())')}) LIMIT 10000) d)::int AS locked,
-       (SELECT extract(epoch FROM min(r.expires_at) - coalesce($1::timestamptz, now())) * 1000
-          FROM ${s}.support_reservations r
-         WHERE r.status = 'held' AND r.expires_at > coalesce($1::timestamptz, now()))::float8 AS next_in_ms`,
-    [now],
-  );
-  const row = rows[0]!;
-  return { lockedElsewhere: row.locked, nextDueInMs: row.next_in_ms };
-}
-
-/**
- * Due holds and how late the oldest is at `now` (an SQL expression), as one
- * row (`due_holds`, `due_age`) through the due index, for the status
- * snapshot (read/stats.ts), which reads it beside the other lane numbers.
- * Holds whose expiry hook failed are left out: they wait on the
- * application's function, not on the lane, and are counted apart
- * (`hookFailuresCountSql`), so one bad hold does not make the lane look late.
- */
-export const holdsDueSql = (s: string, now: string): string =>
-  `SELECT count(*)::int AS due_holds, extract(epoch FROM ${now} - min(r.expires_at))::float8 AS due_age
-     FROM ${s}.support_reservations r
-    WHERE r.status = 'held' AND r.expires_at <= ${now}
-      AND r.id NOT IN (${hookFailuresAllSql(s)})`;
-
-export const holdsDueFromRow = (row: Record<string, unknown>): { ageSeconds: number; due: number } => ({
-  ageSeconds: Math.max(0, (row['due_age'] as number | null) ?? 0),
-  due: (row['due_holds'] as number | null) ?? 0,
-});
-
+export * from './holds/expiry.js';

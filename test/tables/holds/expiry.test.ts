@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { ident, withClient } from '../../src/db/pool.js';
-import { holdsDueOutlook, holdsExpireDueWithOutlook } from '../../src/tables/holds.js';
-import { testDatabase, type TestDatabase } from '../helpers/database.js';
-import { insertDueHolds } from '../helpers/holds.js';
+import { ident, withClient } from '../../../src/db/pool.js';
+import { holdsDueOutlook, holdsExpireDueWithOutlook } from '../../../src/tables/holds/expiry.js';
+import { testDatabase, type TestDatabase } from '../../helpers/database.js';
+import { insertDueHolds } from '../../helpers/holds.js';
 
 /**
- * The expiry statement that also reads the lane's outlook (tables/holds.ts
+ * The expiry statement that also reads the lane's outlook (tables/holds/expiry.ts
  * holdsExpireDueWithOutlook): one statement a tick, answering what
  * holdsDueOutlook would have after it.
  */
