@@ -27,13 +27,18 @@ let server: ApiServer;
 let browser: Browser;
 
 const noSidewaysScroll = (page: Page) => page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth);
-const heightOf = (page: Page, selector: string) => page.$eval(selector, (el) => Math.round(el.getBoundingClientRect().height));
+// Each measurement finds its element and reads it in one evaluation: the
+// refresh cycle replaces the tables' rows every 2 s, and an element found in
+// one call and read in the next may be detached by then (no box, no style).
+const heightOf = (page: Page, selector: string) =>
+  page.evaluate((sel) => Math.round(document.querySelector(sel)!.getBoundingClientRect().height), selector);
 /** The empty space at the bottom of a card: below its last child, inside its border (a stretched card is mostly this). */
 const emptyBelow = (page: Page, selector: string) =>
-  page.$eval(selector, (el) => {
+  page.evaluate((sel) => {
+    const el = document.querySelector(sel)!;
     const lowest = Math.max(...Array.from(el.children).map((child) => child.getBoundingClientRect().bottom));
     return Math.round(el.getBoundingClientRect().bottom - lowest);
-  });
+  }, selector);
 
 describe.skipIf(!existsSync(CHROMIUM))('operator dashboard layout at 1440 and 390 px', () => {
   beforeAll(async () => {
@@ -103,14 +108,18 @@ describe.skipIf(!existsSync(CHROMIUM))('operator dashboard layout at 1440 and 39
       expect(await page.textContent('#chart-title')).toBe('Last hour');
       expect(await noSidewaysScroll(page)).toBe(true);
       // The audit log reads in lines, not a word per line: the change has most of the width, a few lines at most.
-      const change = await page.$eval('#audit-rows tr[data-action="delivery.pause"] td[data-col="change"]', (td) => {
+      const change = await page.evaluate(() => {
+        const td = document.querySelector('#audit-rows tr[data-action="delivery.pause"] td[data-col="change"]')!;
         const box = td.getBoundingClientRect();
         return { width: box.width, lines: Math.round(box.height / parseFloat(getComputedStyle(td).lineHeight)) };
       });
       expect(change.width).toBeGreaterThan(width === 390 ? 300 : 400);
       expect(change.lines).toBeLessThanOrEqual(width === 390 ? 4 : 2);
       // So does an intent id: two lines at most, the table scrolling inside its panel if it must.
-      const idLines = await page.$eval('#intents td.id', (td) => Math.round(td.getBoundingClientRect().height / parseFloat(getComputedStyle(td).lineHeight)));
+      const idLines = await page.evaluate(() => {
+        const td = document.querySelector('#intents td.id')!;
+        return Math.round(td.getBoundingClientRect().height / parseFloat(getComputedStyle(td).lineHeight));
+      });
       expect(idLines).toBeLessThanOrEqual(2);
       await page.screenshot({ path: `${SHOTS}/layout-${width}-open.png`, fullPage: true });
 
@@ -120,7 +129,7 @@ describe.skipIf(!existsSync(CHROMIUM))('operator dashboard layout at 1440 and 39
       await page.waitForFunction((sel) => document.querySelector(sel)?.textContent?.startsWith('paused with all delivery'), state);
       expect(await page.textContent(state)).toBe('paused with all delivery: layout check (by operator)');
       expect(await page.getAttribute(state, 'class')).toBe('state-paused');
-      expect(await page.$eval(state, (td) => getComputedStyle(td).color)).toBe('rgb(207, 34, 46)');
+      expect(await page.evaluate((sel) => getComputedStyle(document.querySelector(sel)!).color, state)).toBe('rgb(207, 34, 46)');
       expect(await noSidewaysScroll(page)).toBe(true);
       await page.screenshot({ path: `${SHOTS}/layout-${width}-paused.png`, fullPage: true });
 
