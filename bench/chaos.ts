@@ -111,6 +111,9 @@ interface Worker {
 
 /** Every `lease.reclaimed` event of the current run's workers. */
 let allReclaims: Array<{ at: number; owners: number[] }> = [];
+/** The current run's workers' lane errors, recoveries, presence and reclaim events, to explain a late resend. */
+let laneEvents: Array<{ at: number; pid: number; event: string; detail: string }> = [];
+const EXPLAINING = /"event":"(delivery\.(error|recovered|tick_timeout)|listener\.[a-z_]+|presence\.[a-z_]+|lease\.reclaimed|reclaim\.[a-z_]+)"/;
 
 function startWorker(lane: Worker['lane'], env: Record<string, string>): Worker {
   // Delivery workers log at info for their presence.held events (each names the worker's id).
@@ -124,6 +127,12 @@ function startWorker(lane: Worker['lane'], env: Record<string, string>): Worker 
     partial = lines.pop() ?? '';
     for (const line of lines) {
       if (line.includes('"presence.held"')) worker.presenceIds.add(JSON.parse(line).worker as number);
+      const explaining = EXPLAINING.exec(line);
+      if (explaining) {
+        const entry = JSON.parse(line) as { time: string; err?: { message?: string }; owners?: number[]; intents?: number; worker?: number };
+        const detail = entry.err?.message ?? (entry.owners ? `owners ${entry.owners.join(',')} intents ${entry.intents}` : entry.worker !== undefined ? `worker ${entry.worker}` : '');
+        laneEvents.push({ at: Date.parse(entry.time), pid: worker.pid, event: explaining[1]!, detail: detail.slice(0, 120) });
+      }
       if (line.includes('"lease.reclaimed"')) {
         const entry = JSON.parse(line) as { time: string; owners: number[] };
         allReclaims.push({ at: Date.parse(entry.time), owners: entry.owners });
@@ -133,6 +142,36 @@ function startWorker(lane: Worker['lane'], env: Record<string, string>): Worker 
     worker.stderr = (worker.stderr + d.toString()).slice(-20_000);
   });
   return worker;
+}
+
+/**
+ * Why a killed worker's intents went out late: when each was sent again
+ * (grouped), in which batch, and what the purges, the restart and the
+ * workers' lane events did in between, all in seconds after the kill.
+ */
+async function explainLateResend(
+  observer: pg.Pool,
+  s: string,
+  kill: { at: number; pid: number; presenceIds: Set<number> },
+  purges: number[],
+  restarts: Array<{ from: number; to: number }>,
+): Promise<string[]> {
+  const after = (ms: number) => ((ms - kill.at) / 1000).toFixed(2);
+  const { rows } = await observer.query<{ next: number; batch: string | null; next_batch: string | null; next_worker: number | null; n: number }>(
+    `SELECT round(extract(epoch FROM b.started_at)::numeric * 20) / 20 * 1000 AS next, a.batch_id AS batch, b.batch_id AS next_batch,
+            (to_jsonb(b) ->> 'worker')::int AS next_worker, count(*)::int AS n
+       FROM ${s}.email_attempts a JOIN ${s}.email_attempts b ON b.intent_id = a.intent_id AND b.attempt = a.attempt + 1
+      WHERE a.outcome = 'lease_expired' AND (to_jsonb(a) ->> 'worker')::int = ANY ($1::int[])
+      GROUP BY 1, 2, 3, 4 ORDER BY 1`,
+    [[...kill.presenceIds]],
+  ).catch((error: unknown) => ({ rows: [] as never[], error }));
+  const lines = [`  killed pid ${kill.pid} (presence ${[...kill.presenceIds].join(',')}); times in s after the kill`];
+  for (const r of rows) lines.push(`  resent at +${after(Number(r.next))}: ${r.n} (batch ${r.batch ?? '-'} -> ${r.next_batch ?? '-'}, by worker ${r.next_worker ?? '-'})`);
+  lines.push(`  purges at ${purges.map(after).join(', ')}; restarts ${restarts.map((r) => `${after(r.from)}..${after(r.to)}`).join(', ')}`);
+  for (const e of laneEvents.filter((e) => e.at >= kill.at - 500 && e.at <= kill.at + 6000)) {
+    lines.push(`  +${after(e.at)} pid ${e.pid} ${e.event} ${e.detail}`);
+  }
+  return lines;
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -177,6 +216,8 @@ class IdleMeter {
 async function oneRun(db: Database, run: number): Promise<ChaosRun> {
   const schema = `chaos_${run}_${process.pid}`;
   allReclaims = [];
+  laneEvents = [];
+  const purges: number[] = [];
   const s = ident(schema);
   const observer = createPool({ connectionString: db.url, max: 2, applicationName: 'chaos-observer' });
   await migrate(observer, schema);
@@ -256,6 +297,7 @@ async function oneRun(db: Database, run: number): Promise<ChaosRun> {
       }
     })();
     const purge = async () => {
+      purges.push(Date.now());
       await observer
         .query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE pid <> pg_backend_pid() AND application_name LIKE 'leasehold%'`)
         .catch(() => {});
@@ -358,6 +400,7 @@ async function oneRun(db: Database, run: number): Promise<ChaosRun> {
     let worstDatabaseAway = 0;
     let reclaimCount = 0;
     let unowned = 0;
+    let worstKill: (typeof kills)[number] | undefined;
     for (const { worker, prev, next } of retaken) {
       const kill = kills.find((k) => k.lane === 'delivery' && worker !== null && k.presenceIds.has(worker) && k.at >= prev && k.at <= next);
       if (worker === null) unowned += 1;
@@ -370,6 +413,7 @@ async function oneRun(db: Database, run: number): Promise<ChaosRun> {
         worstReclaim = (next - kill.at) / 1000 - away;
         worstDatabaseAway = away;
         worstKillAt = (kill.at - faultsStart) / 1000;
+        worstKill = kill;
         const reclaimed = allReclaims.filter((r) => r.at >= kill.at && r.owners.includes(worker!)).map((r) => r.at);
         worstReclaimedAfter = reclaimed.length > 0 ? (Math.min(...reclaimed) - kill.at) / 1000 : NaN;
       }
@@ -383,7 +427,10 @@ async function oneRun(db: Database, run: number): Promise<ChaosRun> {
     for (const lane of ['expiry', 'delivery'] as const) {
       if (idleAfterFaults[lane] > IDLE_LIMIT_S) problems.push(`${lane} lane idle ${idleAfterFaults[lane].toFixed(1)} s after the faults stopped`);
     }
-    if (worstReclaim > RECLAIM_LIMIT_S) problems.push(`a killed worker's intent waited ${worstReclaim.toFixed(1)} s`);
+    if (worstReclaim > RECLAIM_LIMIT_S) {
+      problems.push(`a killed worker's intent waited ${worstReclaim.toFixed(1)} s`);
+      if (worstKill) problems.push(...(await explainLateResend(observer, s, worstKill, purges, restarts)));
+    }
     return {
       run,
       ok: problems.length === 0,

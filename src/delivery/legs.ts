@@ -22,6 +22,13 @@ export interface RoundLease {
   permits: number;
   /** Emails the permits could carry, over every account (permits, where a permit is an email). */
   capacity: number;
+  /**
+   * Some account's lease took all it was allowed to (as many open batches
+   * as its permits paid for, or as many intents as they carried): more may
+   * be due there now, so the lane runs again at once rather than waiting
+   * for a wake-up.
+   */
+  saturated: boolean;
   /** Why no account granted any, when none did. */
   blocked?: 'paused' | 'cooling-down' | 'rate-limit';
   retryInMs: number;
@@ -76,7 +83,7 @@ export class AccountLegs {
 
   async lease(budget: RoundBudget, token: string, owner: number | undefined): Promise<RoundLease> {
     const legs = await this.plan();
-    const result: RoundLease = { legs: [], permits: 0, capacity: 0, retryInMs: 1000 };
+    const result: RoundLease = { legs: [], permits: 0, capacity: 0, saturated: false, retryInMs: 1000 };
     // Every account is paused (or cooling down past failover): nothing can go anywhere.
     if (legs.length === 0) return { ...result, blocked: 'paused' };
     let retryInMs = Infinity;
@@ -90,7 +97,8 @@ export class AccountLegs {
         retryInMs = Math.min(retryInMs, grant.retryInMs);
         continue;
       }
-      const intents = await this.leaseOn(leg.account, leg.route, grant, budget.freeSlots, token, owner);
+      const { intents, saturated } = await this.leaseOn(leg.account, leg.route, grant, budget.freeSlots, token, owner);
+      if (saturated) result.saturated = true;
       const requests = planRequests(intents, leg.account);
       budget.leased(leg.account, intents.length, requests.length);
       result.permits += grant.permits;
@@ -108,7 +116,12 @@ export class AccountLegs {
     return result;
   }
 
-  /** One account's intents: its open batches first (keyed accounts), then new intents, within what its permits carry. */
+  /**
+   * One account's intents: its open batches first (keyed accounts), then
+   * new intents, within what its permits carry; saturated when either
+   * lease reached its limit (a round of one request's permit that resent
+   * one open batch leaves the next one due, and the singles behind it).
+   */
   private async leaseOn(
     account: SendingAccount,
     route: Route | undefined,
@@ -117,7 +130,7 @@ export class AccountLegs {
     free: number,
     token: string,
     owner: number | undefined,
-  ): Promise<LeasedIntent[]> {
+  ): Promise<{ intents: LeasedIntent[]; saturated: boolean }> {
     const { pool, schema, leaseMs, clock } = this.options;
     const perRequest = account.perPermit > 1;
     const common = {
@@ -135,18 +148,17 @@ export class AccountLegs {
     let spent = 0;
     if (account.keyed) {
       await this.closeStaleBatches(account);
-      const open = await intentsLease(pool, schema, {
-        ...common,
-        // Requests: a batch costs one permit, whatever its size. Emails: each member costs one.
-        limit: perRequest ? Math.min(free, grant.permits) : free,
-        batches: { emails: grant.emails },
-      });
+      // Requests: a batch costs one permit, whatever its size. Emails: each member costs one.
+      const limit = perRequest ? Math.min(free, grant.permits) : free;
+      const open = await intentsLease(pool, schema, { ...common, limit, batches: { emails: grant.emails } });
       intents.push(...open);
-      spent = perRequest ? new Set(open.map((i) => i.batchId)).size : open.length;
+      const batches = new Set(open.map((i) => i.batchId)).size;
+      spent = perRequest ? batches : open.length;
+      if (batches >= limit) return { intents, saturated: true };
     }
     // What the permits left after the open batches carry.
     const room = Math.min(grant.emails - intents.length, perRequest ? (grant.permits - spent) * account.perPermit : Infinity);
-    if (room <= 0) return intents;
+    if (room <= 0) return { intents, saturated: intents.length > 0 };
     const fresh = {
       ...common,
       limit: room,
@@ -155,8 +167,9 @@ export class AccountLegs {
     };
     // One account (no route): the one-tenant form first, the fair lease when it does not apply.
     const oneTenant = route ? null : await this.leaseOneTenant(fresh);
-    intents.push(...(oneTenant ?? (await intentsLease(pool, schema, { ...fresh, ...(route ? { route } : {}) }))));
-    return intents;
+    const leased = oneTenant ?? (await intentsLease(pool, schema, { ...fresh, ...(route ? { route } : {}) }));
+    intents.push(...leased);
+    return { intents, saturated: leased.length >= room };
   }
 
   /**

@@ -92,6 +92,8 @@ export interface DeliveryRun {
   /** Emails the permits granted this round could carry (the permits themselves, where a permit is an email). */
   permits: number;
   leased: number;
+  /** Some account's lease took all the round's permits allowed it (legs.ts RoundLease.saturated): more may be due now. */
+  saturated?: boolean;
   outcomes: Partial<Record<AttemptOutcome, number>>;
   /** Why nothing was leased, when nothing was ('stopping': stop() was called before the round began, e.g. while it waited for a send slot). */
   blocked?: 'paused' | 'cooling-down' | 'rate-limit' | 'idle' | 'stopping';
@@ -266,7 +268,7 @@ export class DeliveryWorker extends LoopWorker<DeliveryEvents> {
     const prepared = await prepareRound(this.preparing, lease, token);
     const sent = await this.send(prepared, budget, token);
     const results = [...prepared.results, ...sent.results];
-    if (results.length === 0 && sent.error === undefined) return { permits: lease.capacity, leased: 0, outcomes: {}, blocked: 'idle' };
+    if (results.length === 0 && sent.error === undefined) return { permits: lease.capacity, leased: 0, saturated: lease.saturated, outcomes: {}, blocked: 'idle' };
 
     if (results.length > 0) await this.recorder.record(results, intents);
     // The intents of a request that threw stay leased, their outcome
@@ -278,7 +280,7 @@ export class DeliveryWorker extends LoopWorker<DeliveryEvents> {
       // Intents this round moved to another account are due there now.
       if (r.moveTo) this.legs.wake(r.moveTo);
     }
-    return { permits: lease.capacity, leased: intents.size, outcomes };
+    return { permits: lease.capacity, leased: intents.size, saturated: lease.saturated, outcomes };
   }
 
   /** The round's leased intents by id; an expired lease taken over is a warning, each lease a debug event. */
@@ -358,9 +360,11 @@ export class DeliveryWorker extends LoopWorker<DeliveryEvents> {
   private async tick(): Promise<TickResult> {
     await this.recorder.recordKept();
     const run = await this.runOnce();
-    if (run.leased > 0 && run.leased === run.permits) {
-      // Everything this round could take was due: there may be a backlog.
-      // Run again at once, and bring one more round loop in to help.
+    if (run.saturated) {
+      // Everything this round could take was due (as many intents as its
+      // permits carried, or as many open batches as they paid for): there
+      // may be a backlog. Run again at once, and bring one more round loop
+      // in to help.
       this.wakeSleeping();
       return { full: true };
     }

@@ -265,6 +265,43 @@ describe('Resend batches', () => {
     expect(new Set(mine.map((d) => d.batchKey))).toEqual(new Set([`batch-${bound[0]!.batch_id}`]));
   });
 
+  it('a round that resends one open batch on its one permit runs again at once: the next open batch and the singles behind it do not wait for a wake-up', async () => {
+    // Four batches left open by lost answers (a killed worker's reclaimed
+    // leases look the same), then four new intents. The lane below runs two
+    // rounds side by side, so a round that stopped after its one batch would
+    // leave the last batch and the singles to the next wake-up.
+    resend.processingMs = 600;
+    const batches: string[][] = [];
+    for (const size of [4, 3, 2, 2]) {
+      batches.push(await expireHolds(db, `rsat-${batches.length}-${++label}`, size));
+      expect((await resendWorker().runOnce()).outcomes).toEqual({ failed: size });
+    }
+    await new Promise((r) => setTimeout(r, 700)); // the slow requests land at the stand-in
+    resend.processingMs = 0;
+    const singles = await expireHolds(db, `rsat-s-${label}`, 4);
+    const all = [...batches.flat(), ...singles];
+    await db.pool.query(`UPDATE ${ident(db.schema)}.email_outbox SET available_at = now() WHERE id = ANY ($1)`, [all]);
+
+    // A round takes one permit (one request of up to 100 emails at the
+    // default batch and concurrency), so it resends the oldest batch alone.
+    const round = await resendWorker().runOnce();
+    expect(round).toMatchObject({ leased: 4, saturated: true, outcomes: { accepted: 4 } });
+
+    // The lane, polling only once a minute, sends the rest without being woken.
+    const w = resendWorker({ pollIntervalMs: 60_000 });
+    w.start();
+    try {
+      await expect
+        .poll(async () => (await rows(all)).filter((r) => r.state === 'sent').length, { timeout: 5000, interval: 50 })
+        .toBe(all.length);
+    } finally {
+      await w.stop();
+    }
+    expect((await rows(all)).every((r) => !r.possible_duplicate && r.batch_id === null)).toBe(true);
+    const mine = resend.deliveries.filter((d) => all.includes(intentOf(d)));
+    expect(mine.map(intentOf).sort()).toEqual([...all].sort());
+  });
+
   it('past the key lifetime an open batch is closed and its members go alone, flagged', async () => {
     const ids = await expireHolds(db, `rold-${++label}`, 3);
     resend.processingMs = 600;
