@@ -65,6 +65,11 @@ export class RoundBudget {
     return new RoundBudget(slots, await slots.reserve(wanted), db);
   }
 
+  /** Slots the round holds now: at most this many of its requests can be in flight. */
+  get heldSlots(): number {
+    return this.held;
+  }
+
   /** Slots not yet promised to a request. */
   get freeSlots(): number {
     return Math.max(0, this.held - this.used);

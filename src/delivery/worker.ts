@@ -280,7 +280,8 @@ export class DeliveryWorker extends LoopWorker<DeliveryEvents> {
       // Intents this round moved to another account are due there now.
       if (r.moveTo) this.legs.wake(r.moveTo);
     }
-    return { permits: lease.capacity, leased: intents.size, saturated: lease.saturated, outcomes };
+    // Requests given back for want of a slot or a permit are due again now, as is anything a saturated lease left.
+    return { permits: lease.capacity, leased: intents.size, saturated: lease.saturated || sent.givenBack > 0, outcomes };
   }
 
   /** The round's leased intents by id; an expired lease taken over is a warning, each lease a debug event. */
@@ -307,22 +308,34 @@ export class DeliveryWorker extends LoopWorker<DeliveryEvents> {
 
   /**
    * Send what is paid for, concurrently; each request's slot goes back as
-   * its send ends. What is not sent (no permit left for it, or stop() was
-   * called while the round leased and prepared) is given back at once, due
-   * again, instead of waiting out its lease.
+   * its send ends. What is not sent is given back at once, due again,
+   * instead of waiting out its lease: a request past the round's slots (a
+   * batching account's singles, planned beside its batches, can outnumber
+   * the slots its lease was sized by), one no permit was left for, or
+   * everything once stop() was called while the round leased and prepared.
    */
-  private async send(prepared: PreparedRound, budget: RoundBudget, token: string): Promise<{ results: AttemptResult[]; error?: unknown }> {
+  private async send(prepared: PreparedRound, budget: RoundBudget, token: string): Promise<{ results: AttemptResult[]; givenBack: number; error?: unknown }> {
     const results: AttemptResult[] = [];
+    let givenBack = 0;
     const sends: Array<Promise<AttemptResult[]>> = [];
     const paid = [];
+    let slots = budget.heldSlots;
     for (const { account, requests } of prepared.sends) {
-      const settled = await budget.settle(account, requests);
+      const fitting = requests.slice(0, slots);
+      const settled = await budget.settle(account, fitting);
       const going = this.stopping ? [] : settled;
-      const why = this.stopping ? 'given back unsent: the worker is stopping' : 'given back unsent: no permit left for this request';
-      for (const request of requests.slice(going.length)) {
+      slots -= going.length;
+      for (const [i, request] of requests.entries()) {
+        if (i < going.length) continue;
+        const why = this.stopping
+          ? 'given back unsent: the worker is stopping'
+          : i >= fitting.length
+            ? 'given back unsent: no send slot left for this request'
+            : 'given back unsent: no permit left for this request';
         // An open batch given back stays bound: it still goes again only whole.
         const bound = request.kind === 'batch' && request.batchId !== undefined ? { batchId: request.batchId, keepBatch: true } : {};
         for (const intent of membersOf(request)) results.push({ ...unsentResult(intent, token, why, account.name), ...bound });
+        givenBack += 1;
       }
       for (const request of going) paid.push({ request, account });
     }
@@ -341,7 +354,7 @@ export class DeliveryWorker extends LoopWorker<DeliveryEvents> {
       if (sent.status === 'fulfilled') results.push(...sent.value);
       else error ??= sent.reason;
     }
-    return error === undefined ? { results } : { results, error };
+    return error === undefined ? { results, givenBack } : { results, givenBack, error };
   }
 
   /** Every account's limiter row, written with its initial policy once per worker (an existing row, with its runtime changes, wins). */

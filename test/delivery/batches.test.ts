@@ -302,6 +302,28 @@ describe('Resend batches', () => {
     expect(mine.map(intentOf).sort()).toEqual([...all].sort());
   });
 
+  it('singles planned beside a batch never outnumber the round\'s send slots: the requests past them are given back, due at once', async () => {
+    const ids = await expireHolds(db, `rslots-${++label}`, 7);
+    // Three that a refused batch could not tell from the email at fault: each goes alone.
+    await db.pool.query(`UPDATE ${ident(db.schema)}.email_outbox SET send_alone = true WHERE id = ANY ($1)`, [ids.slice(0, 3)]);
+    const before = resend.requests.length;
+    // One send slot: one permit, a lease of up to 100 emails, planned as three singles and a batch of four.
+    const w = resendWorker({ concurrency: 1 });
+    const first = await w.runOnce();
+    expect(first).toMatchObject({ outcomes: { accepted: 1, abandoned: 6 }, saturated: true }); // due again at once: the lane runs again
+    expect(resend.requests.length - before).toBe(1);
+    const given = await rows(ids);
+    expect(given.filter((r) => r.state === 'pending')).toHaveLength(6);
+    const { rows: leased } = await db.pool.query(`SELECT 1 FROM ${ident(db.schema)}.email_outbox WHERE id = ANY ($1) AND lease_token IS NOT NULL`, [ids]);
+    expect(leased).toEqual([]);
+    // The rest go one request a round, each email once and unflagged.
+    const runs = await drain(w);
+    expect(runs.every((run) => (run.outcomes.accepted ?? 0) <= 4)).toBe(true);
+    expect((await rows(ids)).every((r) => r.state === 'sent' && !r.possible_duplicate)).toBe(true);
+    expect(resend.deliveries.map(intentOf).filter((id) => ids.includes(id)).sort()).toEqual([...ids].sort());
+    expect(resend.requests.length - before).toBe(4);
+  });
+
   it('past the key lifetime an open batch is closed and its members go alone, flagged', async () => {
     const ids = await expireHolds(db, `rold-${++label}`, 3);
     resend.processingMs = 600;
