@@ -16,12 +16,6 @@ import { type RenderedMessage } from '../model/message.js';
  * the hold facts to render from); when anything was rendered, one statement
  * per round stores the new ones (and one more reads any stored first elsewhere).
  */
-/** A tenant's sender overrides (tables/tenants.ts tenantSendersGet). */
-export interface TenantSender {
-  from: string | null;
-  replyTo: string | null;
-}
-
 export type PreparedMessage = { ok: true; message: StoredMessage } | { ok: false; error: TemplateRenderError };
 
 export async function prepareMessages(
@@ -31,8 +25,6 @@ export async function prepareMessages(
   intents: LeasedIntent[],
   options: {
     from: string;
-    /** Per tenant, a sender and reply-to that override the template's (tenant_policies), for intents the lease brought none for. */
-    senders?: ReadonlyMap<string, TenantSender>;
     /** The render moment: what a reminder says is left ("in 5 minutes") is counted from it. */
     now: Date;
   },
@@ -56,8 +48,8 @@ export async function prepareMessages(
         from: options.from,
         tenant: intent.tenant,
       });
-      // A tenant's own sender outranks the template's: stored so, every attempt sends it.
-      const sender = intent.sender ?? options.senders?.get(intent.tenant);
+      // A tenant's own sender (tenant_policies, brought by the lease) outranks the template's: stored so, every attempt sends it.
+      const sender = intent.sender;
       rendered.push({
         ...message,
         ...(sender?.from ? { from: sender.from } : {}),

@@ -3,7 +3,6 @@ import type pg from 'pg';
 import type { Metrics } from '../observability/metrics.js';
 import type { Templates } from '../templates/templates.js';
 import type { AttemptResult, LeasedIntent } from '../tables/outbox.js';
-import { tenantSendersGet } from '../tables/tenants.js';
 import type { SendingAccount } from './accounts.js';
 import type { RoundLease } from './legs.js';
 import { prepareMessages, templateFailure, type PreparedMessage } from './messages.js';
@@ -49,16 +48,13 @@ export async function prepareRound(setting: PrepareSetting, lease: RoundLease, t
       }
     }
   }
-  // Tenants' own senders, for the messages rendered now: the lease brings them (intent.sender); read here only for any it did not.
-  const unread = leased.filter((intent) => intent.message === null && intent.sender === undefined && !suppressed.has(intent.id));
-  const senders = unread.length > 0 ? await tenantSendersGet(pool, schema, [...new Set(unread.map((i) => i.tenant))]) : undefined;
   const messages = new Map<string, PreparedMessage>();
   const sends: PreparedRound['sends'] = [];
   const now = setting.clock?.now() ?? new Date();
   for (const { account, intents, requests } of lease.legs) {
     const mine = suppressed.size > 0 ? intents.filter((i) => !suppressed.has(i.id)) : intents;
-    // Each account's sender fills in templates that name none.
-    const prepared = mine.length > 0 ? await prepareMessages(pool, schema, templates, mine, { from: account.from, ...(senders ? { senders } : {}), now }) : new Map<string, PreparedMessage>();
+    // Each account's sender fills in templates that name none; a tenant's own (the lease brings it) outranks both.
+    const prepared = mine.length > 0 ? await prepareMessages(pool, schema, templates, mine, { from: account.from, now }) : new Map<string, PreparedMessage>();
     let failed = false;
     for (const intent of mine) {
       const message = prepared.get(intent.id)!;

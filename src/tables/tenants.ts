@@ -167,21 +167,6 @@ export const tenantSenderJoinForLease = (s: string, tenant: string, unrendered: 
   `LEFT JOIN ${s}.tenant_policies tp ON ${unrendered} AND tp.tenant = ${tenant}`;
 export const TENANT_SENDER_LEASE_COLUMNS = 'tp.from_address AS tp_from_address, tp.reply_to AS tp_reply_to';
 
-/** The senders (`from`, `replyTo`) of those of `tenants` whose policy names one. */
-export async function tenantSendersGet(
-  db: Queryable,
-  schema: string,
-  tenants: readonly string[],
-): Promise<Map<string, { from: string | null; replyTo: string | null }>> {
-  if (tenants.length === 0) return new Map();
-  const { rows } = await db.query<{ tenant: string; from_address: string | null; reply_to: string | null }>(
-    `SELECT tenant, from_address, reply_to FROM ${ident(schema)}.tenant_policies
-      WHERE tenant = ANY ($1::text[]) AND (from_address IS NOT NULL OR reply_to IS NOT NULL)`,
-    [tenants],
-  );
-  return new Map(rows.map((r) => [r.tenant, { from: r.from_address, replyTo: r.reply_to }]));
-}
-
 /**
  * SQL expression: whether tenant `tenant`, routed to one of `known` (a
  * text[] expression), is routed to `account`; NULL when it is routed to
