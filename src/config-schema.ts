@@ -133,7 +133,7 @@ export const configSchema = onFirstUse((z) => {
       .refine((v) => v === 'off' || Number(v) <= 2_592_000, 'must be off or a whole number of seconds (1 to 2592000)')
       .default('off')
       .describe("Seconds: expiry and confirmation emails still unsent this long after the expiry or confirmation are not sent (they end `missed_deadline`)."),
-    // The application's hook inside the expiry transaction (issue 41, holds/expire-hook.ts).
+    // The application's hook inside the expiry transaction (holds/expire-hook.ts).
     LEASEHOLD_EXPIRE_HOOK: z
       .string()
       .regex(HOOK_NAME, HOOK_NAME_RULE)

@@ -8,7 +8,7 @@ import { HOOK_NAME, HOOK_NAME_RULE } from '../model/expire-hook-name.js';
 import type { ExpiredHold } from '../tables/holds.js';
 
 /**
- * The application's hook inside leasehold's transaction (issue 41): the SQL
+ * The application's hook inside leasehold's transaction: the SQL
  * function LEASEHOLD_EXPIRE_HOOK names, or the library's `onExpired`
  * callback, runs on the transaction that changed the holds, after their
  * state and intents are written and before the commit, so the application's

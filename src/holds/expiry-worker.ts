@@ -30,7 +30,7 @@ export interface ExpiryWorkerOptions {
   metrics?: Metrics;
   faults?: Faults;
   /**
-   * The application's hook (issue 41): called on the expiry transaction's
+   * The application's hook (holds/expire-hook.ts): called on the expiry transaction's
    * client with the holds it expired, after their intents are written and
    * before the commit; its changes commit with the expiry or neither does.
    * A hold whose call fails by itself stays held and is retried with

@@ -8,7 +8,7 @@ import { BURST_RULE, isValidPerSecond, MAX_BURST, PER_SECOND_RULE } from './deli
 import { toValidationError } from './hold-input.js';
 
 /**
- * A tenant's policy (issue 25, part 3): a row of `tenant_policies`, written
+ * A tenant's policy: a row of `tenant_policies`, written
  * at run time through `PUT /v1/tenants/:tenant`, `leasehold tenants set` or
  * `putTenantPolicy`, because tenants come and go while the fleet runs. Every
  * field is optional; `{}` is a valid policy ("no cap, weight 1, the

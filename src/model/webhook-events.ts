@@ -1,5 +1,5 @@
 /**
- * Webhooks to the application (issue 41, part 2): the event types, the
+ * Webhooks to the application: the event types, the
  * delivery states, and what an endpoint is. Mirrored by the CHECK
  * constraints of migrations/0030_webhooks.sql, whose triggers write the
  * events. model/webhooks-file.ts reads the endpoints file.

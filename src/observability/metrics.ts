@@ -18,7 +18,7 @@ export interface Metrics {
   expiryBatchSize: Histogram;
   expiryTransactionSeconds: Histogram;
   expiryLockContention: Gauge;
-  /** Holds whose expiry hook call failed by themselves (issue 41), by reason: `error` (the hook raised) or `timeout`. */
+  /** Holds whose expiry hook call failed by themselves (holds/expire-hook.ts), by reason: `error` (the hook raised) or `timeout`. */
   expireHookFailures: Counter<'reason'>;
   sends: Counter<'outcome' | 'account'>;
   rateLimited: Counter<'account'>;

@@ -8,7 +8,7 @@ import { rateLimiterApplyConfigured, type ConfiguredApplication, type RateLimitS
 
 /**
  * A delivery process's configured rate limits, applied at its start
- * (issue 38: on an existing database the configured limit was silently not
+ * (on an existing database the configured limit was once silently not
  * the one in force). The rule:
  * - a configuration that changed since it was last applied to an account's
  *   row takes effect, overriding an operator's change, and is audited as
