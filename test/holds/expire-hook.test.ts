@@ -14,7 +14,7 @@ import { testDatabase, type TestDatabase } from '../helpers/database.js';
 import { countBy } from '../helpers/holds.js';
 
 /**
- * The application's expiry hook (issue 41) in the expiry lane: it commits
+ * The application's expiry hook (holds/expire-hook.ts) in the expiry lane: it commits
  * with the expiry, a hold whose hook fails by itself stays held (found by
  * bisecting) while the rest of its batch expires, and it is retried with
  * back-off. Time moves through a ManualClock.
@@ -239,6 +239,48 @@ describe('the expiry hook in the expiry lane', () => {
     expect(await countBy(db.pool, db.schema, 'support_reservations', 'status')).toEqual({ expired: 199, held: 1 });
     expect(await statusOf('slot-150')).toBe('held');
     await db.pool.query(`ALTER TABLE ${ident(app)}.slots DROP COLUMN freed`);
+  });
+
+  it('a callback stuck outside the database is given up on a second after its bound: it fails as a timeout, and its late queries are refused', async () => {
+    await dueHoldsWithSlots(2);
+    let stuckTx: { query: (text: string, values?: unknown[]) => Promise<unknown> } | undefined;
+    const onExpired = async (tx: NonNullable<typeof stuckTx>, holds: Array<{ id: string }>) => {
+      if (holds.some((h) => h.id === 'slot-001')) {
+        stuckTx = tx;
+        // Waiting on something that never answers (no SQL: statement_timeout cannot end it).
+        await new Promise(() => {});
+      }
+      await tx.query(`UPDATE ${ident(app)}.slots SET freed_at = now() WHERE hold_id = ANY ($1::text[])`, [holds.map((h) => h.id)]);
+    };
+    const worker = new ExpiryWorker({ pool: db.pool, schema: db.schema, clock: new ManualClock(START), logger: capturedLog().logger, onExpired, hookTimeoutMs: 100 });
+    const started = performance.now();
+    const run = await worker.runOnce();
+    // The whole batch, then slot-001 alone: two calls given up on, each 100 ms + 1 s after it began.
+    expect(performance.now() - started).toBeGreaterThanOrEqual(2 * 1100);
+    expect(run.expired.map((h) => h.id)).toEqual(['slot-000']);
+    expect(run.hookFailed).toEqual([expect.objectContaining({ holdId: 'slot-001', code: '57014', timedOut: true, error: 'onExpired did not finish within 100 ms' })]);
+    expect(await statusOf('slot-001')).toBe('held');
+    // What the stuck callback sends now cannot join a transaction that is no longer its call's.
+    await expect(stuckTx!.query(`UPDATE ${ident(app)}.slots SET freed_at = now()`)).rejects.toThrow(/no longer this call's \(it ran past 100 ms\)/);
+    const { rows } = await db.pool.query<{ hold_id: string }>(`SELECT hold_id FROM ${ident(app)}.slots WHERE freed_at IS NOT NULL`);
+    expect(rows.map((r) => r.hold_id)).toEqual(['slot-000']);
+  });
+
+  it('a group still failing when the bisecting budget is spent stays held as a whole, each hold told why it was not isolated', async () => {
+    await dueHoldsWithSlots(8);
+    await db.pool.query(`INSERT INTO ${ident(app)}.stuck VALUES ('slot-003')`);
+    const hook = { onExpired: sqlExpireHook(`${app}.release_slots`), name: 'release_slots', timeoutMs: 1000 };
+    // A budget already spent: the first failing call is not split at all.
+    const batch = await withTransaction(db.pool, (client) =>
+      expireWithHook(client, db.schema, hook, (only) => holdsExpireDue(client, db.schema, 500, START, null, null, only), -1),
+    );
+    expect(batch.expired).toEqual([]);
+    expect(batch.failed.map((f) => f.holdId).sort()).toEqual(Array.from({ length: 8 }, (_, i) => `slot-00${i}`));
+    for (const f of batch.failed) {
+      expect(f.error).toBe('slot of slot-003 is double-booked (ask <address>) (not isolated: the hook failed for a group of 8 holds and bisecting ran out of its -1 ms)');
+      expect(f.code).toBe('P0001');
+    }
+    expect(await countBy(db.pool, db.schema, 'support_reservations', 'status')).toEqual({ held: 8 });
   });
 
   it("bisecting restores the transaction's own statement_timeout after each hook call", async () => {
