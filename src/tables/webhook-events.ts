@@ -1,6 +1,6 @@
 import type { Queryable } from '../db/pool.js';
 import { ident } from '../db/pool.js';
-import type { WebhookEventType, WebhookState } from '../model/webhook-events.js';
+import { WEBHOOK_STATES, type WebhookEventType, type WebhookState } from '../model/webhook-events.js';
 
 /**
  * Every statement on `webhook_events` (migration 0030), the application
@@ -198,14 +198,21 @@ export async function webhookEventsOfHold(db: Queryable, schema: string, holdId:
   return rows.map(fromRow);
 }
 
-/** Newest first, optionally of one state (operators: `dead` ones to replay). */
+/**
+ * Newest first, optionally of one state (operators: `dead` ones to replay).
+ * Every state is one walk of webhook_events_listing (state, created_at
+ * DESC, id DESC); all of them, the newest of each state's walk merged
+ * (a Merge Append of three index scans that each stop after `limit` rows),
+ * so neither form sorts the table, however long its history.
+ */
 export async function webhookEventsList(db: Queryable, schema: string, options: { state?: WebhookState; limit: number }): Promise<WebhookEvent[]> {
-  const { rows } = await db.query(
-    `SELECT ${COLUMNS} FROM ${ident(schema)}.webhook_events
-      WHERE ($1::text IS NULL OR state = $1)
-      ORDER BY created_at DESC, id DESC LIMIT $2`,
-    [options.state ?? null, options.limit],
-  );
+  const s = ident(schema);
+  const ofState = (state: string) =>
+    `(SELECT ${COLUMNS} FROM ${s}.webhook_events WHERE state = ${state} ORDER BY created_at DESC, id DESC LIMIT $1)`;
+  const text = options.state
+    ? `${ofState('$2')}`
+    : `SELECT * FROM (${WEBHOOK_STATES.map((state) => ofState(`'${state}'`)).join(' UNION ALL ')}) e ORDER BY created_at DESC, id DESC LIMIT $1`;
+  const { rows } = await db.query(text, options.state ? [options.limit, options.state] : [options.limit]);
   return rows.map(fromRow);
 }
 

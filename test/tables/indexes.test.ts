@@ -6,6 +6,7 @@ import { holdsExpireDue, holdsExpireDueWithOutlook, holdsList } from '../../src/
 import { attemptsRecentOutcomes } from '../../src/tables/attempts.js';
 import { intentsLease } from '../../src/tables/outbox.js';
 import { laneStats } from '../../src/read/stats.js';
+import { webhookEventsList } from '../../src/tables/webhook-events.js';
 import { storiesErase, storiesPrune } from '../../src/retention/queries.js';
 import { retentionOldest } from '../../src/retention/preview.js';
 import { loadConfig } from '../../src/config.js';
@@ -43,6 +44,15 @@ beforeAll(async () => {
             LATERAL (SELECT CASE WHEN abs(hashtext(o.id)) % 100 = 0 THEN 'bounced'
                                  WHEN abs(hashtext(o.id)) % 1000 = 1 THEN 'complained' ELSE 'delivered' END AS kind) k`,
   );
+  // Application webhooks: a long delivered history, a few dead and pending.
+  await db.pool.query(
+    `INSERT INTO ${s}.webhook_events (id, endpoint, type, hold_id, payload, occurred_at, created_at, state, finished_at)
+     SELECT 'msg_' || i, 'app', 'hold.expired', 'h' || i, '{}', now() - make_interval(secs => i), now() - make_interval(secs => i),
+            CASE WHEN i % 5000 = 0 THEN 'dead' WHEN i < 5 THEN 'pending' ELSE 'delivered' END,
+            CASE WHEN i >= 5 THEN now() END
+       FROM generate_series(1, 50000) i`,
+  );
+  await db.pool.query(`ANALYZE ${s}.webhook_events`);
   await db.pool.query(`ANALYZE ${s}.email_events`);
   await db.pool.query(`ANALYZE ${s}.support_reservations`);
   await db.pool.query(`ANALYZE ${s}.email_outbox`);
@@ -87,6 +97,21 @@ describe('hot paths use partial indexes', () => {
     // The few live holds may come through the due index and be sorted: bounded by live holds, not history.
     const held = await planOf((q) => holdsList(q, db.schema, { limit: 50, status: 'held' }));
     expect(held, held).not.toMatch(/Seq Scan on support_reservations/);
+  });
+
+  it('the webhook listing pages newest first through webhook_events_listing, one state or all, without sorting the table', async () => {
+    for (const state of [undefined, 'dead', 'delivered'] as const) {
+      const text = await planOf((q) => webhookEventsList(q, db.schema, { limit: 50, ...(state ? { state } : {}) }));
+      expect(text, text).toContain('webhook_events_listing');
+      // (A Merge Append names its Sort Key, and the pending ones may come
+      // presorted through their own index; a full Sort is what must not be there.)
+      expect(text, text).not.toMatch(/(?<!Incremental )Sort {2}\(|Seq Scan on webhook_events/);
+    }
+    // All states merged, newest first across them.
+    const listed = await webhookEventsList(db.pool, db.schema, { limit: 6 });
+    expect(listed.map((e) => e.id)).toEqual(['msg_1', 'msg_2', 'msg_3', 'msg_4', 'msg_5', 'msg_6']);
+    expect(listed.map((e) => e.state)).toEqual(['pending', 'pending', 'pending', 'pending', 'delivered', 'delivered']);
+    expect((await webhookEventsList(db.pool, db.schema, { limit: 3, state: 'dead' })).map((e) => e.id)).toEqual(['msg_5000', 'msg_10000', 'msg_15000']);
   });
 
   it('the lease statement reaches due intents through email_outbox_available', async () => {
