@@ -4,7 +4,7 @@ import { intentsChannel } from '../../src/db/listener.js';
 import { ident, type Queryable } from '../../src/db/pool.js';
 import { holdsExpireDue, holdsExpireDueWithOutlook, holdsList } from '../../src/tables/holds.js';
 import { attemptsRecentOutcomes } from '../../src/tables/attempts.js';
-import { intentsLease } from '../../src/tables/outbox.js';
+import { intentsLease, intentsList } from '../../src/tables/outbox.js';
 import { laneStats } from '../../src/read/stats.js';
 import { webhookEventsList } from '../../src/tables/webhook-events.js';
 import { storiesErase, storiesPrune } from '../../src/retention/queries.js';
@@ -97,6 +97,28 @@ describe('hot paths use partial indexes', () => {
     // The few live holds may come through the due index and be sorted: bounded by live holds, not history.
     const held = await planOf((q) => holdsList(q, db.schema, { limit: 50, status: 'held' }));
     expect(held, held).not.toMatch(/Seq Scan on support_reservations/);
+  });
+
+  it('GET /v1/intents pages newest first through email_outbox_state_listing, one state or all, any tenant, without sorting the table', async () => {
+    const first = await intentsList(db.pool, db.schema, { limit: 3 });
+    expect(first.intents).toHaveLength(3);
+    for (const options of [{}, { state: 'sent' as const }, { tenant: '' }, { cursor: first.nextCursor! }, { state: 'dead' as const, cursor: first.nextCursor! }]) {
+      const text = await planOf((q) => intentsList(q, db.schema, { limit: 50, ...options }));
+      expect(text, text).toContain('email_outbox_state_listing');
+      expect(text, text).not.toMatch(/Seq Scan on email_outbox/);
+      // A sort only ever of pending intents (the live ones, through a
+      // pending-only index), never of the finished history.
+      const lines = text.split('\n');
+      for (const [i, line] of lines.entries()) {
+        if (!/(?<!Incremental )Sort {2}\(/.test(line)) continue;
+        const scan = lines.slice(i + 1).find((l) => l.includes(' Scan '))!;
+        expect(scan, text).toMatch(/email_outbox_(available|pending_age|tenant_due)\b/);
+      }
+    }
+    // The merge pages exactly as one ordered walk would.
+    const { rows } = await db.pool.query<{ id: string }>(`SELECT id FROM ${ident(db.schema)}.email_outbox ORDER BY created_at DESC, id DESC LIMIT 6`);
+    const second = await intentsList(db.pool, db.schema, { limit: 3, cursor: first.nextCursor! });
+    expect([...first.intents, ...second.intents].map((i) => i.id)).toEqual(rows.map((r) => r.id));
   });
 
   it('the webhook listing pages newest first through webhook_events_listing, one state or all, without sorting the table', async () => {

@@ -91,8 +91,11 @@ export interface IntentPage {
 
 /**
  * Intents newest first, optionally of one state and of one tenant ('' is
- * the empty tenant's), keyset-paged (stable under inserts). A tenant filter
- * walks the same listing indexes and skips the other tenants' rows.
+ * the empty tenant's), keyset-paged (stable under inserts). Each state is
+ * one walk of email_outbox_state_listing (state, created_at DESC, id DESC);
+ * every state is those walks merged, each stopping after a page (a Merge
+ * Append), so no form sorts the table however long its history. A tenant
+ * filter walks the same indexes and skips the other tenants' rows.
  */
 export async function intentsList(
   db: Queryable,
@@ -100,15 +103,18 @@ export async function intentsList(
   options: { state?: IntentState; tenant?: string; limit: number; cursor?: string },
 ): Promise<IntentPage> {
   const after = options.cursor ? decodeCursor(options.cursor, (key) => INTENT_ID_PATTERN.test(key)) : null;
-  const { rows } = await db.query<IntentRow & { cursor_us: string }>(
-    `SELECT ${INTENT_COLUMNS}, ${cursorTimeSql('created_at')} AS cursor_us
-       FROM ${ident(schema)}.email_outbox
-      WHERE ($1::text IS NULL OR state = $1) AND ($5::text IS NULL OR tenant = $5)
-        AND ${afterCursorSql('created_at', 'id', '$2', '$3')}
-      ORDER BY created_at DESC, id DESC
-      LIMIT $4`,
-    [options.state ?? null, after?.timeUs ?? null, after?.key ?? null, options.limit + 1, options.tenant ?? null],
-  );
+  const ofState = (state: string) =>
+    `(SELECT ${INTENT_COLUMNS}, ${cursorTimeSql('created_at')} AS cursor_us
+        FROM ${ident(schema)}.email_outbox
+       WHERE state = ${state} AND ($4::text IS NULL OR tenant = $4) AND ${afterCursorSql('created_at', 'id', '$1', '$2')}
+       ORDER BY created_at DESC, id DESC
+       LIMIT $3)`;
+  const values: unknown[] = [after?.timeUs ?? null, after?.key ?? null, options.limit + 1, options.tenant ?? null];
+  const text = options.state
+    ? ofState('$5')
+    : `SELECT * FROM (${Object.values(IntentState).map((state) => ofState(`'${state}'`)).join(' UNION ALL ')}) i
+        ORDER BY created_at DESC, id DESC LIMIT $3`;
+  const { rows } = await db.query<IntentRow & { cursor_us: string }>(text, options.state ? [...values, options.state] : values);
   const { page, nextCursor } = pageOf(rows, options.limit, (row) => row.id);
   return { intents: page.map(intentFromRow), nextCursor };
 }
