@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import { DEFAULTS } from '../defaults.js';
-import { ident, withTransaction, type Queryable } from '../db/pool.js';
+import { ident, restartTransaction, withTransaction, type Queryable } from '../db/pool.js';
 import { ConfigError, ExpireHookError, isConnectionError } from '../errors.js';
 import { redactAddresses } from '../providers/provider-common.js';
 import { hookFailuresClearSql } from '../tables/hook-failures.js';
@@ -154,11 +154,15 @@ export interface HookedBatch {
 }
 
 /**
- * One expiry batch with the hook, on `client` inside its transaction:
- * `expire(only)` runs the expiry statement (only those ids, or any due
- * hold for null). Bisecting stops after `budgetMs`: a group still failing
- * then is left held as a whole, each with the group's error, and retried
- * after its back-off like a hold that failed alone.
+ * One expiry batch with the hook, on `client` inside its transaction (just
+ * begun by withTransaction): `expire(only)` runs the expiry statement (only
+ * those ids, or any due hold for null). The whole batch is tried first
+ * without a savepoint, the usual case costing only its statements and the
+ * commit; if the hook fails, the transaction is rolled back and begun
+ * again, and the batch is bisected under savepoints. Bisecting stops after
+ * `budgetMs`: a group still failing then is left held as a whole, each with
+ * the group's error, and retried after its back-off like a hold that failed
+ * alone.
  */
 export async function expireWithHook(
   client: pg.PoolClient,
@@ -167,7 +171,7 @@ export async function expireWithHook(
   expire: (only: readonly string[] | null) => Promise<ExpiredHold[]>,
   budgetMs: number = DEFAULTS.expireHookBisectBudgetMs,
 ): Promise<HookedBatch> {
-  const attempt = async (only: readonly string[] | null): Promise<{ rows: ExpiredHold[]; previous?: string; failure?: HookCallFailure }> => {
+  const attempt = async (only: readonly string[]): Promise<{ rows: ExpiredHold[]; previous?: string; failure?: HookCallFailure }> => {
     await client.query(`SAVEPOINT ${SAVEPOINT}`);
     const rows = await expire(only);
     if (rows.length === 0) {
@@ -187,9 +191,19 @@ export async function expireWithHook(
     }
   };
 
-  const whole = await attempt(null);
-  // The commit follows at once: the hook's statement_timeout ends with it.
-  if (!whole.failure) return { expired: whole.rows, failed: [] };
+  const whole = await expire(null);
+  if (whole.length === 0) return { expired: [], failed: [] };
+  let wholeFailure: HookCallFailure;
+  try {
+    await callHook(client, schema, hook, whole.map(infoOf));
+    // The commit follows at once: the hook's statement_timeout ends with it.
+    return { expired: whole, failed: [] };
+  } catch (error) {
+    if (isConnectionError(error)) throw error;
+    wholeFailure = describeFailure(error);
+  }
+  // Nothing else happened in this transaction: start it again and find the holds at fault.
+  await restartTransaction(client);
 
   const expired: ExpiredHold[] = [];
   const failed: FailedHold[] = [];
@@ -218,8 +232,8 @@ export async function expireWithHook(
     }
   };
   await isolate(
-    whole.rows.map((r) => r.id),
-    whole.failure,
+    whole.map((r) => r.id),
+    wholeFailure,
   );
   return { expired, failed };
 }

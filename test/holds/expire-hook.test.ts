@@ -1,3 +1,4 @@
+import pg from 'pg';
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ExpiryWorker } from '../../src/holds/expiry-worker.js';
@@ -283,17 +284,48 @@ describe('the expiry hook in the expiry lane', () => {
     expect(await countBy(db.pool, db.schema, 'support_reservations', 'status')).toEqual({ held: 8 });
   });
 
-  it("bisecting restores the transaction's own statement_timeout after each hook call", async () => {
+  it("bisecting restores the session's own statement_timeout after each hook call", async () => {
     await dueHoldsWithSlots(6);
     await db.pool.query(`INSERT INTO ${ident(app)}.stuck VALUES ('slot-004')`);
     const hook = { onExpired: sqlExpireHook(`${app}.release_slots`), name: 'release_slots', timeoutMs: 250 };
-    const timeouts = await withTransaction(db.pool, async (client) => {
-      await client.query(`SET LOCAL statement_timeout = '7s'`);
+    const client = await db.pool.connect();
+    try {
+      await client.query(`SET statement_timeout = '7s'`);
+      await client.query('BEGIN');
       const batch = await expireWithHook(client, db.schema, hook, (only) => holdsExpireDue(client, db.schema, 500, START, null, null, only));
       expect([batch.expired.length, batch.failed.map((f) => f.holdId)]).toEqual([5, ['slot-004']]);
-      return (await client.query<{ statement_timeout: string }>('SHOW statement_timeout')).rows[0]!.statement_timeout;
+      // The statements after the hook calls (the failures' record, the commit) run under the session's bound, not the hook's.
+      expect((await client.query<{ statement_timeout: string }>('SHOW statement_timeout')).rows[0]!.statement_timeout).toBe('7s');
+      await client.query('COMMIT');
+    } finally {
+      await client.query('RESET statement_timeout');
+      client.release();
+    }
+  });
+
+  it('a batch whose hook succeeds costs five round trips: begin, expire, the hook\'s setup, the hook, commit', async () => {
+    await dueHoldsWithSlots(5);
+    const statements: string[] = [];
+    const counting = new pg.Pool({ connectionString: db.url, max: 1 });
+    counting.on('connect', (client) => {
+      const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+      (client as unknown as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => {
+        const text = typeof args[0] === 'string' ? args[0] : (args[0] as { text: string }).text;
+        statements.push(text.trim().split(/\s+/).slice(0, 2).join(' '));
+        return query(...args);
+      };
     });
-    expect(timeouts).toBe('7s');
+    try {
+      const worker = new ExpiryWorker({ pool: counting, schema: db.schema, clock: new ManualClock(START), logger: capturedLog().logger, onExpired: sqlExpireHook(`${app}.release_slots`) });
+      const run = await worker.runOnce();
+      expect(run.expired).toHaveLength(5);
+      expect(statements).toHaveLength(5);
+      expect(statements[0]).toBe('BEGIN; SET');
+      expect(statements.at(-1)).toBe('COMMIT');
+      expect((await db.pool.query(`SELECT 1 FROM ${ident(app)}.slots WHERE freed_at IS NOT NULL`)).rowCount).toBe(5);
+    } finally {
+      await counting.end();
+    }
   });
 
   it('createLeasehold passes onExpired to its expiry lane', async () => {
