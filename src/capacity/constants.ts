@@ -27,9 +27,9 @@ export const MEASURED = {
   bytesPerRow: {
     /** support_reservations row in a terminal state: heap + pkey + the (created_at, id) listing index (the due index holds only live holds). */
     hold: 422,
-    /** email_outbox row once finished: heap + pkey, reservation_id unique, two listing indexes; half-full pages (fillfactor 50, migration 0031: 672 at 80). */
-    intent: 1073,
-    /** email_attempts row: heap + pkey + finished_at index + the accepted-window partial index (0014; measured 422, 410 before it). */
+    /** email_outbox row once finished: heap + pkey, reservation_id unique, the state listing index; half-full pages (fillfactor 50, migration 0031: 672 at 80); 1,073 with a second listing index, before 0034. */
+    intent: 975,
+    /** email_attempts row: heap + pkey + finished_at and receipt indexes (422 also with 0014's accepted-window index, dropped by 0034: at 2,000 rows its pages did not move the figure). */
     attempt: 422,
   },
   /**
