@@ -51,6 +51,7 @@ export interface WebhookEndpoint {
 export const DEFAULT_WEBHOOK_ENDPOINT = 'default';
 
 export const WEBHOOK_ENDPOINT_NAME = /^[a-z0-9][a-z0-9_-]{0,62}$/;
+export const WEBHOOK_ENDPOINT_NAME_RULE = 'must be an endpoint name: lowercase letters, digits, - and _ (at most 63), starting with a letter or digit';
 
 /** The limiter row of an endpoint: a colon no account name may hold, so the two never meet. */
 export const webhookLimiterName = (endpoint: string): string => `webhook:${endpoint}`;

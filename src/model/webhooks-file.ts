@@ -4,6 +4,7 @@ import { BURST_RULE, isValidPerSecond, MAX_BURST, PER_SECOND_RULE } from './deli
 import { TENANT_PATTERN } from './hold-input.js';
 import {
   WEBHOOK_ENDPOINT_NAME,
+  WEBHOOK_ENDPOINT_NAME_RULE,
   WEBHOOK_EVENT_TYPES,
   webhookSecretProblem,
   webhookUrlProblem,
@@ -36,7 +37,7 @@ const fileSchema = onFirstUse((z) => {
     burst: z.number({ error: BURST_RULE }).int(BURST_RULE).min(1, BURST_RULE).max(MAX_BURST, BURST_RULE),
   });
   const endpoint = z.strictObject({
-    name: z.string({ error: 'must be a string' }).regex(WEBHOOK_ENDPOINT_NAME, 'must be lowercase letters, digits, - and _ (at most 63), starting with a letter or digit'),
+    name: z.string({ error: 'must be a string' }).regex(WEBHOOK_ENDPOINT_NAME, WEBHOOK_ENDPOINT_NAME_RULE),
     url: z.string({ error: 'must be a string' }),
     secret: z.string({ error: 'must be a ${VAR} reference to the environment' }),
     types: z

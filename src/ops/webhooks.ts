@@ -1,6 +1,6 @@
 import { NotFoundError, ValidationError, WebhookStateError } from '../errors.js';
 import { AuditAction } from '../model/audit-actions.js';
-import { WEBHOOK_ENDPOINT_NAME, WEBHOOK_STATES, type WebhookState } from '../model/webhook-events.js';
+import { WEBHOOK_ENDPOINT_NAME, WEBHOOK_ENDPOINT_NAME_RULE, WEBHOOK_STATES, type WebhookState } from '../model/webhook-events.js';
 import type { Logger } from '../observability/logger.js';
 import type { Clock } from '../runtime/clock.js';
 import type { Queryable } from '../db/pool.js';
@@ -68,7 +68,7 @@ export class WebhookOperations {
    * Returns the endpoint as it is now.
    */
   async deactivateEndpoint(name: string): Promise<EndpointRow> {
-    if (typeof name !== 'string' || !WEBHOOK_ENDPOINT_NAME.test(name)) throw new ValidationError('name', 'must be an endpoint name (lowercase letters, digits, _ and -, at most 63)');
+    if (typeof name !== 'string' || !WEBHOOK_ENDPOINT_NAME.test(name)) throw new ValidationError('name', WEBHOOK_ENDPOINT_NAME_RULE);
     const before = await this.options.change(async (db, audit) => {
       const row = await webhookEndpointsDeactivate(db, this.options.schema, name, this.options.clock.now());
       if (!row) throw new NotFoundError('webhook endpoint', name);

@@ -51,15 +51,14 @@ export async function webhookEndpointsActivate(db: Queryable, schema: string, en
  */
 export async function webhookEndpointsDeactivate(db: Queryable, schema: string, name: string, now: Date | null = null): Promise<EndpointRow | null> {
   const s = ident(schema);
-  const { rows } = await db.query<{ name: string; types: string[] | null; tenants: string[] | null; active: boolean; updated_at: Date }>(
+  const { rows } = await db.query<EndpointDbRow>(
     `WITH before AS (SELECT name, types, tenants, active, updated_at FROM ${s}.webhook_endpoints WHERE name = $1 FOR UPDATE),
      off AS (UPDATE ${s}.webhook_endpoints w SET active = false, updated_at = coalesce($2::timestamptz, now())
               FROM before WHERE w.name = before.name AND before.active)
      SELECT * FROM before`,
     [name, now],
   );
-  const r = rows[0];
-  return r ? { name: r.name, types: r.types, tenants: r.tenants, active: r.active, updatedAt: r.updated_at } : null;
+  return rows[0] ? endpointFromRow(rows[0]) : null;
 }
 
 export interface EndpointRow {
@@ -70,9 +69,17 @@ export interface EndpointRow {
   updatedAt: Date;
 }
 
+interface EndpointDbRow {
+  name: string;
+  types: string[] | null;
+  tenants: string[] | null;
+  active: boolean;
+  updated_at: Date;
+}
+
+const endpointFromRow = (r: EndpointDbRow): EndpointRow => ({ name: r.name, types: r.types, tenants: r.tenants, active: r.active, updatedAt: r.updated_at });
+
 export async function webhookEndpointsList(db: Queryable, schema: string): Promise<EndpointRow[]> {
-  const { rows } = await db.query<{ name: string; types: string[] | null; tenants: string[] | null; active: boolean; updated_at: Date }>(
-    `SELECT name, types, tenants, active, updated_at FROM ${ident(schema)}.webhook_endpoints ORDER BY name`,
-  );
-  return rows.map((r) => ({ name: r.name, types: r.types, tenants: r.tenants, active: r.active, updatedAt: r.updated_at }));
+  const { rows } = await db.query<EndpointDbRow>(`SELECT name, types, tenants, active, updated_at FROM ${ident(schema)}.webhook_endpoints ORDER BY name`);
+  return rows.map(endpointFromRow);
 }

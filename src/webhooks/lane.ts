@@ -3,7 +3,7 @@ import type { Config } from '../config.js';
 import type { WebhookEndpoint } from '../model/webhook-events.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
-import { webhookEndpointsActivate } from '../tables/webhook-endpoints.js';
+import { webhookEndpointsList } from '../tables/webhook-endpoints.js';
 import { warnUnserved, WebhookWorker, type WebhookWorkerOptions } from './worker.js';
 
 /**
@@ -21,7 +21,7 @@ export async function startWebhookLane(
   extra: Partial<WebhookWorkerOptions> = {},
 ): Promise<WebhookWorker | undefined> {
   if (endpoints.length === 0) {
-    const active = await webhookEndpointsActivate(base.pool, base.schema, []);
+    const active = (await webhookEndpointsList(base.pool, base.schema)).filter((e) => e.active).map((e) => e.name);
     if (active.length > 0) warnUnserved(base.logger, active);
     return undefined;
   }

@@ -1,6 +1,6 @@
 import { InvalidArgumentError, type Command } from 'commander';
 import { iso } from '../../format.js';
-import { WEBHOOK_ENDPOINT_NAME, WEBHOOK_STATES, type WebhookState } from '../../model/webhook-events.js';
+import { WEBHOOK_ENDPOINT_NAME, WEBHOOK_ENDPOINT_NAME_RULE, WEBHOOK_STATES, type WebhookState } from '../../model/webhook-events.js';
 import type { ContextFactory } from '../context.js';
 import { withOperations } from '../operations.js';
 
@@ -28,7 +28,7 @@ function idArg(value: string): string {
 }
 
 function endpointArg(value: string): string {
-  if (!WEBHOOK_ENDPOINT_NAME.test(value)) throw new InvalidArgumentError('must be an endpoint name (lowercase letters, digits, _ and -, at most 63)');
+  if (!WEBHOOK_ENDPOINT_NAME.test(value)) throw new InvalidArgumentError(WEBHOOK_ENDPOINT_NAME_RULE);
   return value;
 }
 
