@@ -126,29 +126,35 @@ function expireStatement(
        -- of a 500-hold batch). Referenced below so that it runs.
        SELECT pg_notify($3, '') FROM (SELECT 1 FROM intents LIMIT 1) created WHERE $3::text IS NOT NULL
      )`;
-  if (!withOutlook) return { text: `${ctes}\n     ${picked}`, values: [limit, now, notifyChannel, EXPIRED_INTENT_PREFIX, EXPIRED_TEMPLATE, noticeDeadlineSeconds, ...(only ? [only] : [])] };
+  const values = [limit, now, notifyChannel, EXPIRED_INTENT_PREFIX, EXPIRED_TEMPLATE, noticeDeadlineSeconds, ...(only ? [only] : [])];
+  if (!withOutlook) return { text: `${ctes}\n     ${picked}`, values };
   // The outlook's row comes first and alone when nothing expired; the
   // OFFSET 0 keeps the expired rows' joins planned on their own.
   const outlook = `, outlook AS MATERIALIZED (
-       -- Counted only for a short batch (the CASE reads its subquery only then):
-       -- due holds this statement saw but did not lock are another worker's.
-       SELECT CASE WHEN (SELECT count(*) FROM due) < $1 THEN
-                (SELECT count(*) FROM (
-                   SELECT 1 FROM ${s}.support_reservations r, clock
-                    WHERE r.status = 'held' AND r.expires_at <= clock.now
-                      AND r.id NOT IN (${hookFailuresWaitingSql(s, 'coalesce($2::timestamptz, now())')}) LIMIT 10000) d)::int
-                - (SELECT count(*) FROM due)::int END AS locked,
-              CASE WHEN (SELECT count(*) FROM due) < $1 THEN
-                (SELECT extract(epoch FROM min(r.expires_at) - (SELECT clock.now FROM clock)) * 1000
-                   FROM ${s}.support_reservations r
-                  WHERE r.status = 'held' AND r.expires_at > (SELECT clock.now FROM clock))::float8 END AS next_in_ms
+       -- Counted only for a short batch (the CASE reads its subqueries only
+       -- then): due holds this statement saw but did not lock are another worker's.
+       SELECT CASE WHEN (SELECT count(*) FROM due) < $1 THEN ${dueHeldSql(s, '(SELECT clock.now FROM clock)')} - (SELECT count(*) FROM due)::int END AS locked,
+              CASE WHEN (SELECT count(*) FROM due) < $1 THEN ${nextDueInMsSql(s, '(SELECT clock.now FROM clock)')} END AS next_in_ms
      )`;
   return {
     text: `${ctes}${outlook}
      SELECT o.locked AS outlook_locked, o.next_in_ms AS outlook_next_in_ms, x.* FROM outlook o LEFT JOIN (${picked} OFFSET 0) x ON true`,
-    values: [limit, now, notifyChannel, EXPIRED_INTENT_PREFIX, EXPIRED_TEMPLATE, noticeDeadlineSeconds, ...(only ? [only] : [])],
+    values,
   };
 }
+
+/** SQL expression: due holds still held at `now` (not waiting on their hook's back-off), counted up to 10,000. */
+const dueHeldSql = (s: string, now: string): string =>
+  `(SELECT count(*) FROM (
+      SELECT 1 FROM ${s}.support_reservations r
+       WHERE r.status = 'held' AND r.expires_at <= ${now}
+         AND r.id NOT IN (${hookFailuresWaitingSql(s, now)}) LIMIT 10000) d)::int`;
+
+/** SQL expression: milliseconds from `now` until the next held hold falls due, NULL when none will. */
+const nextDueInMsSql = (s: string, now: string): string =>
+  `(SELECT extract(epoch FROM min(r.expires_at) - ${now}) * 1000
+      FROM ${s}.support_reservations r
+     WHERE r.status = 'held' AND r.expires_at > ${now})::float8`;
 
 export interface DueOutlook {
   /** Due holds still held right now: locked by another worker's open transaction. */
@@ -160,17 +166,8 @@ export interface DueOutlook {
 /** After a non-full batch: how much contention, and how long to sleep. */
 export async function holdsDueOutlook(db: Queryable, schema: string, now: Date | null): Promise<DueOutlook> {
   const s = ident(schema);
-  const { rows } = await db.query<{ locked: number; next_in_ms: number | null }>(
-    `SELECT
-       (SELECT count(*) FROM (
-          SELECT 1 FROM ${s}.support_reservations r
-           WHERE r.status = 'held' AND r.expires_at <= coalesce($1::timestamptz, now())
-             AND r.id NOT IN (${hookFailuresWaitingSql(s, 'coalesce($1::timestamptz, now())')}) LIMIT 10000) d)::int AS locked,
-       (SELECT extract(epoch FROM min(r.expires_at) - coalesce($1::timestamptz, now())) * 1000
-          FROM ${s}.support_reservations r
-         WHERE r.status = 'held' AND r.expires_at > coalesce($1::timestamptz, now()))::float8 AS next_in_ms`,
-    [now],
-  );
+  const at = 'coalesce($1::timestamptz, now())';
+  const { rows } = await db.query<{ locked: number; next_in_ms: number | null }>(`SELECT ${dueHeldSql(s, at)} AS locked, ${nextDueInMsSql(s, at)} AS next_in_ms`, [now]);
   const row = rows[0]!;
   return { lockedElsewhere: row.locked, nextDueInMs: row.next_in_ms };
 }
