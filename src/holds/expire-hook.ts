@@ -5,7 +5,7 @@ import { ConfigError, ExpireHookError, isConnectionError } from '../errors.js';
 import { redactAddresses } from '../providers/provider-common.js';
 import { hookFailuresClearSql } from '../tables/hook-failures.js';
 import { HOOK_NAME, HOOK_NAME_RULE } from '../model/expire-hook-name.js';
-import type { ExpiredHold } from '../tables/holds.js';
+import type { DueOutlook, ExpiredHold } from '../tables/holds.js';
 
 /**
  * The application's hook inside leasehold's transaction: the SQL
@@ -149,6 +149,8 @@ const SAVEPOINT = 'leasehold_expire_hook';
 export interface HookedBatch {
   /** Expired, hook called, ready to commit. */
   expired: ExpiredHold[];
+  /** What the whole batch's statement read of the outlook (options.whole), when that batch is what commits. */
+  outlook?: DueOutlook;
   /** Left held: their hook call failed by itself (or in a group the budget left unsplit). */
   failed: FailedHold[];
 }
@@ -162,15 +164,18 @@ export interface HookedBatch {
  * again, and the batch is bisected under savepoints. Bisecting stops after
  * `budgetMs`: a group still failing then is left held as a whole, each with
  * the group's error, and retried after its back-off like a hold that failed
- * alone.
+ * alone. `options.whole` runs the whole batch's statement instead of
+ * `expire(null)` (the expiry lane's reads the outlook it sleeps on in the
+ * same statement).
  */
 export async function expireWithHook(
   client: pg.PoolClient,
   schema: string,
   hook: HookSettings,
   expire: (only: readonly string[] | null) => Promise<ExpiredHold[]>,
-  budgetMs: number = DEFAULTS.expireHookBisectBudgetMs,
+  options: { budgetMs?: number; whole?: () => Promise<{ expired: ExpiredHold[]; outlook: DueOutlook | null }> } = {},
 ): Promise<HookedBatch> {
+  const budgetMs = options.budgetMs ?? DEFAULTS.expireHookBisectBudgetMs;
   const attempt = async (only: readonly string[]): Promise<{ rows: ExpiredHold[]; previous?: string; failure?: HookCallFailure }> => {
     await client.query(`SAVEPOINT ${SAVEPOINT}`);
     const rows = await expire(only);
@@ -191,13 +196,14 @@ export async function expireWithHook(
     }
   };
 
-  const whole = await expire(null);
-  if (whole.length === 0) return { expired: [], failed: [] };
+  const { expired: whole, outlook } = options.whole ? await options.whole() : { expired: await expire(null), outlook: null };
+  const read = outlook ? { outlook } : {};
+  if (whole.length === 0) return { expired: [], failed: [], ...read };
   let wholeFailure: HookCallFailure;
   try {
     await callHook(client, schema, hook, whole.map(infoOf));
     // The commit follows at once: the hook's statement_timeout ends with it.
-    return { expired: whole, failed: [] };
+    return { expired: whole, failed: [], ...read };
   } catch (error) {
     if (isConnectionError(error)) throw error;
     wholeFailure = describeFailure(error);

@@ -67,7 +67,7 @@ export interface ExpiryRun {
   full: boolean;
   /** Holds left held because their hook call failed (none without a hook). */
   hookFailed: FailedHold[];
-  /** A short batch's outlook, when its statement read it (a batch without hook or faults); else the tick reads it after. */
+  /** A short batch's outlook, when its statement read it (no fault seam, and no hook or one that succeeded for the whole batch); else the tick reads it after. */
   outlook?: DueOutlook;
 }
 
@@ -201,15 +201,26 @@ export class ExpiryWorker extends LoopWorker<ExpiryEvents> {
     return { expired: run.expired, hookFailed: [], hookStored: [], ...(run.outlook ? { outlook: run.outlook } : {}) };
   }
 
-  /** The batch in a transaction: the hook's calls (bisected on failure) and the faults run between lock and commit. */
+  /**
+   * The batch in a transaction: the hook's calls (bisected on failure) and
+   * the faults run between lock and commit. A batch whose hook succeeds
+   * whole read its outlook in its statement, as expireAlone's does.
+   */
   private async expireInTransaction(now: Date | null): Promise<ExpiryBatch> {
-    const expire = (db: Queryable, only: readonly string[] | null) =>
-      holdsExpireDue(db, this.schema, this.batchSize, now, intentsChannel(this.schema), this.options.noticeDeadlineSeconds ?? null, only);
+    const channel = intentsChannel(this.schema);
+    const deadline = this.options.noticeDeadlineSeconds ?? null;
+    const expire = (db: Queryable, only: readonly string[] | null) => holdsExpireDue(db, this.schema, this.batchSize, now, channel, deadline, only);
     return withTransaction(this.options.pool, async (client) => {
       let batch: ExpiryBatch = { expired: [], hookFailed: [], hookStored: [] };
       if (this.hook) {
-        const hooked = await expireWithHook(client, this.schema, this.hook, (only) => expire(client, only));
-        batch = { expired: hooked.expired, hookFailed: hooked.failed, hookStored: await this.recordHookFailures(client, hooked.failed, now) };
+        const whole = () => holdsExpireDueWithOutlook(client, this.schema, this.batchSize, now, channel, deadline);
+        const hooked = await expireWithHook(client, this.schema, this.hook, (only) => expire(client, only), { whole });
+        batch = {
+          expired: hooked.expired,
+          hookFailed: hooked.failed,
+          hookStored: await this.recordHookFailures(client, hooked.failed, now),
+          ...(hooked.outlook ? { outlook: hooked.outlook } : {}),
+        };
       } else {
         batch.expired = await expire(client, null);
       }

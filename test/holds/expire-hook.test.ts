@@ -7,7 +7,7 @@ import { holdsExpireDue } from '../../src/tables/holds.js';
 import { createLogger } from '../../src/observability/logger.js';
 import { createMetrics } from '../../src/observability/metrics.js';
 import { ManualClock } from '../../src/runtime/clock.js';
-import { ident, withTransaction } from '../../src/db/pool.js';
+import { ident, withClient, withTransaction } from '../../src/db/pool.js';
 import { readStatus } from '../../src/read/status.js';
 import { ConfigError } from '../../src/errors.js';
 import { createLeasehold } from '../../src/client/leasehold.js';
@@ -209,6 +209,8 @@ describe('the expiry hook in the expiry lane', () => {
     const run = await worker.runOnce();
     expect(run.expired).toHaveLength(38);
     expect(run.hookFailed.map((f) => f.holdId).sort()).toEqual(['slot-007', 'slot-031']);
+    // The whole batch's statement was rolled back: its outlook is not the one that commits, the tick reads its own.
+    expect(run.outlook).toBeUndefined();
     expect(run.hookFailed[0]!.error).toBe('cannot free slot (mail <address>)');
     expect(run.hookFailed[0]!.code).toBeNull();
     expect((await db.pool.query(`SELECT 1 FROM ${ident(app)}.slots WHERE freed_at IS NOT NULL`)).rowCount).toBe(38);
@@ -273,7 +275,7 @@ describe('the expiry hook in the expiry lane', () => {
     const hook = { onExpired: sqlExpireHook(`${app}.release_slots`), name: 'release_slots', timeoutMs: 1000 };
     // A budget already spent: the first failing call is not split at all.
     const batch = await withTransaction(db.pool, (client) =>
-      expireWithHook(client, db.schema, hook, (only) => holdsExpireDue(client, db.schema, 500, START, null, null, only), -1),
+      expireWithHook(client, db.schema, hook, (only) => holdsExpireDue(client, db.schema, 500, START, null, null, only), { budgetMs: -1 }),
     );
     expect(batch.expired).toEqual([]);
     expect(batch.failed.map((f) => f.holdId).sort()).toEqual(Array.from({ length: 8 }, (_, i) => `slot-00${i}`));
@@ -288,22 +290,23 @@ describe('the expiry hook in the expiry lane', () => {
     await dueHoldsWithSlots(6);
     await db.pool.query(`INSERT INTO ${ident(app)}.stuck VALUES ('slot-004')`);
     const hook = { onExpired: sqlExpireHook(`${app}.release_slots`), name: 'release_slots', timeoutMs: 250 };
-    const client = await db.pool.connect();
-    try {
+    // (withClient: the checked-out client has an error listener.)
+    await withClient(db.pool, async (client) => {
       await client.query(`SET statement_timeout = '7s'`);
-      await client.query('BEGIN');
-      const batch = await expireWithHook(client, db.schema, hook, (only) => holdsExpireDue(client, db.schema, 500, START, null, null, only));
-      expect([batch.expired.length, batch.failed.map((f) => f.holdId)]).toEqual([5, ['slot-004']]);
-      // The statements after the hook calls (the failures' record, the commit) run under the session's bound, not the hook's.
-      expect((await client.query<{ statement_timeout: string }>('SHOW statement_timeout')).rows[0]!.statement_timeout).toBe('7s');
-      await client.query('COMMIT');
-    } finally {
-      await client.query('RESET statement_timeout');
-      client.release();
-    }
+      try {
+        await client.query('BEGIN');
+        const batch = await expireWithHook(client, db.schema, hook, (only) => holdsExpireDue(client, db.schema, 500, START, null, null, only));
+        expect([batch.expired.length, batch.failed.map((f) => f.holdId)]).toEqual([5, ['slot-004']]);
+        // The statements after the hook calls (the failures' record, the commit) run under the session's bound, not the hook's.
+        expect((await client.query<{ statement_timeout: string }>('SHOW statement_timeout')).rows[0]!.statement_timeout).toBe('7s');
+        await client.query('COMMIT');
+      } finally {
+        await client.query('ROLLBACK; RESET statement_timeout');
+      }
+    });
   });
 
-  it('a batch whose hook succeeds costs five round trips: begin, expire, the hook\'s setup, the hook, commit', async () => {
+  it('a batch whose hook succeeds costs five round trips: begin, expire (reading its outlook), the hook\'s setup, the hook, commit', async () => {
     await dueHoldsWithSlots(5);
     const statements: string[] = [];
     const counting = new pg.Pool({ connectionString: db.url, max: 1 });
@@ -320,6 +323,8 @@ describe('the expiry hook in the expiry lane', () => {
       const run = await worker.runOnce();
       expect(run.expired).toHaveLength(5);
       expect(statements).toHaveLength(5);
+      // The short batch's statement also read the outlook the lane sleeps on: the tick reads nothing more.
+      expect(run.outlook).toEqual({ lockedElsewhere: 0, nextDueInMs: null });
       expect(statements[0]).toBe('BEGIN; SET');
       expect(statements.at(-1)).toBe('COMMIT');
       expect((await db.pool.query(`SELECT 1 FROM ${ident(app)}.slots WHERE freed_at IS NOT NULL`)).rowCount).toBe(5);

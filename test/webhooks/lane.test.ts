@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
-import { ident } from '../../src/db/pool.js';
+import { ident, withTransaction } from '../../src/db/pool.js';
 import { createLogger, silentLogger } from '../../src/observability/logger.js';
 import { Operations } from '../../src/ops/operations.js';
 import { Writable } from 'node:stream';
@@ -104,17 +104,14 @@ describe('the service with LEASEHOLD_WEBHOOKS_FILE', () => {
 
 describe('webhook payload times (webhook_time_)', () => {
   it('is declared STABLE, as to_char is, and writes UTC with milliseconds whatever the session time zone', async () => {
-    const client = await db.pool.connect();
-    try {
-      await client.query(`SET TimeZone = 'Asia/Kolkata'`);
-      const { rows } = await client.query<{ at: string; volatility: string }>(
+    // In one transaction, SET LOCAL: the pooled session keeps its own zone.
+    const { rows } = await withTransaction(db.pool, async (client) => {
+      await client.query(`SET LOCAL TimeZone = 'Asia/Kolkata'`);
+      return client.query<{ at: string; volatility: string }>(
         `SELECT ${ident(db.schema)}.webhook_time_('2026-12-03 10:00:00.123+00') AS at,
                 (SELECT p.provolatile FROM pg_proc p WHERE p.oid = '${ident(db.schema)}.webhook_time_(timestamptz)'::regprocedure) AS volatility`,
       );
-      expect(rows[0]).toEqual({ at: new Date('2026-12-03T10:00:00.123Z').toISOString(), volatility: 's' });
-    } finally {
-      await client.query('RESET TimeZone');
-      client.release();
-    }
+    });
+    expect(rows[0]).toEqual({ at: new Date('2026-12-03T10:00:00.123Z').toISOString(), volatility: 's' });
   });
 });
