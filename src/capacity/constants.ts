@@ -75,8 +75,9 @@ export const DELIVERY_ROUND_OVERHEAD_MS = 4;
 export const STATEMENTS = {
   /**
    * Expiry tick with a full batch: holdsExpireDue, committed on its own (it
-   * loops at once). With an expiry hook it is BEGIN, the statement, the
-   * hook's, COMMIT: the model counts the lanes without one.
+   * loops at once). With an expiry hook that succeeds it is five: BEGIN, the
+   * statement, the hook's setup, the hook, COMMIT; the model counts the
+   * lanes without one.
    */
   expiryFullTick: 1,
   /**
