@@ -243,7 +243,7 @@ async function startLeasehold(o: StartOptions): Promise<Handle> {
   const base = { pool, schema: o.schema, logger: silentLogger };
   const delivery = deliveryWorkerFor(config, base, gateway, tuned ? TUNED.leasehold : {});
   const listener = new Listener(o.url, intentsChannel(o.schema), () => delivery.wake(), silentLogger);
-  const expiry = o.withExpiry ? expiryWorkerFor(config, base) : undefined;
+  const expiry = o.withExpiry ? expiryWorkerFor(config, base, { onIntentsCommitted: () => delivery.wake() }) : undefined;
   listener.start();
   delivery.start();
   expiry?.start();

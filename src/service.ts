@@ -371,7 +371,9 @@ export async function startService(prepared: PreparedService, base: Omit<Service
       }
     }
     if (parts.expiry) {
-      const worker = expiryWorkerFor(config, full);
+      // The delivery lane beside it is woken by the commit itself, not by the NOTIFY coming back.
+      const delivery = service.delivery;
+      const worker = expiryWorkerFor(config, full, delivery ? { onIntentsCommitted: () => delivery.wake() } : {});
       service.expiry = worker;
       metrics.watchLane('expiry', { age: () => worker.lastRoundAgeSeconds(), stalledAfterSeconds: stalledAfterSeconds(worker.roundIntervalMs) });
       worker.start();

@@ -39,6 +39,15 @@ export interface ExpiryWorkerOptions {
   onExpired?: OnExpired;
   /** The hook's bound, as a statement_timeout around its call (default 5000 ms); slower counts as failing. */
   hookTimeoutMs?: number;
+  /**
+   * Called at once when a batch that created intents has committed. The
+   * composition root wakes the delivery lane of this process with it: the
+   * batch's NOTIFY still wakes every other process, but the one beside it
+   * need not wait for the notification to come back through the database
+   * (under load, up to tens of milliseconds at the p99). Errors it throws
+   * are logged, never the batch's.
+   */
+  onIntentsCommitted?: () => void;
 }
 
 /** A hold that expired, told after the transaction that expired it committed. */
@@ -108,6 +117,7 @@ export class ExpiryWorker extends LoopWorker<ExpiryEvents> {
         logger: r.logger.optional(),
         onExpired: r.z.custom<OnExpired>((v) => typeof v === 'function', 'must be a function (tx, holds) => Promise<void>').optional(),
         hookTimeoutMs: r.positiveInt.optional(),
+        onIntentsCommitted: r.z.custom<() => void>((v) => typeof v === 'function', 'must be a function () => void').optional(),
       }),
       options,
     );
@@ -167,6 +177,7 @@ export class ExpiryWorker extends LoopWorker<ExpiryEvents> {
       return batch;
     });
     const { expired, hookFailed, hookStored, outlook } = batch;
+    if (expired.some((hold) => hold.intent_id !== null)) this.intentsCommitted();
     const seconds = Number(process.hrtime.bigint() - started) / 1e9;
     if (expired.length > 0) await this.faults.at('expiry.committed', { holds: expired.map((r) => r.id) });
 
@@ -181,6 +192,15 @@ export class ExpiryWorker extends LoopWorker<ExpiryEvents> {
       this.events.emit('expired', { holdId: hold.id, intentId: hold.intent_id, expiresAt: hold.expires_at, expiredAt: hold.expired_at });
     }
     return { expired, full: expired.length + hookFailed.length >= this.batchSize, hookFailed, ...(outlook ? { outlook } : {}) };
+  }
+
+  /** The batch's intents are committed: tell this process's delivery lane (ExpiryWorkerOptions.onIntentsCommitted). */
+  private intentsCommitted(): void {
+    try {
+      this.options.onIntentsCommitted?.();
+    } catch (error) {
+      this.logger.warn({ event: 'expiry.intents_committed_failed', err: error }, 'onIntentsCommitted threw; delivery is woken by NOTIFY or its poll');
+    }
   }
 
   /**

@@ -56,6 +56,51 @@ describe('expiry worker', () => {
     expect(debug.filter((e) => e.event === 'holds.expired')).toHaveLength(3);
   });
 
+  it('tells onIntentsCommitted once a batch with intents has committed; never for an empty batch or one rolled back', async () => {
+    await db.pool.query(`TRUNCATE ${ident(db.schema)}.support_reservations CASCADE`);
+    await insertDueHolds(db.pool, db.schema, 3, { prefix: 'told' });
+    // What another connection sees at the moment of each call: the batch's intents, committed.
+    const seen: Array<Promise<number>> = [];
+    const countIntents = async () =>
+      (await db.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${ident(db.schema)}.email_outbox WHERE reservation_id LIKE 'told-%'`)).rows[0]!.n;
+    const worker = new ExpiryWorker({ pool: db.pool, schema: db.schema, batchSize: 10, onIntentsCommitted: () => void seen.push(countIntents()) });
+    expect((await worker.runOnce()).expired).toHaveLength(3);
+    expect(await Promise.all(seen)).toEqual([3]);
+    expect((await worker.runOnce()).expired).toHaveLength(0);
+    expect(seen).toHaveLength(1);
+
+    // A batch that fails before its commit tells nothing, and its holds stay held.
+    await insertDueHolds(db.pool, db.schema, 2, { prefix: 'rolled' });
+    const crashing = new ExpiryWorker({
+      pool: db.pool,
+      schema: db.schema,
+      onIntentsCommitted: () => void seen.push(countIntents()),
+      faults: { at: async (point: string) => { if (point === 'expiry.locked') throw new Error('crash before commit'); } } as never,
+    });
+    await expect(crashing.runOnce()).rejects.toThrow('crash before commit');
+    expect(seen).toHaveLength(1);
+    expect((await db.pool.query(`SELECT count(*)::int AS n FROM ${ident(db.schema)}.support_reservations WHERE id LIKE 'rolled-%' AND status = 'held'`)).rows[0].n).toBe(2);
+
+    // A callback that throws is logged; the batch stands.
+    const out: string[] = [];
+    const destination = new Writable({ write: (chunk: Buffer, _e, done) => (out.push(chunk.toString()), done()) });
+    const throwing = new ExpiryWorker({
+      pool: db.pool,
+      schema: db.schema,
+      logger: createLogger({ level: 'warn', destination }),
+      onIntentsCommitted: () => {
+        throw new Error('wake failed');
+      },
+    });
+    expect((await throwing.runOnce()).expired).toHaveLength(2);
+    await new Promise((r) => setImmediate(r));
+    expect(out.some((l) => l.includes('"event":"expiry.intents_committed_failed"') && l.includes('wake failed'))).toBe(true);
+  });
+
+  it('refuses an onIntentsCommitted that is not a function, naming it', () => {
+    expect(() => new ExpiryWorker({ pool: db.pool, schema: db.schema, onIntentsCommitted: 'wake' as never })).toThrow(/onIntentsCommitted.*must be a function/);
+  });
+
   it('expires in deadline order with one captured now per batch', async () => {
     await db.pool.query(`TRUNCATE ${ident(db.schema)}.support_reservations CASCADE`);
     const clock = new ManualClock('2030-06-01T00:00:00Z');

@@ -1,0 +1,61 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../src/config.js';
+import { ident } from '../src/db/pool.js';
+import { silentLogger } from '../src/observability/logger.js';
+import { prepareService, startService } from '../src/service.js';
+import { testDatabase, type TestDatabase } from './helpers/database.js';
+import { insertDueHolds } from './helpers/holds.js';
+
+let db: TestDatabase;
+beforeAll(async () => {
+  db = await testDatabase('service');
+});
+afterAll(() => db.close());
+
+async function waitFor(check: () => Promise<boolean>, what: string, timeoutMs = 15_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+describe('the composition root', () => {
+  it('wakes the delivery lane of the same process when an expiry batch with intents commits, without the NOTIFY', async () => {
+    // LISTEN off: only the in-process wake (or the 1 s poll) can wake the lane.
+    const config = loadConfig({ ...db.env, LEASEHOLD_LISTEN: 'off', LEASEHOLD_EXPIRY_INTERVAL_MS: '50', LOG_LEVEL: 'silent' });
+    const prepared = await prepareService(config, { expiry: true, delivery: true });
+    const service = await startService(prepared, { pool: db.pool, schema: db.schema, logger: silentLogger }, { databaseUrl: db.url });
+    try {
+      const delivery = service.delivery!;
+      const wakes: number[] = [];
+      const wake = delivery.wake.bind(delivery);
+      delivery.wake = () => {
+        wakes.push(Date.now());
+        wake();
+      };
+      await insertDueHolds(db.pool, db.schema, 3, { prefix: 'woken' });
+      const count = async (sql: string) => (await db.pool.query<{ n: number }>(sql)).rows[0]!.n;
+      await waitFor(async () => (await count(`SELECT count(*)::int AS n FROM ${ident(db.schema)}.email_outbox WHERE reservation_id LIKE 'woken-%' AND state = 'sent'`)) === 3, 'the three emails sent');
+      expect(wakes.length).toBeGreaterThanOrEqual(1);
+    } finally {
+      await service.stop();
+    }
+  });
+
+  it('wires no wake-up where the process runs the expiry lane alone', async () => {
+    const config = loadConfig({ ...db.env, LEASEHOLD_LISTEN: 'off', LEASEHOLD_EXPIRY_INTERVAL_MS: '50', LOG_LEVEL: 'silent' });
+    const prepared = await prepareService(config, { expiry: true });
+    const service = await startService(prepared, { pool: db.pool, schema: db.schema, logger: silentLogger }, { databaseUrl: db.url });
+    try {
+      expect(service.delivery).toBeUndefined();
+      await insertDueHolds(db.pool, db.schema, 2, { prefix: 'alone' });
+      await waitFor(
+        async () => (await db.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${ident(db.schema)}.email_outbox WHERE reservation_id LIKE 'alone-%'`)).rows[0]!.n === 2,
+        'the two intents written',
+      );
+    } finally {
+      await service.stop();
+    }
+  });
+});
