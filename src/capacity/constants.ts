@@ -87,16 +87,25 @@ export const STATEMENTS = {
    */
   expiryShortTick: 1,
   /**
-   * Delivery round that sends a first attempt: rateLimiterTake, intentsLease
-   * (which gives unused permits back itself), messagesStore, intentsRecord.
+   * Delivery round that sends a first attempt: intentsLeaseOneTenantTaking
+   * (the lease takes its own permits from the limiter and gives back what it
+   * did not use, in one statement), messagesStore, intentsRecord.
    */
-  deliverySendingRound: 4,
+  deliverySendingRound: 3,
   /** A retry's round: the message is stored already, so no messagesStore. */
-  deliveryRetryRound: 3,
-  /** Delivery round that finds nothing: rateLimiterTake, intentsLease (0 rows, refunding the permits). */
-  deliveryEmptyRound: 2,
-  /** rateLimiterTake refused (bucket empty): the round ends there. */
+  deliveryRetryRound: 2,
+  /** Delivery round that finds nothing: the taking lease (0 rows, its permits back in the bucket). */
+  deliveryEmptyRound: 1,
+  /** The limiter refused (bucket empty): the taking lease leased nothing and the round ends there. */
   deliveryRefusedTake: 1,
+  /**
+   * A round that cannot take in its lease adds rateLimiterTake before it:
+   * an account sending batches (a permit carries several emails), several
+   * accounts or routes, and pending intents of several tenants (the fair
+   * lease). The model adds it for batching accounts; it does not know the
+   * tenants.
+   */
+  deliverySeparateTake: 1,
   /** The application's createHold, and confirmHold/cancelHold for holds that do not expire. */
   holdCreate: 1,
   holdSettle: 1,

@@ -263,9 +263,11 @@ export function statementsReport(w: Workload, burst: BurstReport | null, emailsP
   // round (a short one: fewer due than permits, so it sleeps again); the
   // others one empty round each. Without a wake-up each polls once a second.
   const wakes = Math.min(e, ticks);
-  const perWake = S.deliverySendingRound + (workers - 1) * S.deliveryEmptyRound;
-  const polls = workers * Math.max(0, DELIVERY_POLL_PER_SECOND - wakes) * S.deliveryEmptyRound;
-  const retries = e * (w.deployment.attemptsPerEmail - 1) * S.deliveryRetryRound;
+  // An account sending batches takes its permits in a statement before the lease.
+  const take = emailsPerRequest > 1 ? S.deliverySeparateTake : 0;
+  const perWake = S.deliverySendingRound + take + (workers - 1) * (S.deliveryEmptyRound + take);
+  const polls = workers * Math.max(0, DELIVERY_POLL_PER_SECOND - wakes) * (S.deliveryEmptyRound + take);
+  const retries = e * (w.deployment.attemptsPerEmail - 1) * (S.deliveryRetryRound + take);
   const delivery = wakes * perWake + polls + retries;
   const average = { expiry, delivery, application, total: expiry + delivery + application };
 
@@ -292,7 +294,7 @@ export function statementsReport(w: Workload, burst: BurstReport | null, emailsP
     const k = Math.min(round.requests, Math.max(1, inFlight / workers));
     const rounds = rate / k;
     const refused = burst.pacedBy === 'limiter' && inFlight < workers ? rate * (workers - inFlight) : 0;
-    const burstDelivery = rounds * S.deliverySendingRound + refused * S.deliveryRefusedTake;
+    const burstDelivery = rounds * (S.deliverySendingRound + take) + refused * S.deliveryRefusedTake;
     burstRates = {
       expiry: burstExpiry,
       delivery: burstDelivery,
@@ -309,7 +311,7 @@ export function statementsReport(w: Workload, burst: BurstReport | null, emailsP
     assumptions: [
       `expiry: each of ${workers} worker(s) ticks when the next hold falls due, at least every ${w.deployment.expiryIntervalMs} ms, ` +
         `at most every ${EXPIRY_TICK_MS} ms; a tick is one set-based expire statement, committed on its own, that also looks ahead when the batch was short`,
-      `delivery: a round is rateLimiterTake + intentsLease (giving unused permits back) + messagesStore (first attempts) + intentsRecord ` +
+      `delivery: a round is the lease (which takes its permits from the limiter and gives back what it did not use${take ? '; an account sending batches takes them in a statement before it' : ''}) + messagesStore (first attempts) + intentsRecord ` +
         `(one statement each, however many intents) and leases up to ${leased(w, emailsPerRequest)}, ` +
         `with rounds side by side up to ${inFlightPerWorker(w, emailsPerRequest).requests} requests in flight; at low rates every NOTIFY wakes all ${workers} process(es) and idle ones poll once a second`,
       'burst: holds all due at once expire in full batches at the measured 38,735 holds/s (a fraction of a second); while it drains, a delivery round carries the permits that refilled during one provider call, and idle workers\' limiter takes are refused when permits are scarcer than workers',

@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import type { Slots } from '../runtime/slots.js';
-import { rateLimiterRefund, rateLimiterTake } from '../tables/rate-limiter.js';
+import { rateLimiterRefund, rateLimiterTake, type PermitGrant } from '../tables/rate-limiter.js';
 import { roundEmails } from '../model/delivery-policy.js';
 import type { SendingAccount } from './accounts.js';
 import { membersOf, type SendRequest } from './requests.js';
@@ -33,7 +33,8 @@ interface Take {
  * from each account's limiter. Everything a round takes goes back through
  * here:
  *
- * - `take` permits on an account for at most the free slots' emails;
+ * - `take` permits on an account for at most the free slots' emails
+ *   (`takeWith`: a statement that takes them itself, as a lease may);
  * - `leased` what a lease spent of them (the lease statement itself gives
  *   back the permits it did not use, where a permit is an email) and the
  *   slots its requests need;
@@ -78,12 +79,23 @@ export class RoundBudget {
   /** Permits on `account` for at most what the free slots can carry (a batch per slot on an account sending batches). */
   async take(account: SendingAccount): Promise<Grant> {
     const { pool, schema } = this.db;
+    return (await this.takeWith(account, async (want) => ({ grant: await rateLimiterTake(pool, schema, want, null, account.name, account.dailyQuota, account.perPermit) }))).grant;
+  }
+
+  /**
+   * As take, through `statement`: one that takes the permits itself (a
+   * lease that takes its own, tables/outbox/lease.ts
+   * intentsLeaseOneTenantTaking) and answers the grant beside what else it
+   * did. The permits are this budget's from then on, as a take's are.
+   */
+  async takeWith<T extends { grant: PermitGrant }>(account: SendingAccount, statement: (want: number) => Promise<T>): Promise<Omit<T, 'grant'> & { grant: Grant }> {
     const emails = roundEmails(this.freeSlots, this.db.roundEmails, account.batch);
-    const grant = await rateLimiterTake(pool, schema, Math.ceil(emails / account.perPermit), null, account.name, account.dailyQuota, account.perPermit);
+    const answer = await statement(Math.ceil(emails / account.perPermit));
+    const { grant } = answer;
     const blocked = grant.paused ? 'paused' : grant.coolingDown ? 'cooling-down' : 'rate-limit';
     const carried = grant.granted === 0 ? 0 : Math.min(emails, grant.granted * account.perPermit, grant.quotaLeft ?? Infinity);
     if (grant.granted > 0) this.takes.set(account.name, { account, permits: grant.granted, emails: grant.granted * account.perPermit, bucketTime: grant.bucketTime });
-    return { permits: grant.granted, emails: carried, bucketTime: grant.bucketTime, blocked, retryInMs: grant.retryInMs };
+    return { ...answer, grant: { permits: grant.granted, emails: carried, bucketTime: grant.bucketTime, blocked, retryInMs: grant.retryInMs } };
   }
 
   /**

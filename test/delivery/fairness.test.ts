@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ident, withClient } from '../../src/db/pool.js';
-import { intentsLease, intentsLeaseOneTenant } from '../../src/tables/outbox.js';
-import { rateLimiterSet, rateLimiterTake } from '../../src/tables/rate-limiter.js';
+import { intentsLease, intentsLeaseOneTenant, intentsLeaseOneTenantTaking } from '../../src/tables/outbox.js';
+import { rateLimiterPause, rateLimiterResume, rateLimiterSet, rateLimiterTake } from '../../src/tables/rate-limiter.js';
+import { LimiterMissingError } from '../../src/errors.js';
 import { testDatabase, type TestDatabase } from '../helpers/database.js';
 import { planOf } from '../helpers/plans.js';
 
@@ -200,6 +201,77 @@ describe('the one-tenant form of the lease (intentsLeaseOneTenant)', () => {
 
   it('answers an empty round, not null, when nothing is pending at all', async () => {
     expect(await one(10)).toEqual([]);
+  });
+});
+
+describe('the one-tenant lease that takes its own permits (intentsLeaseOneTenantTaking)', () => {
+  const taking = (limit: number, extra: { dailyQuota?: number; account?: string } = {}) =>
+    intentsLeaseOneTenantTaking(db.pool, db.schema, { limit, leaseMs: 30_000, token: randomUUID(), provider: 'x', now: null, ...extra });
+  const limiter = async () =>
+    (await db.pool.query<{ tokens: number; quota_used: number; refilled_at: string }>(`SELECT tokens, quota_used, refilled_at::text FROM ${s}.rate_limiter WHERE name = 'default'`)).rows[0]!;
+  const attemptsStarted = async (ids: string[]) =>
+    (await db.pool.query<{ started: string }>(`SELECT DISTINCT started_at::text AS started FROM ${s}.email_attempts WHERE intent_id = ANY ($1)`, [ids])).rows.map((r) => r.started);
+
+  beforeEach(async () => {
+    // A bucket of 20 that refills too slowly to matter here; no quota used.
+    await rateLimiterSet(db.pool, db.schema, { perSecond: 0.001, burst: 20 });
+    await db.pool.query(`UPDATE ${s}.rate_limiter SET tokens = 20, quota_used = 0 WHERE name = 'default'`);
+  });
+
+  it('grants as a take would, leases what is due within the grant, and spends one permit per leased intent in the same write', async () => {
+    const ids = await intents('solo', 3);
+    const { grant, intents: leased } = await taking(10);
+    expect(grant).toMatchObject({ granted: 10, paused: false, coolingDown: false });
+    expect(leased!.map((i) => i.id).sort()).toEqual([...ids].sort());
+    const after = await limiter();
+    // 20 - 3: the seven granted and not leased stay in the bucket; the bucket's time is the grant's.
+    expect(after.tokens).toBeGreaterThanOrEqual(17);
+    expect(after.tokens).toBeLessThan(17.01);
+    expect(after.quota_used).toBe(3);
+    expect(after.refilled_at).toBe(grant.bucketTime);
+    // The attempts start when the permits were granted, as after a take.
+    expect(await attemptsStarted(ids)).toEqual([grant.bucketTime]);
+  });
+
+  it('leases no more than the bucket grants, and answers when to ask again', async () => {
+    await db.pool.query(`UPDATE ${s}.rate_limiter SET tokens = 2 WHERE name = 'default'`);
+    await intents('solo', 5);
+    const { grant, intents: leased } = await taking(5);
+    expect(grant.granted).toBe(2);
+    expect(leased).toHaveLength(2);
+    expect(grant.retryInMs).toBeGreaterThan(0);
+    expect((await limiter()).tokens).toBeLessThan(0.01);
+  });
+
+  it('grants nothing and leases nothing while the account is paused, and counts its daily quota like a take', async () => {
+    await intents('solo', 5);
+    await rateLimiterPause(db.pool, db.schema, 'default', { reason: 'test', by: 'test' });
+    try {
+      const paused = await taking(5);
+      expect(paused.grant).toMatchObject({ granted: 0, paused: true, retryInMs: 1000 });
+      expect(paused.intents).toEqual([]);
+    } finally {
+      await rateLimiterResume(db.pool, db.schema, 'default');
+    }
+    const quota = await taking(5, { dailyQuota: 2 });
+    expect(quota.grant).toMatchObject({ granted: 2, quotaSpent: true, quotaLeft: 2 });
+    expect(quota.intents).toHaveLength(2);
+  });
+
+  it('with another tenant pending, leases nothing and keeps the whole grant for the fair lease that follows', async () => {
+    await intents('a', 10);
+    await intents('b', 1, 3600);
+    const { grant, intents: leased } = await taking(20);
+    expect(leased).toBeNull();
+    expect(grant.granted).toBe(20);
+    expect((await limiter()).tokens).toBeLessThan(0.01);
+    // The fair lease on that grant spends ten and gives the other ten back.
+    expect(await intentsLease(db.pool, db.schema, { limit: 20, leaseMs: 30_000, token: randomUUID(), provider: 'x', now: null, permits: { granted: 20, bucketTime: grant.bucketTime } })).toHaveLength(10);
+    expect((await limiter()).tokens).toBeGreaterThanOrEqual(10);
+  });
+
+  it('names the account whose limiter row is missing', async () => {
+    await expect(taking(5, { account: 'nowhere' })).rejects.toBeInstanceOf(LimiterMissingError);
   });
 });
 

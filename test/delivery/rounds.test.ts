@@ -204,6 +204,11 @@ describe('permits a round does not use', () => {
     expect(tokens).toBeLessThan(9.01);
     // No statement of its own for the refund.
     expect(statements.filter((q) => /^\s*UPDATE\b[^;]*rate_limiter/.test(q))).toEqual([]);
+    // Nor for the take: one account, a permit an email, one tenant: the lease statement took the permits
+    // (every statement on the limiter is the lease's, but the worker's one-time write of its initial policy).
+    const limiterOnly = statements.filter((q) => /rate_limiter/.test(q) && !/email_outbox/.test(q));
+    expect(limiterOnly.every((q) => /^\s*INSERT\b/.test(q)), limiterOnly.join('\n---\n')).toBe(true);
+    expect(statements.filter((q) => /email_outbox/.test(q) && /FOR UPDATE/.test(q) && /rate_limiter/.test(q))).toHaveLength(1);
     // A round that finds nothing gives all five back.
     expect(await worker.runOnce()).toMatchObject({ permits: 5, leased: 0, blocked: 'idle' });
     expect((await rateLimiterGet(db.pool, db.schema))!.tokens).toBeGreaterThanOrEqual(9);

@@ -137,20 +137,26 @@ export const fairNextSql = (s: string): string => `tenant_walk (tenant, steps, w
  * 2.1 ms on PostgreSQL 15, BENCHMARKS.md). `one_tenant.holds` says
  * whether the condition held in the statement's own snapshot; when it did
  * not, `next` is empty and the caller leases again with fairNextSql, so
- * every round takes exactly what the fair lease would.
+ * every round takes exactly what the fair lease would. `cap` (an SQL
+ * integer expression) leases at most that many of the `$1` locked.
  */
-export const oneTenantNextSql = (s: string): string => `one_tenant AS MATERIALIZED (
+export const oneTenantNextSql = (s: string, cap?: string): string => `one_tenant AS MATERIALIZED (
        SELECT lo.t IS NOT DISTINCT FROM hi.t AND NOT ${tenantHasPolicySql(s, 'lo.t')} AS holds
          FROM (SELECT min(o.tenant) AS t FROM ${s}.email_outbox o WHERE o.state = 'pending') lo,
               (SELECT max(o.tenant) AS t FROM ${s}.email_outbox o WHERE o.state = 'pending') hi
-     ), next AS (
-       SELECT o.id, o.lease_token AS old_token
+     ), ${cap === undefined ? 'next' : 'due'} AS (
+       SELECT o.id, o.lease_token AS old_token, o.available_at
          FROM ${s}.email_outbox o, clock
         WHERE (SELECT holds FROM one_tenant) AND ${leasable(s, 'o')}
         ORDER BY o.available_at
         LIMIT $1
           FOR UPDATE OF o SKIP LOCKED
-     )`;
+     )${
+       // Capped (the permits the same statement granted): the oldest of
+       // those locked. The scan's own limit stays a constant, so its plan
+       // is the index walk whatever the cap.
+       cap === undefined ? '' : `, next AS (SELECT id, old_token FROM due ORDER BY available_at LIMIT ${cap})`
+     }`;
 
 /** Tenants a round's walk visits at least, whatever its size. */
 const MIN_TENANT_WALK = 64;

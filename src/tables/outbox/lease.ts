@@ -4,7 +4,8 @@ import type { Suppression } from '../../model/suppression-reasons.js';
 import { attemptsCloseExpired, attemptsOpen } from '../attempts.js';
 import { presenceLiveOwnersSql } from '../../db/presence.js';
 import { MESSAGE_LEASE_COLUMNS, messageFromLeaseRow, messagesJoinForLease, type StoredMessage } from '../messages.js';
-import { rateLimiterRefundInLease } from '../rate-limiter.js';
+import { permitGrantColumnsSql, permitGrantFromRow, rateLimiterRefundInLease, rateLimiterSpendInLease, rateLimiterTakeDecisionSql, type PermitGrant, type TakeInputs } from '../rate-limiter.js';
+import { LimiterMissingError } from '../../errors.js';
 import { batchesDueSql, batchPositionSql } from '../batches.js';
 import { fairNextSql, oneTenantNextSql, randomTenantStart } from './fair.js';
 import { DEFAULT_ACCOUNT } from '../../model/accounts.js';
@@ -137,8 +138,45 @@ export async function intentsLeaseOneTenant(
   return leaseStatement(db, schema, lease, 'one-tenant');
 }
 
-async function leaseStatement(db: Queryable, schema: string, lease: LeaseOptions, form: 'fair' | 'one-tenant'): Promise<LeasedIntent[] | null> {
+/**
+ * intentsLeaseOneTenant that takes its own permits first, in the same
+ * statement: one round trip for the take and the lease of a round on an
+ * account where a permit is an email (no batches). It locks the account's
+ * limiter row, grants at most `limit` permits (as rateLimiterTake: pauses,
+ * cooldown, daily quota), leases at most that many intents, and writes the
+ * row once, spending one permit per leased intent. When the one-tenant case
+ * does not hold (`intents` null) it spends the whole grant, as a take
+ * would: the fair lease that follows gives back what it does not use.
+ * Throws LimiterMissingError when the account has no limiter row.
+ */
+export async function intentsLeaseOneTenantTaking(
+  db: Queryable,
+  schema: string,
+  lease: Omit<LeaseOptions, 'route' | 'batches' | 'tenantStart' | 'permits'> & { dailyQuota?: number },
+): Promise<{ grant: PermitGrant; intents: LeasedIntent[] | null }> {
+  let grant: PermitGrant | undefined;
+  const intents = await leaseStatement(db, schema, lease, 'one-tenant', {
+    dailyQuota: lease.dailyQuota ?? null,
+    read: (row) => (grant = permitGrantFromRow(row, lease.limit, TAKE_PREFIX)),
+  });
+  if (!grant) throw new LimiterMissingError(schema, lease.account ?? DEFAULT_ACCOUNT);
+  return { grant, intents };
+}
+
+/** The take's columns in a taking lease's rows. */
+const TAKE_PREFIX = 'take_';
+
+async function leaseStatement(
+  db: Queryable,
+  schema: string,
+  lease: LeaseOptions,
+  form: 'fair' | 'one-tenant',
+  /** The one-tenant form takes its permits itself: the take's inputs, and where its grant is read. */
+  take?: { dailyQuota: number | null; read: (row: Record<string, unknown>) => void },
+): Promise<LeasedIntent[] | null> {
   const s = ident(schema);
+  // The take reads the database's clock, as rateLimiterTake does for the lane; the lease's time may be the caller's.
+  const taking: TakeInputs = { account: '$10', want: '$1', now: 'NULL', dailyQuota: '$16', emailsPerPermit: '1' };
   const next = lease.batches && form === 'fair'
     ? `${batchesDueSql(s, '$10', '$1', '$14', 'clock.now')}, next AS (
        -- Every member, locked without skipping (the batch's lock makes this
@@ -153,7 +191,7 @@ async function leaseStatement(db: Queryable, schema: string, lease: LeaseOptions
           FOR UPDATE OF o
      )`
     : form === 'one-tenant'
-      ? oneTenantNextSql(s)
+      ? oneTenantNextSql(s, take ? '(SELECT granted FROM decision)' : undefined)
       : fairNextSql(s);
   const unused = '(coalesce($6::int, 0) - (SELECT count(*) FROM leased)::int)';
   // The one-tenant form that found other tenants leased nothing and gives nothing back: the fair lease after it spends the take.
@@ -161,6 +199,12 @@ async function leaseStatement(db: Queryable, schema: string, lease: LeaseOptions
   // OFFSET 0 keeps the leased rows' joins planned on their own (flattened
   // into the join with one_tenant they cost 0.4 ms more to plan).
   const refund = form === 'one-tenant' ? `(CASE WHEN (SELECT holds FROM one_tenant) THEN ${unused} ELSE 0 END)` : unused;
+  // Taking its own permits: one write of the limiter row, spending one per
+  // leased intent (the whole grant when the case did not hold: the fair
+  // lease after it spends that).
+  const limiterWrite = take
+    ? rateLimiterSpendInLease(s, '(CASE WHEN (SELECT holds FROM one_tenant) THEN (SELECT count(*) FROM leased)::int ELSE (SELECT granted FROM decision) END)')
+    : rateLimiterRefundInLease(s, '$10', refund, '$7::timestamptz');
   const picked = `SELECT l.*, r.expires_at AS hold_expires_at, r.expired_at AS hold_expired_at, r.confirmed_at AS hold_confirmed_at,
             r.traceparent AS hold_traceparent,
             ${batchPositionSql(s, 'l.batch_id', 'l.id')} AS batch_position,
@@ -176,10 +220,12 @@ async function leaseStatement(db: Queryable, schema: string, lease: LeaseOptions
        ${suppressionsJoinForLease(s, 'l.su_key')}
        ${tenantSenderJoinForLease(s, 'l.tenant', 'm.intent_id IS NULL')}`;
   const { rows } = await db.query<Record<string, unknown>>(
-    `WITH RECURSIVE clock AS (
+    `WITH RECURSIVE ${take ? `${rateLimiterTakeDecisionSql(s, taking)}, ` : ''}clock AS (
        -- (Each mode reads only some of the routing and batch parameters; all are typed here.)
-       SELECT coalesce($4::timestamptz, now()) AS now, $11::text[] AS route_from, $12::text[] AS route_known,
-              $13::text AS route_first, $14::int AS batch_emails, $15::text AS tenant_start
+       -- Taking its permits, the lease's time is the take's (after the limiter row's lock), unless given.
+       SELECT coalesce($4::timestamptz, ${take ? '(SELECT t FROM decision)' : 'now()'}) AS now, $11::text[] AS route_from, $12::text[] AS route_known,
+              $13::text AS route_first, $14::int AS batch_emails, $15::text AS tenant_start, $16::int AS daily_quota,
+              $6::int AS permits_granted, $7::timestamptz AS permits_bucket_time
      ), owner AS (
        -- The owner is named only while its presence lock is held now: a
        -- worker that has not yet noticed its session is gone (a partition)
@@ -211,10 +257,17 @@ async function leaseStatement(db: Queryable, schema: string, lease: LeaseOptions
        ${attemptsCloseExpired(s, 'ARRAY(SELECT next.id FROM next)', '(SELECT clock.now FROM clock)')}
      ), opened AS (
        ${attemptsOpen(s, 'leased', '$3::uuid', '$5', '$10', '(SELECT clock.now FROM clock)', '(SELECT owner FROM owner)')}
-     ), refunded AS (
-       ${rateLimiterRefundInLease(s, '$10', refund, '$7::timestamptz')}
+     ), limiter AS (
+       ${limiterWrite}
      )
-     ${form === 'one-tenant' ? `SELECT ot.holds AS one_tenant_holds, x.* FROM one_tenant ot LEFT JOIN (${picked} OFFSET 0) x ON true` : picked}`,
+     ${
+       take
+         ? `SELECT ot.holds AS one_tenant_holds, ${permitGrantColumnsSql('d', 'w.tokens', taking, TAKE_PREFIX)}, x.*
+              FROM one_tenant ot CROSS JOIN decision d CROSS JOIN limiter w LEFT JOIN (${picked} OFFSET 0) x ON true`
+         : form === 'one-tenant'
+           ? `SELECT ot.holds AS one_tenant_holds, x.* FROM one_tenant ot LEFT JOIN (${picked} OFFSET 0) x ON true`
+           : picked
+     }`,
     [
       lease.limit,
       lease.leaseMs,
@@ -233,8 +286,10 @@ async function leaseStatement(db: Queryable, schema: string, lease: LeaseOptions
       // Where the walk over tenants starts (fairNextSql): a random point, so
       // no worker favours the tenants early in the alphabet.
       lease.tenantStart ?? randomTenantStart(),
+      take?.dailyQuota ?? null,
     ],
   );
+  if (take && rows[0]) take.read(rows[0]);
   // The one-tenant form answers one row even when it leased nothing: whether its case held.
   if (form === 'one-tenant' && rows[0]?.['one_tenant_holds'] !== true) return null;
   return rows.filter((row) => row['id'] !== null).map((row) => {

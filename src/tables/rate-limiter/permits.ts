@@ -37,6 +37,98 @@ export interface PermitGrant {
   bucketTime: string;
 }
 
+/** Where a take's inputs come from: SQL expressions (parameters, usually) for the account, the permits wanted, the time (null: the database's clock), the daily quota (null: none) and the emails a permit carries. */
+export interface TakeInputs {
+  account: string;
+  want: string;
+  now: string;
+  dailyQuota: string;
+  emailsPerPermit: string;
+}
+
+/**
+ * A take's decision as CTEs (`cur`, `bucket`, `state`, `decision`), for
+ * rateLimiterTake and for a lease statement that takes its own permits
+ * (tables/outbox/lease.ts): `decision` is one row, the account's limiter row
+ * locked (FOR UPDATE), with `granted` and the bucket's state; nothing is
+ * written. The statement that uses it must write the row once (tokens =
+ * avail - what it spends, refilled_at = t, the quota count).
+ */
+export const rateLimiterTakeDecisionSql = (s: string, p: TakeInputs): string => {
+  const now = `coalesce(${p.now}::timestamptz, clock_timestamp())`;
+  return `cur AS (
+       SELECT l.name, ${rate('l')} AS per_second, l.burst, l.tokens, l.refilled_at, l.cooldown_until,
+              l.paused AS a_paused, l.paused_until AS a_paused_until, l.reason AS a_reason,
+              ${quotaUsed('l', now)} AS quota_used_today,
+              (${now} AT TIME ZONE 'UTC')::date AS today,
+              greatest(l.refilled_at, ${now}) AS t,
+              ${now} AS wall
+         FROM ${s}.rate_limiter l
+        WHERE l.name = ${p.account}
+          FOR UPDATE
+     ), bucket AS (
+       SELECT cur.*, ${refilled('cur', 'cur.t')} AS avail,
+              coalesce(cur.cooldown_until > cur.wall, false) AS cooling,
+              ${pausedNow('c', 'cur.wall')} AS fleet_paused, c.reason AS fleet_reason,
+              (cur.a_paused AND (cur.a_paused_until IS NULL OR cur.a_paused_until > cur.wall)) AS account_paused
+         FROM cur, ${s}.delivery_control c
+     ), state AS (
+       -- The fleet's pause outranks the account's: its reason is the one reported.
+       SELECT bucket.*, fleet_paused OR account_paused AS paused,
+              CASE WHEN fleet_paused THEN fleet_reason WHEN account_paused THEN a_reason END AS reason
+         FROM bucket
+     ), decision AS (
+       SELECT bucket.*,
+              CASE WHEN paused OR cooling THEN 0
+                   ELSE greatest(0, least(${p.want}::int, floor(avail)::int,
+                                          coalesce(ceil((${p.dailyQuota}::int - quota_used_today) / ${p.emailsPerPermit}::float8)::int, ${p.want}::int))) END AS granted
+         FROM state bucket
+     )`;
+};
+
+/**
+ * What a take tells, as columns of the decision `d` after a write that
+ * left `left` tokens (an SQL expression), prefixed with `prefix`; read back
+ * with permitGrantFromRow.
+ */
+export const permitGrantColumnsSql = (d: string, left: string, p: Pick<TakeInputs, 'dailyQuota' | 'emailsPerPermit'>, prefix = ''): string =>
+  `${d}.granted AS ${prefix}granted, ${d}.paused AS ${prefix}paused, ${d}.account_paused AS ${prefix}account_paused, ${d}.reason AS ${prefix}reason,
+   ${d}.cooling AS ${prefix}cooling, ${d}.per_second AS ${prefix}per_second, ${d}.burst AS ${prefix}burst, ${d}.t::text AS ${prefix}bucket_time,
+   ${p.dailyQuota}::int IS NOT NULL AND ${d}.quota_used_today + ${d}.granted * ${p.emailsPerPermit}::int >= ${p.dailyQuota}::int AS ${prefix}quota_spent,
+   CASE WHEN ${p.dailyQuota}::int IS NOT NULL THEN greatest(0, ${p.dailyQuota}::int - ${d}.quota_used_today) END AS ${prefix}quota_left,
+   (extract(epoch FROM ((${d}.today + 1)::timestamp AT TIME ZONE 'UTC') - ${d}.wall) * 1000)::float8 AS ${prefix}day_left_ms,
+   (extract(epoch FROM ${d}.cooldown_until - ${d}.wall) * 1000)::float8 AS ${prefix}cooldown_ms,
+   (${left})::float8 AS ${prefix}left`;
+
+/** The grant of a take of `want` permits, from the columns permitGrantColumnsSql named. */
+export function permitGrantFromRow(row: Record<string, unknown>, want: number, prefix = ''): PermitGrant {
+  const col = <T>(name: string) => row[prefix + name] as T;
+  const granted = col<number>('granted');
+  const paused = col<boolean>('paused');
+  const cooling = col<boolean>('cooling');
+  const quotaSpent = col<boolean>('quota_spent');
+  const quotaLeft = col<number | null>('quota_left');
+  const perSecond = col<number>('per_second');
+  let retryInMs = 0;
+  if (paused) retryInMs = 1000;
+  else if (cooling) retryInMs = Math.max(1, col<number>('cooldown_ms'));
+  else if (quotaSpent && granted === 0) retryInMs = Math.max(1000, Math.ceil(col<number>('day_left_ms')));
+  else if (granted < want) retryInMs = Math.max(1, Math.ceil(((1 - Math.min(1, col<number>('left'))) / perSecond) * 1000));
+  return {
+    granted,
+    paused,
+    pauseReason: col<string | null>('reason'),
+    accountPaused: col<boolean>('account_paused'),
+    coolingDown: cooling,
+    quotaSpent,
+    ...(quotaLeft !== null ? { quotaLeft } : {}),
+    retryInMs,
+    perSecond,
+    burst: col<number>('burst'),
+    bucketTime: col<string>('bucket_time'),
+  };
+}
+
 /**
  * Take up to `want` permits. With the database clock, the time is read
  * after the row lock is granted (clock_timestamp()) and never earlier than
@@ -54,49 +146,9 @@ export async function rateLimiterTake(
   emailsPerPermit = 1,
 ): Promise<PermitGrant> {
   const s = ident(schema);
-  const { rows } = await db.query<{
-    granted: number;
-    paused: boolean;
-    account_paused: boolean;
-    reason: string | null;
-    cooling: boolean;
-    cooldown_ms: number;
-    quota_spent: boolean;
-    quota_left: number | null;
-    day_left_ms: number;
-    left: number;
-    per_second: number;
-    burst: number;
-    bucket_time: string;
-  }>(
-    `WITH cur AS (
-       SELECT l.name, ${rate('l')} AS per_second, l.burst, l.tokens, l.refilled_at, l.cooldown_until,
-              l.paused AS a_paused, l.paused_until AS a_paused_until, l.reason AS a_reason,
-              ${quotaUsed('l', "coalesce($3::timestamptz, clock_timestamp())")} AS quota_used_today,
-              (coalesce($3::timestamptz, clock_timestamp()) AT TIME ZONE 'UTC')::date AS today,
-              greatest(l.refilled_at, coalesce($3::timestamptz, clock_timestamp())) AS t,
-              coalesce($3::timestamptz, clock_timestamp()) AS wall
-         FROM ${s}.rate_limiter l
-        WHERE l.name = $1
-          FOR UPDATE
-     ), bucket AS (
-       SELECT cur.*, ${refilled('cur', 'cur.t')} AS avail,
-              coalesce(cur.cooldown_until > cur.wall, false) AS cooling,
-              ${pausedNow('c', 'cur.wall')} AS fleet_paused, c.reason AS fleet_reason,
-              (cur.a_paused AND (cur.a_paused_until IS NULL OR cur.a_paused_until > cur.wall)) AS account_paused
-         FROM cur, ${s}.delivery_control c
-     ), state AS (
-       -- The fleet's pause outranks the account's: its reason is the one reported.
-       SELECT bucket.*, fleet_paused OR account_paused AS paused,
-              CASE WHEN fleet_paused THEN fleet_reason WHEN account_paused THEN a_reason END AS reason
-         FROM bucket
-     ), decision AS (
-       SELECT bucket.*,
-              CASE WHEN paused OR cooling THEN 0
-                   ELSE greatest(0, least($2::int, floor(avail)::int,
-                                          coalesce(ceil(($4::int - quota_used_today) / $5::float8)::int, $2::int))) END AS granted
-         FROM state bucket
-     ), upd AS (
+  const inputs: TakeInputs = { account: '$1', want: '$2', now: '$3', dailyQuota: '$4', emailsPerPermit: '$5' };
+  const { rows } = await db.query<Record<string, unknown>>(
+    `WITH ${rateLimiterTakeDecisionSql(s, inputs)}, upd AS (
        UPDATE ${s}.rate_limiter l
           SET tokens = d.avail - d.granted, refilled_at = d.t,
               quota_day = d.today, quota_used = d.quota_used_today + d.granted * $5::int
@@ -104,35 +156,13 @@ export async function rateLimiterTake(
         WHERE l.name = d.name
         RETURNING l.tokens
      )
-     SELECT d.granted, d.paused, d.account_paused, d.reason, d.cooling, d.per_second, d.burst, d.t::text AS bucket_time,
-            $4::int IS NOT NULL AND d.quota_used_today + d.granted * $5::int >= $4::int AS quota_spent,
-            CASE WHEN $4::int IS NOT NULL THEN greatest(0, $4::int - d.quota_used_today) END AS quota_left,
-            (extract(epoch FROM ((d.today + 1)::timestamp AT TIME ZONE 'UTC') - d.wall) * 1000)::float8 AS day_left_ms,
-            (extract(epoch FROM d.cooldown_until - d.wall) * 1000)::float8 AS cooldown_ms,
-            upd.tokens AS left
+     SELECT ${permitGrantColumnsSql('d', 'upd.tokens', inputs)}
        FROM decision d, upd`,
     [account, want, now, dailyQuota ?? null, emailsPerPermit],
   );
   const row = rows[0];
   if (!row) throw new LimiterMissingError(schema, account);
-  let retryInMs = 0;
-  if (row.paused) retryInMs = 1000;
-  else if (row.cooling) retryInMs = Math.max(1, row.cooldown_ms);
-  else if (row.quota_spent && row.granted === 0) retryInMs = Math.max(1000, Math.ceil(row.day_left_ms));
-  else if (row.granted < want) retryInMs = Math.max(1, Math.ceil(((1 - Math.min(1, row.left)) / row.per_second) * 1000));
-  return {
-    granted: row.granted,
-    paused: row.paused,
-    pauseReason: row.reason,
-    accountPaused: row.account_paused,
-    coolingDown: row.cooling,
-    quotaSpent: row.quota_spent,
-    ...(row.quota_left !== null ? { quotaLeft: row.quota_left } : {}),
-    retryInMs,
-    perSecond: row.per_second,
-    burst: row.burst,
-    bucketTime: row.bucket_time,
-  };
+  return permitGrantFromRow(row, want);
 }
 
 /**
@@ -163,6 +193,21 @@ const refundSet = (unused: string, bucketTime: string, unusedEmails = unused): s
 export const rateLimiterRefundInLease = (s: string, account: string, unused: string, bucketTime: string): string =>
   `UPDATE ${s}.rate_limiter SET ${refundSet(unused, bucketTime)}
     WHERE name = ${account} AND ${unused} > 0`;
+
+/**
+ * For a lease statement that took its own permits with
+ * rateLimiterTakeDecisionSql: the one write of the limiter row, spending
+ * `spent` of them (an SQL integer expression over the lease; a permit is
+ * an email here) and leaving the rest in the bucket. Answers the tokens
+ * left (`tokens`).
+ */
+export const rateLimiterSpendInLease = (s: string, spent: string): string =>
+  `UPDATE ${s}.rate_limiter l
+      SET tokens = d.avail - (${spent}), refilled_at = d.t,
+          quota_day = d.today, quota_used = d.quota_used_today + (${spent})
+     FROM decision d
+    WHERE l.name = d.name
+    RETURNING l.tokens`;
 
 /** Give back permits of the take at `bucketTime` that were not used (see above for when that applies). */
 export async function rateLimiterRefund(
