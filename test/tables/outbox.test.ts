@@ -5,7 +5,7 @@ import { rateLimiterSet } from '../../src/tables/rate-limiter.js';
 import { ExpiryWorker } from '../../src/holds/expiry-worker.js';
 import { intentsLease, intentsRecord, type AttemptResult } from '../../src/tables/outbox.js';
 import { attemptsList } from '../../src/tables/attempts.js';
-import { intentsGet } from '../../src/tables/outbox.js';
+import { intentsGet, intentsReplay } from '../../src/tables/outbox.js';
 import { ManualClock } from '../../src/runtime/clock.js';
 import { ident } from '../../src/db/pool.js';
 import { testDatabase, type TestDatabase } from '../helpers/database.js';
@@ -115,6 +115,41 @@ describe('leases', () => {
       ['accepted', 'late-receipt'],
       ['accepted', 'second'],
     ]);
+  });
+
+  it('one record of applied and fenced results answers each once: the applied as written, the fenced as its row stands', async () => {
+    const [otherHold] = await insertDueHolds(db.pool, db.schema, 1, { prefix: `l${++prefix}` });
+    await new ExpiryWorker({ pool: db.pool, schema: db.schema }).runOnce();
+    const otherId = `reservation-expired:${otherHold}`;
+    clock = new ManualClock((await db.pool.query<{ now: Date }>('SELECT now()')).rows[0]!.now);
+    const stale = randomUUID();
+    expect(await lease(stale)).toHaveLength(2);
+    clock.advance(31_000);
+    const current = randomUUID();
+    await lease(current);
+    // The stale holder reports both: its acceptance applies, its failure is fenced.
+    const recorded = await intentsRecord(
+      db.pool,
+      db.schema,
+      [result(stale, 1, 'accepted', { receipt: 'r-1' }), { ...result(stale, 1, 'failed'), id: otherId }],
+      { maxAttempts: 1, now: clock.now() },
+    );
+    expect(recorded).toHaveLength(2);
+    const byId = new Map(recorded.map((r) => [r.id, r]));
+    expect(byId.get(intentId)).toMatchObject({ applied: true, state: 'sent', attempts: 2, possibleDuplicate: false });
+    expect(byId.get(otherId)).toMatchObject({ applied: false, state: 'pending', attempts: 2, possibleDuplicate: false });
+  });
+
+  it('a replayed intent whose last attempt was left open gets it closed by its next lease', async () => {
+    const stale = randomUUID();
+    await lease(stale);
+    clock.advance(31_000);
+    await lease(randomUUID()); // attempt 2, whose holder never reports back
+    await intentsRecord(db.pool, db.schema, [result(stale, 1, 'accepted', { receipt: 'late' })], { maxAttempts: 10, now: clock.now() });
+    expect((await attemptsList(db.pool, db.schema, intentId)).map((a) => a.outcome)).toEqual(['accepted', null]);
+    expect(await intentsReplay(db.pool, db.schema, intentId, clock.now())).toBe(true);
+    expect(await lease(randomUUID())).toMatchObject([{ id: intentId, attempts: 3 }]);
+    expect((await attemptsList(db.pool, db.schema, intentId)).map((a) => a.outcome)).toEqual(['accepted', 'lease_expired', null]);
   });
 
   it('a late receipt after the intent went dead still marks it sent', async () => {

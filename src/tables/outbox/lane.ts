@@ -150,7 +150,7 @@ export async function intentsRecord(
          AS r(id, token, attempt, outcome, receipt, error, delay_ms, status, code, unknown, duration_ms, duplicate_risk,
               account, move_to, keep_batch, key_unusable, send_alone)
      ), attempts AS (
-       ${attemptsFinish(s, 'r', '$1::text[]', '(SELECT clock.now FROM clock)')}
+       ${attemptsFinish(s, 'r', 'ARRAY(SELECT r.id FROM r)', '(SELECT clock.now FROM clock)')}
      ), updated AS (
        UPDATE ${s}.email_outbox o SET
               state = CASE
@@ -195,18 +195,22 @@ export async function intentsRecord(
               lease_token = NULL,
               lease_expires_at = NULL
          FROM r, clock
-        WHERE o.id = r.id AND o.id = ANY ($1::text[])
+        -- ANY over a subquery, as the lease's: the planner, not knowing its
+        -- length, stays on primary-key lookups; over $1 (a round's 500 known)
+        -- it scanned an outbox of up to some 80,000 rows whole instead.
+        WHERE o.id = r.id AND o.id = ANY (ARRAY(SELECT r.id FROM r))
           AND (r.outcome = 'accepted' OR (o.state = 'pending' AND o.lease_token = r.token))
         RETURNING o.id, o.state, o.attempts, o.possible_duplicate, o.batch_id
      ), batches_closed AS (
        ${batchesCloseSql(s, '$17::uuid[]', 'updated')}
      )
-     SELECT r.id, u.id IS NOT NULL AS applied,
-            coalesce(u.state, o.state) AS state, coalesce(u.attempts, o.attempts) AS attempts,
-            coalesce(u.possible_duplicate, o.possible_duplicate) AS "possibleDuplicate"
-       FROM r
-       LEFT JOIN updated u ON u.id = r.id
-       JOIN ${s}.email_outbox o ON o.id = r.id AND o.id = ANY ($1::text[])`,
+     -- A fenced result (not updated) reads its row as it stands, by primary
+     -- key; the rest need no second look.
+     SELECT u.id, true AS applied, u.state, u.attempts, u.possible_duplicate AS "possibleDuplicate" FROM updated u
+     UNION ALL
+     SELECT o.id, false, o.state, o.attempts, o.possible_duplicate
+       FROM ${s}.email_outbox o
+      WHERE o.id = ANY (ARRAY(SELECT r.id FROM r WHERE NOT EXISTS (SELECT 1 FROM updated u WHERE u.id = r.id)))`,
     [
       col('id'),
       col('token'),

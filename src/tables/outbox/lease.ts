@@ -254,7 +254,10 @@ async function leaseStatement(
                   o.outcome_unknown_seen AS previous_outcome_unknown, o.pinned_account, o.moved_unsettled, o.batch_id, o.send_alone, o.tenant,
                   ${suppressionKeyInSql('o.recipient')} AS su_key
      ), closed AS (
-       ${attemptsCloseExpired(s, 'ARRAY(SELECT next.id FROM next)', '(SELECT clock.now FROM clock)')}
+       -- Only an intent leased before can have an attempt open (its first lease
+       -- opens attempt 1): a round of first attempts skips the scan whole.
+       ${attemptsCloseExpired(s, 'ARRAY(SELECT l.id FROM leased l WHERE l.attempts > 1)', '(SELECT clock.now FROM clock)')}
+         AND EXISTS (SELECT 1 FROM leased l WHERE l.attempts > 1)
      ), opened AS (
        ${attemptsOpen(s, 'leased', '$3::uuid', '$5', '$10', '(SELECT clock.now FROM clock)', '(SELECT owner FROM owner)')}
      ), limiter AS (
