@@ -39,6 +39,9 @@ import type { BenchDatabase } from './database.js';
  *   over the items of the last BENCH_COMPARE_SECONDS, at a steady rate; the
  *   warm-up's first items (a fresh process, its code not yet optimised by
  *   V8, its connections new) are reported apart, as the p99 of the whole run.
+ *   For leasehold, where the time goes, from the tables: when the expiry,
+ *   lease, message-store and record statements of each email began (p50 and
+ *   p99 after its due time; each statement's now()).
  * Both at each system's defaults and at its documented high-throughput
  * settings (compare-systems.ts). graphile-worker runs twice: with its
  * no-op handler, and as `graphile-worker-work`, its handler doing
@@ -93,6 +96,20 @@ interface DueResult {
   wholeRunP99: number | null;
   /** leasehold only: expired_at - expires_at p99 of the measured holds, from the table (the expiry lane alone). */
   expiryP99?: number;
+  /** leasehold only: where an email's time goes, p50 / p99 ms from its hold's due time (leaseholdPath). */
+  path?: LeaseholdPath;
+}
+
+/** From the tables, ms after the hold's due time, p50 and p99 of each step's start. */
+interface LeaseholdPath {
+  /** The expiry statement (the hold's expired_at). */
+  expired: [number, number];
+  /** The lease statement (the first attempt's started_at). */
+  leased: [number, number];
+  /** The statement that stored the rendered message (its rendered_at). */
+  stored: [number, number];
+  /** The record statement (the intent's sent_at). */
+  recorded: [number, number];
 }
 
 interface DrainReport {
@@ -222,20 +239,35 @@ async function due(db: BenchDatabase, system: System, profile: Profile): Promise
       max: finite(Math.max(...measured)),
       wholeRunP99: finite(percentile(latencies, 99)),
     };
-    if (system === 'leasehold') result.expiryP99 = await leaseholdExpiryP99(setup.pool, setup.schema, schedule!.base + warm * schedule!.spacingMs);
+    if (system === 'leasehold') {
+      result.path = await leaseholdPath(setup.pool, setup.schema, schedule!.base + warm * schedule!.spacingMs);
+      result.expiryP99 = result.path.expired[1];
+    }
     return result;
   } finally {
     await setup.drop();
   }
 }
 
-async function leaseholdExpiryP99(pool: pg.Pool, schema: string, fromMs: number): Promise<number> {
-  const { rows } = await pool.query<{ p99: number }>(
-    `SELECT percentile_cont(0.99) WITHIN GROUP (ORDER BY extract(epoch FROM expired_at - expires_at) * 1000)::float8 AS p99
-       FROM ${ident(schema)}.support_reservations WHERE status = 'expired' AND expires_at >= to_timestamp($1::float8 / 1000)`,
+/** Each step's start after the due time of the holds due from `fromMs` on (statement start times, as each statement's now()). */
+async function leaseholdPath(pool: pg.Pool, schema: string, fromMs: number): Promise<LeaseholdPath> {
+  const s = ident(schema);
+  const steps = { expired: 'r.expired_at', leased: 'a.started_at', stored: 'm.rendered_at', recorded: 'o.sent_at' } as const;
+  const columns = Object.entries(steps).map(([name, at]) =>
+    [50, 99].map((p) => `percentile_cont(${p / 100}) WITHIN GROUP (ORDER BY extract(epoch FROM ${at} - r.expires_at) * 1000)::float8 AS ${name}_${p}`).join(', '),
+  );
+  const { rows } = await pool.query<Record<string, number | null>>(
+    `SELECT ${columns.join(', ')}
+       FROM ${s}.support_reservations r
+       JOIN ${s}.email_outbox o ON o.reservation_id = r.id
+       JOIN ${s}.email_attempts a ON a.intent_id = o.id AND a.attempt = 1
+       JOIN ${s}.email_messages m ON m.intent_id = o.id
+      WHERE r.status = 'expired' AND r.expires_at >= to_timestamp($1::float8 / 1000)`,
     [fromMs],
   );
-  return round(rows[0]?.p99 ?? Number.NaN);
+  const row = rows[0] ?? {};
+  const pair = (name: string): [number, number] => [round(row[`${name}_50`] ?? Number.NaN), round(row[`${name}_99`] ?? Number.NaN)];
+  return { expired: pair('expired'), leased: pair('leased'), stored: pair('stored'), recorded: pair('recorded') };
 }
 
 function childEnv(
@@ -344,6 +376,19 @@ export const compare: Benchmark = {
       if (RUN_WORKLOADS.includes('due') && RUN_SYSTEMS.includes('leasehold')) {
         rows.push(['  delivery lane adds to the p99 (due->sent less due->expired)', profile, show(added, 'ms', 1), '', '', '', '', '', '']);
         figures.push({ name: `due p99 added by the delivery lane, ${profile}: leasehold`, value: added ?? Number.NaN, unit: 'ms', target: '<= 10' });
+        // Its first round's path, step by step (each step's statement start, from the tables).
+        const path = cell('leasehold', profile).due[0]?.path;
+        if (path) {
+          const steps: Array<[string, [number, number]]> = [
+            ['expiry statement', path.expired],
+            ['lease statement', path.leased],
+            ['message store', path.stored],
+            ['record statement', path.recorded],
+          ];
+          for (const [name, [p50, p99]] of steps) {
+            rows.push([`    ${name} starts, p50 / p99 from due`, profile, `${round(p50, 1)} / ${round(p99, 1)} ms`, '', '', '', '', '', '']);
+          }
+        }
       }
       const wholeRun = SYSTEMS.map((s) => medianOf(cell(s, profile).due.map((d) => d.wholeRunP99)));
       if (RUN_WORKLOADS.includes('due')) rows.push([
