@@ -1,14 +1,4 @@
-import {
-  DAYS_PER_MONTH,
-  DELIVERY_POLL_PER_SECOND,
-  DELIVERY_ROUND_OVERHEAD_MS,
-  EXPIRY_HOLDS_PER_SECOND,
-  EXPIRY_TICK_MS,
-  MEASURED,
-  SECONDS_PER_DAY,
-  STATEMENTS,
-} from './constants.js';
-import { roundEmails, roundSize as roundSizeOf, roundsInFlight } from '../model/delivery-policy.js';
+import { DAYS_PER_MONTH, EXPIRY_HOLDS_PER_SECOND, MEASURED, SECONDS_PER_DAY } from './constants.js';
 import { designCosts, type DesignCost } from './costs.js';
 import { accountsReport, firstAccountWorkload, type AccountsReport } from './fleet.js';
 import { singleAccount, type AccountsInput } from './accounts.js';
@@ -17,6 +7,8 @@ import type { PriceTable } from './prices.js';
 import { pricesUsed, type PriceUsed } from './prices-used.js';
 import type { RowCounts, RowsReport, StatementRates, StatementsReport, Verdict } from './reports.js';
 import { deadlineRisks, type DeadlineRisk } from './deadlines.js';
+import { deliveryCapacity } from './rounds.js';
+import { statementsReport } from './statements.js';
 
 export type { DeadlineRisk, PriceUsed };
 export type { RowCounts, RowsReport, StatementRates, StatementsReport, Verdict };
@@ -95,46 +87,6 @@ export interface CapacityReport {
   /** The table's own notes, and each price the costs used with the page it came from and its date. */
   prices: { region: string; recorded: string; warning: string; used: PriceUsed[] };
   unknowns: string[];
-}
-
-/** Intents one delivery round leases: the worker caps the batch at its concurrency. */
-export const roundSize = (w: Workload): number => roundSizeOf(w.deployment.deliveryBatch, w.deployment.deliveryConcurrency);
-
-/**
- * What one delivery round leases on an account carrying `emailsPerRequest`
- * per request, as delivery/legs.ts does: a send slot is a request, a round
- * reserves roundSize slots and leases up to a batch per slot, but no more
- * than the larger of roundSize and one batch. Without batching: roundSize
- * emails in as many requests.
- */
-export function roundLease(w: Workload, emailsPerRequest = 1): { emails: number; requests: number } {
-  const k = roundSize(w);
-  const emails = roundEmails(k, k, emailsPerRequest);
-  return { emails, requests: Math.ceil(emails / Math.max(1, emailsPerRequest)) };
-}
-
-/**
- * What one worker keeps in flight: its rounds overlap (model/delivery-policy.ts
- * roundsInFlight), their requests never more than its concurrency, each
- * carrying its round's share of emails.
- */
-export function inFlightPerWorker(w: Workload, emailsPerRequest = 1): { requests: number; emails: number } {
-  const round = roundLease(w, emailsPerRequest);
-  const rounds = roundsInFlight(w.deployment.deliveryBatch, w.deployment.deliveryConcurrency);
-  const requests = Math.min(w.deployment.deliveryConcurrency, rounds * round.requests);
-  return { requests, emails: (requests * round.emails) / round.requests };
-}
-
-/** Seconds one round takes: the provider call plus the round's own statements. */
-const roundSeconds = (w: Workload): number => (w.provider.latencyMs + DELIVERY_ROUND_OVERHEAD_MS) / 1000;
-
-/**
- * Emails/s the delivery workers can send at the assumed latency: the emails
- * they keep in flight / round time, on an account carrying
- * `emailsPerRequest` per provider request (its batch; 1 without batching).
- */
-export function deliveryCapacity(w: Workload, emailsPerRequest = 1): number {
-  return (w.deployment.workers * inFlightPerWorker(w, emailsPerRequest).emails) / roundSeconds(w);
 }
 
 export function burstReport(w: Workload, emailsPerRequest = 1): BurstReport | null {
@@ -231,92 +183,6 @@ export function rowsReport(w: Workload): RowsReport {
     assumption:
       `rows x bytes measured per row on a migrated schema (hold ${b.hold}, intent ${b.intent}, attempt ${b.attempt} B, indexes included) x ${bloat} for update churn; ` +
       `kept ${days} days (leasehold prune); held holds and pending intents are too few to matter`,
-  };
-}
-
-function expiryTicksPerWorker(w: Workload, duePerSecond: number): number {
-  return Math.max(1000 / w.deployment.expiryIntervalMs, Math.min(duePerSecond, 1000 / EXPIRY_TICK_MS));
-}
-
-/** What a round leases, for the assumptions. */
-function leased(w: Workload, emailsPerRequest: number): string {
-  const k = roundSize(w);
-  if (emailsPerRequest <= 1) return `min(batch, concurrency) = ${k}`;
-  const round = roundLease(w, emailsPerRequest);
-  return `a batch of ${emailsPerRequest} per free slot of min(batch, concurrency) = ${k}, at most max(${k}, ${emailsPerRequest}) = ${round.emails} emails in ${round.requests} request(s)`;
-}
-
-export function statementsReport(w: Workload, burst: BurstReport | null, emailsPerRequest = 1): StatementsReport {
-  const workers = w.deployment.workers;
-  const e = w.volume.emailsPerDay / SECONDS_PER_DAY;
-  const h = e / w.volume.expiredShare;
-  const S = STATEMENTS;
-
-  const application = h * S.holdCreate + (h - e) * S.holdSettle;
-
-  // Every expiry worker wakes when the next hold falls due (at least once per
-  // interval); one of them takes it, each pays a short tick.
-  const ticks = expiryTicksPerWorker(w, e);
-  const expiry = workers * ticks * S.expiryShortTick;
-  // Each tick that created intents NOTIFYs every delivery process, which
-  // wakes one of its round loops: the one that gets them runs a sending
-  // round (a short one: fewer due than permits, so it sleeps again); the
-  // others one empty round each. Without a wake-up each polls once a second.
-  const wakes = Math.min(e, ticks);
-  // An account sending batches takes its permits in a statement before the lease.
-  const take = emailsPerRequest > 1 ? S.deliverySeparateTake : 0;
-  const perWake = S.deliverySendingRound + take + (workers - 1) * (S.deliveryEmptyRound + take);
-  const polls = workers * Math.max(0, DELIVERY_POLL_PER_SECOND - wakes) * (S.deliveryEmptyRound + take);
-  const retries = e * (w.deployment.attemptsPerEmail - 1) * (S.deliveryRetryRound + take);
-  const delivery = wakes * perWake + polls + retries;
-  const average = { expiry, delivery, application, total: expiry + delivery + application };
-
-  let burstRates: StatementsReport['burst'] = null;
-  if (burst) {
-    let burstExpiry: number;
-    let expirySeconds: number;
-    if (burst.windowSeconds === 0) {
-      expirySeconds = burst.expiryCatchUpSeconds;
-      // All due at once: full batches back to back at the measured throughput.
-      burstExpiry = (EXPIRY_HOLDS_PER_SECOND / w.deployment.expiryBatch) * S.expiryFullTick;
-    } else {
-      expirySeconds = burst.windowSeconds;
-      const due = burst.holds / burst.windowSeconds + e;
-      const t = expiryTicksPerWorker(w, due);
-      burstExpiry = due / t >= w.deployment.expiryBatch ? (due / w.deployment.expiryBatch) * S.expiryFullTick : workers * t * S.expiryShortTick;
-    }
-    // Draining: rounds of k intents; when the limiter paces and fewer permits
-    // arrive per round than there are workers, idle workers' takes are refused.
-    // In provider requests: a request carries a round's emails / its requests (a full batch, when the batch is at least the round size).
-    const round = roundLease(w, emailsPerRequest);
-    const rate = (Math.min(burst.limiterPerSecond, burst.deliveryCapacityPerSecond) * round.requests) / round.emails;
-    const inFlight = rate * roundSeconds(w);
-    const k = Math.min(round.requests, Math.max(1, inFlight / workers));
-    const rounds = rate / k;
-    const refused = burst.pacedBy === 'limiter' && inFlight < workers ? rate * (workers - inFlight) : 0;
-    const burstDelivery = rounds * (S.deliverySendingRound + take) + refused * S.deliveryRefusedTake;
-    burstRates = {
-      expiry: burstExpiry,
-      delivery: burstDelivery,
-      application,
-      total: burstExpiry + burstDelivery + application,
-      expirySeconds,
-      seconds: burst.drainSeconds,
-    };
-  }
-
-  return {
-    average,
-    burst: burstRates,
-    assumptions: [
-      `expiry: each of ${workers} worker(s) ticks when the next hold falls due, at least every ${w.deployment.expiryIntervalMs} ms, ` +
-        `at most every ${EXPIRY_TICK_MS} ms; a tick is one set-based expire statement, committed on its own, that also looks ahead when the batch was short`,
-      `delivery: a round is the lease (which takes its permits from the limiter and gives back what it did not use${take ? '; an account sending batches takes them in a statement before it' : ''}) + messagesStore (first attempts) + intentsRecord ` +
-        `(one statement each, however many intents) and leases up to ${leased(w, emailsPerRequest)}, ` +
-        `with rounds side by side up to ${inFlightPerWorker(w, emailsPerRequest).requests} requests in flight; at low rates every NOTIFY wakes all ${workers} process(es) and idle ones poll once a second`,
-      'burst: holds all due at once expire in full batches at the measured 38,735 holds/s (a fraction of a second); while it drains, a delivery round carries the permits that refilled during one provider call, and idle workers\' limiter takes are refused when permits are scarcer than workers',
-      'application: one INSERT per hold (createHold) and one UPDATE per confirmed or cancelled hold; reads by the API, /metrics and the dashboard are not counted',
-    ],
   };
 }
 

@@ -1,7 +1,8 @@
 import { seconds, table } from '../format.js';
 import type { CostLine } from './costs.js';
 import type { AccountsReport, DrainChain } from './fleet.js';
-import { inFlightPerWorker, type CapacityReport } from './model.js';
+import type { CapacityReport } from './model.js';
+import { inFlightPerWorker } from './rounds.js';
 
 /** The human-readable report: every figure with its formula or assumption. */
 
