@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ident, withClient } from '../../src/db/pool.js';
 import { intentsLease, intentsLeaseOneTenant, intentsLeaseOneTenantTaking } from '../../src/tables/outbox.js';
-import { rateLimiterPause, rateLimiterResume, rateLimiterSet, rateLimiterTake } from '../../src/tables/rate-limiter.js';
+import { rateLimiterCooldown, rateLimiterPause, rateLimiterResume, rateLimiterSet, rateLimiterTake } from '../../src/tables/rate-limiter.js';
 import { LimiterMissingError } from '../../src/errors.js';
 import { testDatabase, type TestDatabase } from '../helpers/database.js';
 import { planOf } from '../helpers/plans.js';
@@ -270,8 +270,28 @@ describe('the one-tenant lease that takes its own permits (intentsLeaseOneTenant
     expect((await limiter()).tokens).toBeGreaterThanOrEqual(10);
   });
 
-  it('names the account whose limiter row is missing', async () => {
+  it('names the account whose limiter row is missing, and leases nothing on it', async () => {
+    const ids = await intents('solo', 3);
     await expect(taking(5, { account: 'nowhere' })).rejects.toBeInstanceOf(LimiterMissingError);
+    // Also with the caller's clock, which the lease would otherwise use: no grant, no lease.
+    const now = (await db.pool.query<{ now: Date }>('SELECT now() + interval \'1 second\' AS now')).rows[0]!.now;
+    await expect(
+      intentsLeaseOneTenantTaking(db.pool, db.schema, { limit: 5, leaseMs: 30_000, token: randomUUID(), provider: 'x', account: 'nowhere', now }),
+    ).rejects.toBeInstanceOf(LimiterMissingError);
+    const { rows } = await db.pool.query<{ leased: number; attempts: number }>(
+      `SELECT count(*) FILTER (WHERE lease_token IS NOT NULL)::int AS leased, coalesce(sum(attempts), 0)::int AS attempts FROM ${s}.email_outbox WHERE id = ANY ($1)`,
+      [ids],
+    );
+    expect(rows[0]).toEqual({ leased: 0, attempts: 0 });
+  });
+
+  it('grants nothing and leases nothing while the account cools down after a 429', async () => {
+    await intents('solo', 3);
+    await rateLimiterCooldown(db.pool, db.schema, 5_000);
+    const { grant, intents: leased } = await taking(5);
+    expect(grant).toMatchObject({ granted: 0, coolingDown: true });
+    expect(grant.retryInMs).toBeGreaterThan(4_000);
+    expect(leased).toEqual([]);
   });
 });
 

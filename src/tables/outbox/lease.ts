@@ -4,7 +4,7 @@ import type { Suppression } from '../../model/suppression-reasons.js';
 import { attemptsCloseExpired, attemptsOpen } from '../attempts.js';
 import { presenceLiveOwnersSql } from '../../db/presence.js';
 import { MESSAGE_LEASE_COLUMNS, messageFromLeaseRow, messagesJoinForLease, type StoredMessage } from '../messages.js';
-import { permitGrantColumnsSql, permitGrantFromRow, rateLimiterRefundInLease, rateLimiterSpendInLease, rateLimiterTakeDecisionSql, type PermitGrant, type TakeInputs } from '../rate-limiter.js';
+import { permitGrantColumnsSql, permitGrantFromRow, rateLimiterRefundInLease, rateLimiterSpendSql, rateLimiterTakeDecisionSql, type PermitGrant, type TakeInputs } from '../rate-limiter.js';
 import { LimiterMissingError } from '../../errors.js';
 import { batchesDueSql, batchPositionSql } from '../batches.js';
 import { fairNextSql, oneTenantNextSql, randomTenantStart } from './fair.js';
@@ -191,7 +191,8 @@ async function leaseStatement(
           FOR UPDATE OF o
      )`
     : form === 'one-tenant'
-      ? oneTenantNextSql(s, take ? '(SELECT granted FROM decision)' : undefined)
+      ? // Taking: at most what it granted (none without a limiter row: LIMIT NULL would be no limit).
+        oneTenantNextSql(s, take ? 'coalesce((SELECT granted FROM decision), 0)' : undefined)
       : fairNextSql(s);
   const unused = '(coalesce($6::int, 0) - (SELECT count(*) FROM leased)::int)';
   // The one-tenant form that found other tenants leased nothing and gives nothing back: the fair lease after it spends the take.
@@ -203,7 +204,7 @@ async function leaseStatement(
   // leased intent (the whole grant when the case did not hold: the fair
   // lease after it spends that).
   const limiterWrite = take
-    ? rateLimiterSpendInLease(s, '(CASE WHEN (SELECT holds FROM one_tenant) THEN (SELECT count(*) FROM leased)::int ELSE (SELECT granted FROM decision) END)')
+    ? rateLimiterSpendSql(s, '(CASE WHEN (SELECT holds FROM one_tenant) THEN (SELECT count(*) FROM leased)::int ELSE (SELECT granted FROM decision) END)')
     : rateLimiterRefundInLease(s, '$10', refund, '$7::timestamptz');
   const picked = `SELECT l.*, r.expires_at AS hold_expires_at, r.expired_at AS hold_expired_at, r.confirmed_at AS hold_confirmed_at,
             r.traceparent AS hold_traceparent,

@@ -87,6 +87,22 @@ export const rateLimiterTakeDecisionSql = (s: string, p: TakeInputs): string => 
 };
 
 /**
+ * The one write of a take, after rateLimiterTakeDecisionSql: the account's
+ * row refilled to the decision's time with `permits` spent (an SQL integer
+ * expression; `d` is the decision) and `emails` counted against the day's
+ * quota. rateLimiterTake spends what it granted; a lease that took its own
+ * permits (tables/outbox/lease.ts) spends what it leased. Answers the tokens
+ * left (`tokens`).
+ */
+export const rateLimiterSpendSql = (s: string, permits: string, emails = permits): string =>
+  `UPDATE ${s}.rate_limiter l
+      SET tokens = d.avail - (${permits}), refilled_at = d.t,
+          quota_day = d.today, quota_used = d.quota_used_today + (${emails})
+     FROM decision d
+    WHERE l.name = d.name
+    RETURNING l.tokens`;
+
+/**
  * What a take tells, as columns of the decision `d` after a write that
  * left `left` tokens (an SQL expression), prefixed with `prefix`; read back
  * with permitGrantFromRow.
@@ -149,12 +165,7 @@ export async function rateLimiterTake(
   const inputs: TakeInputs = { account: '$1', want: '$2', now: '$3', dailyQuota: '$4', emailsPerPermit: '$5' };
   const { rows } = await db.query<Record<string, unknown>>(
     `WITH ${rateLimiterTakeDecisionSql(s, inputs)}, upd AS (
-       UPDATE ${s}.rate_limiter l
-          SET tokens = d.avail - d.granted, refilled_at = d.t,
-              quota_day = d.today, quota_used = d.quota_used_today + d.granted * $5::int
-         FROM decision d
-        WHERE l.name = d.name
-        RETURNING l.tokens
+       ${rateLimiterSpendSql(s, 'd.granted', 'd.granted * $5::int')}
      )
      SELECT ${permitGrantColumnsSql('d', 'upd.tokens', inputs)}
        FROM decision d, upd`,
@@ -193,21 +204,6 @@ const refundSet = (unused: string, bucketTime: string, unusedEmails = unused): s
 export const rateLimiterRefundInLease = (s: string, account: string, unused: string, bucketTime: string): string =>
   `UPDATE ${s}.rate_limiter SET ${refundSet(unused, bucketTime)}
     WHERE name = ${account} AND ${unused} > 0`;
-
-/**
- * For a lease statement that took its own permits with
- * rateLimiterTakeDecisionSql: the one write of the limiter row, spending
- * `spent` of them (an SQL integer expression over the lease; a permit is
- * an email here) and leaving the rest in the bucket. Answers the tokens
- * left (`tokens`).
- */
-export const rateLimiterSpendInLease = (s: string, spent: string): string =>
-  `UPDATE ${s}.rate_limiter l
-      SET tokens = d.avail - (${spent}), refilled_at = d.t,
-          quota_day = d.today, quota_used = d.quota_used_today + (${spent})
-     FROM decision d
-    WHERE l.name = d.name
-    RETURNING l.tokens`;
 
 /** Give back permits of the take at `bucketTime` that were not used (see above for when that applies). */
 export async function rateLimiterRefund(
