@@ -184,9 +184,9 @@ export class AccountLegs {
    * is tried again after ONE_TENANT_RETRY_MS.
    */
   private async leaseOneTenant(lease: Parameters<typeof intentsLeaseOneTenant>[2]): Promise<LeasedIntent[] | null> {
-    if (Date.now() < this.fairUntil) return null;
+    if (!this.oneTenantLikely()) return null;
     const leased = await intentsLeaseOneTenant(this.options.pool, this.options.schema, lease);
-    if (leased === null) this.fairUntil = Date.now() + ONE_TENANT_RETRY_MS;
+    if (leased === null) this.oneTenantMissed();
     return leased;
   }
 
@@ -196,7 +196,7 @@ export class AccountLegs {
    * one statement (intentsLeaseOneTenantTaking), one round trip fewer a round.
    */
   private takesInLease(leg: { account: SendingAccount; route?: Route }): boolean {
-    return leg.route === undefined && !leg.account.keyed && leg.account.perPermit === 1 && Date.now() >= this.fairUntil;
+    return leg.route === undefined && !leg.account.keyed && leg.account.perPermit === 1 && this.oneTenantLikely();
   }
 
   /** The take and the one-tenant lease in one statement; intents null when the case did not hold (the grant stands: the fair lease follows). */
@@ -214,8 +214,18 @@ export class AccountLegs {
         ...(account.dailyQuota !== undefined ? { dailyQuota: account.dailyQuota } : {}),
       }),
     );
-    if (taken.intents === null) this.fairUntil = Date.now() + ONE_TENANT_RETRY_MS;
+    if (taken.intents === null) this.oneTenantMissed();
     return taken;
+  }
+
+  /** The one-tenant form is worth trying: it held the last time, or was last missed ONE_TENANT_RETRY_MS ago. */
+  private oneTenantLikely(): boolean {
+    return Date.now() >= this.fairUntil;
+  }
+
+  /** More than one tenant had pending email: the fair lease straight away until ONE_TENANT_RETRY_MS from now. */
+  private oneTenantMissed(): void {
+    this.fairUntil = Date.now() + ONE_TENANT_RETRY_MS;
   }
 
   /** At most every STALE_BATCHES_EVERY_MS per account: open batches past their key's lifetime, or broken, go singly. */
