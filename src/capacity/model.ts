@@ -5,13 +5,13 @@ import { singleAccount, type AccountsInput } from './accounts.js';
 import type { Workload } from './input.js';
 import type { PriceTable } from './prices.js';
 import { pricesUsed, type PriceUsed } from './prices-used.js';
-import type { RowCounts, RowsReport, StatementRates, StatementsReport, Verdict } from './reports.js';
+import type { BurstReport, RowCounts, RowsReport, StatementRates, StatementsReport, Verdict } from './reports.js';
 import { deadlineRisks, type DeadlineRisk } from './deadlines.js';
 import { deliveryCapacity } from './rounds.js';
 import { statementsReport } from './statements.js';
 
 export type { DeadlineRisk, PriceUsed };
-export type { RowCounts, RowsReport, StatementRates, StatementsReport, Verdict };
+export type { BurstReport, RowCounts, RowsReport, StatementRates, StatementsReport, Verdict };
 
 /**
  * The workload and cost model: pure arithmetic over a validated workload
@@ -19,35 +19,6 @@ export type { RowCounts, RowsReport, StatementRates, StatementsReport, Verdict }
  * assumption behind it, because a capacity estimate nobody can check is
  * worse than none.
  */
-
-export interface BurstReport {
-  holds: number;
-  windowSeconds: number;
-  limiterPerSecond: number;
-  limiterBurst: number;
-  /** The average email rate that keeps arriving while the burst drains. */
-  baselinePerSecond: number;
-  /** What the delivery workers can send at the assumed provider latency. */
-  deliveryCapacityPerSecond: number;
-  pacedBy: 'limiter' | 'workers';
-  /** Rate left for the burst: min(limit, capacity) - baseline. */
-  drainRatePerSecond: number;
-  /** (burst holds - limiter burst) / drain rate; null when it never drains. */
-  drainSeconds: number | null;
-  /** When the burst's last email leaves, from the burst's start: max(window, drain). */
-  lastSendAtSeconds: number | null;
-  /** Oldest pending email at the worst moment: max(0, drain - window). */
-  oldestEmailAgeSeconds: number | null;
-  promiseSeconds: number;
-  verdict: Verdict;
-  /** Expiry lane: the whole burst at the measured throughput. */
-  expiryCatchUpSeconds: number;
-  expiryPromiseSeconds: number;
-  expiryVerdict: 'meets' | 'misses';
-  /** Each kind whose emails carry a deadline: would the burst's emails make it (LEASEHOLD_NOTICE_DEADLINE_S, LEASEHOLD_REMIND_BEFORE_S)? */
-  deadlines: DeadlineRisk[];
-  formula: string;
-}
 
 export interface SteadyReport {
   emailsPerSecond: number;

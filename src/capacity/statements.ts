@@ -1,7 +1,6 @@
 import { DELIVERY_POLL_PER_SECOND, EXPIRY_HOLDS_PER_SECOND, EXPIRY_TICK_MS, SECONDS_PER_DAY, STATEMENTS } from './constants.js';
 import type { Workload } from './input.js';
-import type { BurstReport } from './model.js';
-import type { StatementsReport } from './reports.js';
+import type { BurstReport, StatementsReport } from './reports.js';
 import { inFlightPerWorker, roundLease, roundSeconds, roundSize } from './rounds.js';
 
 /**
