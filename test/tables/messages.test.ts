@@ -53,3 +53,31 @@ describe('message snapshot statements use primary keys', () => {
     expect(text).toContain('email_messages_pkey');
   });
 });
+
+describe('message bodies', () => {
+  it('are compressed with lz4 where the server has it (migration 0035), with its default where not', async () => {
+    const s = ident(db.schema);
+    const intentId = ids[1]!;
+    await db.pool.query(`DELETE FROM ${s}.email_messages WHERE intent_id = $1`, [intentId]);
+    const rendered = shippedTemplates().render('reservation-expired', {
+      intentId,
+      holdId: 'old-998',
+      metadata: {},
+      expiresAt: new Date(),
+      expiredAt: new Date(),
+      from: 'a@example.com',
+    });
+    // An HTML part of 4 KB (the shipped one renders to about 1.3): past the 2 KB at which the server compresses a row's longest values.
+    const html = rendered.html + '<!-- ' + 'padding '.repeat(400) + '-->';
+    expect(await messagesStore(db.pool, db.schema, [{ ...rendered, html, intentId }])).toHaveLength(1);
+    const { rows: [server] } = await db.pool.query<{ lz4: boolean }>(
+      `SELECT coalesce(bool_or('lz4' = ANY (enumvals)), false) AS lz4 FROM pg_settings WHERE name = 'default_toast_compression'`,
+    );
+    const { rows: [stored] } = await db.pool.query<{ html: string | null; fallback: string }>(
+      `SELECT pg_column_compression(html_body) AS html, current_setting('default_toast_compression') AS fallback
+         FROM ${s}.email_messages WHERE intent_id = $1`,
+      [intentId],
+    );
+    expect(stored!.html).toBe(server!.lz4 ? 'lz4' : stored!.fallback);
+  });
+});
