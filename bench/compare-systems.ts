@@ -242,8 +242,10 @@ async function startLeasehold(o: StartOptions): Promise<Handle> {
   // Built as `leasehold start` builds them (src/service.ts), tuned settings on top.
   const base = { pool, schema: o.schema, logger: silentLogger };
   const delivery = deliveryWorkerFor(config, base, gateway, tuned ? TUNED.leasehold : {});
-  const listener = new Listener(o.url, intentsChannel(o.schema), () => delivery.wake(), silentLogger);
-  const expiry = o.withExpiry ? expiryWorkerFor(config, base, { onIntentsCommitted: () => delivery.wake() }) : undefined;
+  // Wired as `leasehold start` wires them: the expiry lane wakes the delivery lane in-process, and its NOTIFY, naming this process, is left to others.
+  const ownNotify = `process:${randomBytes(8).toString('hex')}`;
+  const listener = new Listener(o.url, intentsChannel(o.schema), () => delivery.wake(), silentLogger, { ownPayload: ownNotify });
+  const expiry = o.withExpiry ? expiryWorkerFor(config, base, { onIntentsCommitted: () => delivery.wake(), notifyPayload: ownNotify }) : undefined;
   listener.start();
   delivery.start();
   expiry?.start();

@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import type { Config } from './config.js';
 import { DEFAULTS } from './defaults.js';
@@ -231,9 +231,17 @@ export interface RunningService {
  * never arrives (a transaction-mode pooler) it logs `listener.unavailable`
  * once and the lane polls every DEFAULTS.deliveryPollMs.
  */
-function listenerFor(config: Config, base: Omit<ServiceBase, 'metrics'>, databaseUrl: string, wake: () => void, presence: Presence): Listener {
+function listenerFor(
+  config: Config,
+  base: Omit<ServiceBase, 'metrics'>,
+  databaseUrl: string,
+  wake: () => void,
+  presence: Presence,
+  ownPayload: string,
+): Listener {
   return new Listener(config.listenUrl ?? databaseUrl, intentsChannel(base.schema), wake, base.logger, {
     probe: (payload) => notifyIntents(base.pool, base.schema, payload),
+    ownPayload,
     // The checked session also carries the worker's presence lock, so
     // other workers reclaim its leases within seconds of its death.
     onSession: (client) => presence.acquire(client),
@@ -258,6 +266,8 @@ export async function startService(prepared: PreparedService, base: Omit<Service
   const { config, parts } = prepared;
   const metrics = options.metrics ?? createMetrics();
   const full: ServiceBase = { ...base, metrics };
+  /** This process's name on the intents channel (its expiry lane's NOTIFY payload), never a probe's. */
+  const ownNotify = `process:${randomUUID()}`;
   const { logger } = base;
   const stops: Array<() => Promise<void>> = [];
   const service: RunningService = {
@@ -350,7 +360,7 @@ export async function startService(prepared: PreparedService, base: Omit<Service
           ),
         );
       }
-      const listener = config.listen ? listenerFor(config, base, options.databaseUrl, () => worker.wake(), presence) : undefined;
+      const listener = config.listen ? listenerFor(config, base, options.databaseUrl, () => worker.wake(), presence, ownNotify) : undefined;
       if (!listener) logger.info({ event: 'listener.disabled', pollMs: DEFAULTS.deliveryPollMs }, 'LEASEHOLD_LISTEN=off: the delivery lane polls');
       listener?.start();
       worker.start();
@@ -371,9 +381,11 @@ export async function startService(prepared: PreparedService, base: Omit<Service
       }
     }
     if (parts.expiry) {
-      // The delivery lane beside it is woken by the commit itself, not by the NOTIFY coming back.
+      // The delivery lane beside it is woken by the commit itself, not by the
+      // NOTIFY coming back: the NOTIFY names this process, and its listener
+      // leaves it to the other processes.
       const delivery = service.delivery;
-      const worker = expiryWorkerFor(config, full, delivery ? { onIntentsCommitted: () => delivery.wake() } : {});
+      const worker = expiryWorkerFor(config, full, delivery ? { onIntentsCommitted: () => delivery.wake(), notifyPayload: ownNotify } : {});
       service.expiry = worker;
       metrics.watchLane('expiry', { age: () => worker.lastRoundAgeSeconds(), stalledAfterSeconds: stalledAfterSeconds(worker.roundIntervalMs) });
       worker.start();

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config.js';
-import { ident } from '../src/db/pool.js';
+import { ident, withClient } from '../src/db/pool.js';
+import { intentsChannel } from '../src/db/listener.js';
 import { silentLogger } from '../src/observability/logger.js';
 import { prepareService, startService } from '../src/service.js';
 import { testDatabase, type TestDatabase } from './helpers/database.js';
@@ -41,6 +42,41 @@ describe('the composition root', () => {
     } finally {
       await service.stop();
     }
+  });
+
+  it("leaves its own expiry lane's NOTIFY unanswered (the lane beside it was woken at the commit) and names itself in it", async () => {
+    const config = loadConfig({ ...db.env, LEASEHOLD_EXPIRY_INTERVAL_MS: '50', LOG_LEVEL: 'silent' });
+    const prepared = await prepareService(config, { expiry: true, delivery: true });
+    const payloads: string[] = [];
+    await withClient(db.pool, async (session) => {
+      session.on('notification', (m) => void payloads.push(m.payload ?? ''));
+      await session.query(`LISTEN ${ident(intentsChannel(db.schema))}`);
+      const service = await startService(prepared, { pool: db.pool, schema: db.schema, logger: silentLogger }, { databaseUrl: db.url });
+      try {
+        const delivery = service.delivery!;
+        const wakes: string[] = [];
+        const wake = delivery.wake.bind(delivery);
+        delivery.wake = () => {
+          wakes.push(new Error().stack ?? '');
+          wake();
+        };
+        // The service's listener is checked once its test notification has come (and woken the lane once).
+        await waitFor(async () => payloads.some((p) => p.startsWith('probe:')) && wakes.length > 0, 'the listener checked');
+        wakes.length = 0;
+        await insertDueHolds(db.pool, db.schema, 3, { prefix: 'own' });
+        const count = async (sql: string) => (await db.pool.query<{ n: number }>(sql)).rows[0]!.n;
+        await waitFor(async () => (await count(`SELECT count(*)::int AS n FROM ${ident(db.schema)}.email_outbox WHERE reservation_id LIKE 'own-%' AND state = 'sent'`)) === 3, 'the three emails sent');
+        // The batch's NOTIFY names this process, and has reached the listeners (this test's, and the service's at the same moment).
+        await waitFor(async () => payloads.some((p) => p.startsWith('process:')), "the expiry batch's NOTIFY");
+        await new Promise((r) => setTimeout(r, 300));
+        // One wake-up for the batch: the in-process one. The NOTIFY coming back would be a second (a round that leases nothing).
+        expect(wakes, wakes.join('\n---\n')).toHaveLength(1);
+        expect(wakes[0]).toContain('intentsCommitted');
+      } finally {
+        await service.stop();
+        await session.query('UNLISTEN *');
+      }
+    });
   });
 
   it('wires no wake-up where the process runs the expiry lane alone', async () => {

@@ -266,13 +266,28 @@ export function ingestEvents(pool: pg.Pool, events: ProviderEvent[], options: Li
  */
 export function wakeOnNotify(
   worker: { wake(): void },
-  options: { connectionString: string; schema?: string; logger?: Logger },
+  options: {
+    connectionString: string;
+    schema?: string;
+    logger?: Logger;
+    /**
+     * The `notifyPayload` of the expiry worker in this process, which wakes
+     * `worker` itself (`onIntentsCommitted`): its NOTIFY is then not a
+     * second wake-up (a round that would lease nothing).
+     */
+    ownPayload?: string;
+  },
 ): { stop(): Promise<void> } {
   checkArgument('worker', rules().z.custom<unknown>((w) => typeof (w as { wake?: unknown } | null)?.wake === 'function', 'must be a worker (an object with a wake function)'), worker);
   checkArgument(
     'options',
     rules().z.strictObject(
-      { connectionString: rules().z.string(options === undefined ? 'required' : 'must be a string').min(1, 'required'), schema: rules().schema.optional(), logger: rules().logger.optional() },
+      {
+        connectionString: rules().z.string(options === undefined ? 'required' : 'must be a string').min(1, 'required'),
+        schema: rules().schema.optional(),
+        logger: rules().logger.optional(),
+        ownPayload: rules().z.string('must be a string').optional(),
+      },
       'must be an object like { connectionString }',
     ),
     options,
@@ -282,6 +297,7 @@ export function wakeOnNotify(
     intentsChannel(options.schema ?? DEFAULTS.schema),
     () => worker.wake(),
     options.logger ?? defaultLibraryLogger(),
+    options.ownPayload !== undefined ? { ownPayload: options.ownPayload } : {},
   );
   listener.start();
   return { stop: () => listener.stop() };

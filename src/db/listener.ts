@@ -36,6 +36,14 @@ export interface ListenerOptions {
    */
   probe?: (payload: string) => Promise<void>;
   probeTimeoutMs?: number;
+  /**
+   * The payload this process's own expiry lane sends with its NOTIFY
+   * (ExpiryWorkerOptions.notifyPayload): that lane wakes the delivery lane
+   * beside it in-process as it commits, so its NOTIFY coming back is not a
+   * wake-up here (it would cost a lease statement that finds nothing).
+   * Notifications from other processes wake as always.
+   */
+  ownPayload?: string;
   /** Called once when the listener gives up; the worker's polling carries on alone. */
   onUnavailable?: (reason: string) => void;
   /**
@@ -148,6 +156,7 @@ export class Listener {
     this.client = client;
     client.on('notification', (message) => {
       const payload = message.payload ?? '';
+      if (payload === this.options.ownPayload) return;
       if (!payload.startsWith(PROBE_PREFIX)) return this.onNotify();
       if (payload === this.probeWaiter?.payload) this.probeWaiter.resolve();
     });

@@ -11,7 +11,7 @@ import { defaultLibraryLogger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import { annotate, ATTR, capped, DB_SYSTEM, inSpan, linkHolds, MESSAGING_SYSTEM } from '../observability/tracing.js';
 import { checkArgument, checkPool, rules } from '../db/arguments.js';
-import { holdsDueOutlook, holdsExpireDue, holdsExpireDueWithOutlook, type DueOutlook, type ExpiredHold } from '../tables/holds.js';
+import { holdsDueOutlook, holdsExpireDue, holdsExpireDueWithOutlook, type DueOutlook, type ExpiredHold, type IntentsNotify } from '../tables/holds.js';
 import { hookFailuresRecord, type HookFailure } from '../tables/hook-failures.js';
 import { expireWithHook, type FailedHold, type HookSettings, type OnExpired } from './expire-hook.js';
 
@@ -48,6 +48,14 @@ export interface ExpiryWorkerOptions {
    * are logged, never the batch's.
    */
   onIntentsCommitted?: () => void;
+  /**
+   * The payload of the NOTIFY a batch with intents sends (default ''). The
+   * composition root gives a name for this process, the same it gives the
+   * delivery lane's listener (`ownPayload`): woken by onIntentsCommitted
+   * already, that lane leaves its own process's NOTIFY unanswered instead of
+   * running a second round that would lease nothing.
+   */
+  notifyPayload?: string;
 }
 
 /** A hold that expired, told after the transaction that expired it committed. */
@@ -90,6 +98,8 @@ export interface ExpiryRun {
 export class ExpiryWorker extends LoopWorker<ExpiryEvents> {
   protected readonly loop: ServiceLoop;
   private readonly schema: string;
+  /** Where and how a batch with intents announces them (its NOTIFY). */
+  private readonly notify: IntentsNotify;
   private readonly batchSize: number;
   private readonly clock: Clock;
   private readonly logger: Logger;
@@ -118,6 +128,8 @@ export class ExpiryWorker extends LoopWorker<ExpiryEvents> {
         onExpired: r.z.custom<OnExpired>((v) => typeof v === 'function', 'must be a function (tx, holds) => Promise<void>').optional(),
         hookTimeoutMs: r.positiveInt.optional(),
         onIntentsCommitted: r.z.custom<() => void>((v) => typeof v === 'function', 'must be a function () => void').optional(),
+        // pg_notify takes at most 8,000 bytes of payload.
+        notifyPayload: r.z.string().max(200).optional(),
       }),
       options,
     );
@@ -129,6 +141,7 @@ export class ExpiryWorker extends LoopWorker<ExpiryEvents> {
       };
     }
     this.schema = options.schema ?? DEFAULTS.schema;
+    this.notify = { channel: intentsChannel(this.schema), payload: options.notifyPayload ?? '' };
     this.batchSize = options.batchSize ?? DEFAULTS.expiryBatch;
     this.clock = options.clock ?? databaseClock;
     this.logger = options.logger ?? defaultLibraryLogger();
@@ -215,7 +228,7 @@ export class ExpiryWorker extends LoopWorker<ExpiryEvents> {
       this.schema,
       this.batchSize,
       now,
-      intentsChannel(this.schema),
+      this.notify,
       this.options.noticeDeadlineSeconds ?? null,
     );
     return { expired: run.expired, hookFailed: [], hookStored: [], ...(run.outlook ? { outlook: run.outlook } : {}) };
@@ -227,13 +240,13 @@ export class ExpiryWorker extends LoopWorker<ExpiryEvents> {
    * whole read its outlook in its statement, as expireAlone's does.
    */
   private async expireInTransaction(now: Date | null): Promise<ExpiryBatch> {
-    const channel = intentsChannel(this.schema);
+    const notify = this.notify;
     const deadline = this.options.noticeDeadlineSeconds ?? null;
-    const expire = (db: Queryable, only: readonly string[] | null) => holdsExpireDue(db, this.schema, this.batchSize, now, channel, deadline, only);
+    const expire = (db: Queryable, only: readonly string[] | null) => holdsExpireDue(db, this.schema, this.batchSize, now, notify, deadline, only);
     return withTransaction(this.options.pool, async (client) => {
       let batch: ExpiryBatch = { expired: [], hookFailed: [], hookStored: [] };
       if (this.hook) {
-        const whole = () => holdsExpireDueWithOutlook(client, this.schema, this.batchSize, now, channel, deadline);
+        const whole = () => holdsExpireDueWithOutlook(client, this.schema, this.batchSize, now, notify, deadline);
         const hooked = await expireWithHook(client, this.schema, this.hook, (only) => expire(client, only), { whole });
         batch = {
           expired: hooked.expired,

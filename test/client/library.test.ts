@@ -232,6 +232,26 @@ describe('defaults', () => {
       await delivery.stop();
     }
   });
+
+  it("wakeOnNotify with ownPayload: the NOTIFY of this process's expiry worker (notifyPayload) wakes nothing; another process's does", async () => {
+    await db.pool.query(`TRUNCATE ${ident(db.schema)}.support_reservations CASCADE`);
+    const lh = createLeasehold({ pool: db.pool, schema: db.schema, logger: silentLogger });
+    let wakes = 0;
+    const wake = wakeOnNotify({ wake: () => void (wakes += 1) }, { connectionString: db.url, schema: db.schema, logger: silentLogger, ownPayload: 'process:me' });
+    try {
+      await waitFor(() => wakes >= 1, 'the LISTEN to be in place');
+      await insertDueHolds(db.pool, db.schema, 1, { prefix: 'own-notify' });
+      await lh.expiryWorker({ notifyPayload: 'process:me' }).runOnce();
+      await insertDueHolds(db.pool, db.schema, 1, { prefix: 'other-notify' });
+      await lh.expiryWorker({ notifyPayload: 'process:other' }).runOnce();
+      // Notifications arrive in commit order: once the other's has woken, the own one would have too.
+      await waitFor(() => wakes >= 2, "the other process's NOTIFY", 5_000);
+      await new Promise((r) => setTimeout(r, 100));
+      expect(wakes).toBe(2);
+    } finally {
+      await wake.stop();
+    }
+  });
 });
 
 describe('tenants', () => {

@@ -8,6 +8,7 @@ import { ManualClock } from '../../src/runtime/clock.js';
 import { createPool, ident, withClient } from '../../src/db/pool.js';
 import { testDatabase, type TestDatabase } from '../helpers/database.js';
 import { countBy, insertDueHolds } from '../helpers/holds.js';
+import { intentsChannel } from '../../src/db/listener.js';
 
 let db: TestDatabase;
 beforeAll(async () => {
@@ -95,6 +96,35 @@ describe('expiry worker', () => {
     expect((await throwing.runOnce()).expired).toHaveLength(2);
     await new Promise((r) => setImmediate(r));
     expect(out.some((l) => l.includes('"event":"expiry.intents_committed_failed"') && l.includes('wake failed'))).toBe(true);
+  });
+
+  it("announces a batch's intents by NOTIFY at commit, with notifyPayload (default ''), also in a transaction with a hook", async () => {
+    await db.pool.query(`TRUNCATE ${ident(db.schema)}.support_reservations CASCADE`);
+    const payloads: string[] = [];
+    await withClient(db.pool, async (listener) => {
+      listener.on('notification', (m) => void payloads.push(m.payload ?? ''));
+      await listener.query(`LISTEN ${ident(intentsChannel(db.schema))}`);
+      const arrived = (n: number) => waitFor(async () => payloads.length >= n, `${n} notifications`);
+      await insertDueHolds(db.pool, db.schema, 2, { prefix: 'said' });
+      expect((await new ExpiryWorker({ pool: db.pool, schema: db.schema }).runOnce()).expired).toHaveLength(2);
+      await arrived(1);
+      await insertDueHolds(db.pool, db.schema, 2, { prefix: 'named' });
+      expect((await new ExpiryWorker({ pool: db.pool, schema: db.schema, notifyPayload: 'process:me' }).runOnce()).expired).toHaveLength(2);
+      await arrived(2);
+      await insertDueHolds(db.pool, db.schema, 1, { prefix: 'hooked' });
+      const hooked = new ExpiryWorker({ pool: db.pool, schema: db.schema, notifyPayload: 'process:me', onExpired: async () => {} });
+      expect((await hooked.runOnce()).expired).toHaveLength(1);
+      await arrived(3);
+      // A batch that expired nothing announces nothing.
+      expect((await hooked.runOnce()).expired).toHaveLength(0);
+      await new Promise((r) => setTimeout(r, 100));
+      await listener.query(`UNLISTEN *`);
+    });
+    expect(payloads).toEqual(['', 'process:me', 'process:me']);
+  });
+
+  it('refuses a notifyPayload that is not a string, naming it', () => {
+    expect(() => new ExpiryWorker({ pool: db.pool, schema: db.schema, notifyPayload: 7 as never })).toThrow(/notifyPayload/);
   });
 
   it('refuses an onIntentsCommitted that is not a function, naming it', () => {

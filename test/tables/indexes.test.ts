@@ -69,13 +69,13 @@ const planOf = (call: (db: Queryable) => Promise<unknown>) => planRecorded(db.po
 
 describe('hot paths use partial indexes', () => {
   it('the expiry statement reaches due holds through support_reservations_due', async () => {
-    const text = await planOf((q) => holdsExpireDue(q, db.schema, 500, null, intentsChannel(db.schema)));
+    const text = await planOf((q) => holdsExpireDue(q, db.schema, 500, null, { channel: intentsChannel(db.schema) }));
     expect(text).toContain('support_reservations_due');
     expect(text).not.toMatch(/Seq Scan on support_reservations/);
   });
 
   it('the expiry statement skips holds waiting on their hook through one hashed read of the failures (not a scan per hold), still through support_reservations_due', async () => {
-    const text = await planOf((q) => holdsExpireDue(q, db.schema, 500, null, intentsChannel(db.schema)));
+    const text = await planOf((q) => holdsExpireDue(q, db.schema, 500, null, { channel: intentsChannel(db.schema) }));
     expect(text).toContain('support_reservations_due');
     // Read once into a hash each due hold is looked up in.
     expect(text).toMatch(/hashed SubPlan (\d+)[\s\S]*SubPlan \1\n[^\n]*expire_hook_failures/);
@@ -83,7 +83,7 @@ describe('hot paths use partial indexes', () => {
   });
 
   it('the expiry statement with its outlook reads the outlook through the due index too, never the table', async () => {
-    const text = await planOf((q) => holdsExpireDueWithOutlook(q, db.schema, 500, null, intentsChannel(db.schema), null));
+    const text = await planOf((q) => holdsExpireDueWithOutlook(q, db.schema, 500, null, { channel: intentsChannel(db.schema) }, null));
     expect(text).toContain('support_reservations_due');
     expect(text).not.toMatch(/Seq Scan on support_reservations/);
   });

@@ -11,6 +11,12 @@ import { hookFailuresAllSql, hookFailuresWaitingSql } from '../hook-failures.js'
  * snapshot reads.
  */
 
+/** Where the expiry statement announces the intents it created, and with what payload ('' unless the process names itself: db/listener.ts ownPayload). */
+export interface IntentsNotify {
+  channel: string;
+  payload?: string;
+}
+
 export interface ExpiredHold {
   id: string;
   intent_id: string | null;
@@ -32,14 +38,14 @@ export async function holdsExpireDue(
   schema: string,
   limit: number,
   now: Date | null,
-  /** NOTIFY this channel when intents were created (delivered at commit, so never for a rolled-back batch). */
-  notifyChannel: string | null = null,
+  /** NOTIFY this channel when intents were created (delivered at commit, so never for a rolled-back batch), with this payload (default ''). */
+  notify: IntentsNotify | null = null,
   /** Each expiry email's deadline, in seconds after the expiry (LEASEHOLD_NOTICE_DEADLINE_S); null: none. */
   noticeDeadlineSeconds: number | null = null,
   /** Only these holds (the expiry hook's bisection, holds/expire-hook.ts); null: any due hold. */
   only: readonly string[] | null = null,
 ): Promise<ExpiredHold[]> {
-  const { text, values } = expireStatement(schema, limit, now, notifyChannel, noticeDeadlineSeconds, only, false);
+  const { text, values } = expireStatement(schema, limit, now, notify, noticeDeadlineSeconds, only, false);
   const { rows } = await db.query<ExpiredHold>(text, values);
   return rows;
 }
@@ -57,10 +63,10 @@ export async function holdsExpireDueWithOutlook(
   schema: string,
   limit: number,
   now: Date | null,
-  notifyChannel: string | null,
+  notify: IntentsNotify | null,
   noticeDeadlineSeconds: number | null,
 ): Promise<{ expired: ExpiredHold[]; outlook: DueOutlook | null }> {
-  const { text, values } = expireStatement(schema, limit, now, notifyChannel, noticeDeadlineSeconds, null, true);
+  const { text, values } = expireStatement(schema, limit, now, notify, noticeDeadlineSeconds, null, true);
   const { rows } = await db.query<ExpiredHold & { outlook_locked: number | null; outlook_next_in_ms: number | null }>(text, values);
   const expired = rows.filter((r) => r.id !== null).map(({ outlook_locked: _l, outlook_next_in_ms: _n, ...hold }) => hold);
   const first = rows[0];
@@ -72,7 +78,7 @@ function expireStatement(
   schema: string,
   limit: number,
   now: Date | null,
-  notifyChannel: string | null,
+  notify: IntentsNotify | null,
   noticeDeadlineSeconds: number | null,
   only: readonly string[] | null,
   withOutlook: boolean,
@@ -124,9 +130,9 @@ function expireStatement(
      ), notified AS (
        -- In the statement rather than a round trip of its own after it (4%
        -- of a 500-hold batch). Referenced below so that it runs.
-       SELECT pg_notify($3, '') FROM (SELECT 1 FROM intents LIMIT 1) created WHERE $3::text IS NOT NULL
+       SELECT pg_notify($3, $${only ? 8 : 7}::text) FROM (SELECT 1 FROM intents LIMIT 1) created WHERE $3::text IS NOT NULL
      )`;
-  const values = [limit, now, notifyChannel, EXPIRED_INTENT_PREFIX, EXPIRED_TEMPLATE, noticeDeadlineSeconds, ...(only ? [only] : [])];
+  const values = [limit, now, notify?.channel ?? null, EXPIRED_INTENT_PREFIX, EXPIRED_TEMPLATE, noticeDeadlineSeconds, ...(only ? [only] : []), notify?.payload ?? ''];
   if (!withOutlook) return { text: `${ctes}\n     ${picked}`, values };
   // The outlook's row comes first and alone when nothing expired; the
   // OFFSET 0 keeps the expired rows' joins planned on their own.
