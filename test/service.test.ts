@@ -21,6 +21,17 @@ async function waitFor(check: () => Promise<boolean>, what: string, timeoutMs = 
   }
 }
 
+/** Every wake-up of the delivery lane from now on, each as the stack that called it. */
+function recordWakes(delivery: { wake(): void }): string[] {
+  const wakes: string[] = [];
+  const wake = delivery.wake.bind(delivery);
+  delivery.wake = () => {
+    wakes.push(new Error().stack ?? '');
+    wake();
+  };
+  return wakes;
+}
+
 describe('the composition root', () => {
   it('wakes the delivery lane of the same process when an expiry batch with intents commits, without the NOTIFY', async () => {
     // LISTEN off: only the in-process wake (or the 1 s poll) can wake the lane.
@@ -28,13 +39,7 @@ describe('the composition root', () => {
     const prepared = await prepareService(config, { expiry: true, delivery: true });
     const service = await startService(prepared, { pool: db.pool, schema: db.schema, logger: silentLogger }, { databaseUrl: db.url });
     try {
-      const delivery = service.delivery!;
-      const wakes: number[] = [];
-      const wake = delivery.wake.bind(delivery);
-      delivery.wake = () => {
-        wakes.push(Date.now());
-        wake();
-      };
+      const wakes = recordWakes(service.delivery!);
       await insertDueHolds(db.pool, db.schema, 3, { prefix: 'woken' });
       const count = async (sql: string) => (await db.pool.query<{ n: number }>(sql)).rows[0]!.n;
       await waitFor(async () => (await count(`SELECT count(*)::int AS n FROM ${ident(db.schema)}.email_outbox WHERE reservation_id LIKE 'woken-%' AND state = 'sent'`)) === 3, 'the three emails sent');
@@ -53,13 +58,7 @@ describe('the composition root', () => {
       await session.query(`LISTEN ${ident(intentsChannel(db.schema))}`);
       const service = await startService(prepared, { pool: db.pool, schema: db.schema, logger: silentLogger }, { databaseUrl: db.url });
       try {
-        const delivery = service.delivery!;
-        const wakes: string[] = [];
-        const wake = delivery.wake.bind(delivery);
-        delivery.wake = () => {
-          wakes.push(new Error().stack ?? '');
-          wake();
-        };
+        const wakes = recordWakes(service.delivery!);
         // The service's listener is checked once its test notification has come (and woken the lane once).
         await waitFor(async () => payloads.some((p) => p.startsWith('probe:')) && wakes.length > 0, 'the listener checked');
         wakes.length = 0;
