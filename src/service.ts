@@ -2,19 +2,17 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import type { Config } from './config.js';
 import { DEFAULTS } from './defaults.js';
-import { intentsChannel, Listener, notifyIntents } from './db/listener.js';
 import { Presence } from './db/presence.js';
 import { waitForDatabase } from './db/wait.js';
+import { deliveryWorkerFor, expiryWorkerFor, listenerFor, operationsFor, type ServiceBase } from './service-parts.js';
 import { describeHosts, parseDatabaseUrl } from './model/database-url.js';
-import { DeliveryWorker, type DeliveryWorkerOptions } from './delivery/worker.js';
+import type { DeliveryWorker } from './delivery/worker.js';
 import { TemplatesBrokenError } from './errors.js';
 import { ingestEvents } from './events/ingest.js';
 import { accountWebhooks, webhookSettingsFromEnv, type AccountWebhook, type WebhookSettings } from './events/webhook-config.js';
-import { ExpiryWorker, type ExpiryWorkerOptions } from './holds/expiry-worker.js';
-import { checkExpireHook, sqlExpireHook } from './holds/expire-hook.js';
-import type { Logger } from './observability/logger.js';
+import type { ExpiryWorker } from './holds/expiry-worker.js';
+import { checkExpireHook } from './holds/expire-hook.js';
 import { createMetrics, stalledAfterSeconds, type Metrics } from './observability/metrics.js';
-import { Operations } from './ops/operations.js';
 import type { EmailGateway } from './providers/gateway.js';
 import { accountsFromConfig, createGateways, type AccountGateway } from './providers/registry.js';
 import type { Accounts } from './model/accounts.js';
@@ -23,7 +21,6 @@ import { PruneWorker } from './retention/prune-worker.js';
 import { LaneSampler } from './read/lane-sampler.js';
 import { startApiServer, type ApiServer } from './server/app.js';
 import { ApiTokens } from './server/auth.js';
-import type { AuditActor } from './model/audit-actions.js';
 import { rateLimiterEnsure } from './tables/rate-limiter.js';
 import { applyConfiguredRates } from './ops/rate-configuration.js';
 import { describeProblem } from './templates/source.js';
@@ -46,6 +43,8 @@ import type { WebhookWorker } from './webhooks/worker.js';
  * ConfigError, TemplatesBrokenError or MissingPackageError (the CLI exits 2); `startService`
  * then starts the chosen parts on an open database.
  */
+
+export { deliveryWorkerFor, expiryWorkerFor, operationsFor, type ServiceBase } from './service-parts.js';
 
 export interface ServiceParts {
   expiry?: boolean;
@@ -117,83 +116,6 @@ export async function prepareService(config: Config, parts: ServiceParts, overri
   };
 }
 
-/** What every part is built on. */
-export interface ServiceBase {
-  pool: pg.Pool;
-  schema: string;
-  logger: Logger;
-  metrics?: Metrics;
-}
-
-/** The expiry lane as Config says, with `extra` for what only tests and benchmarks set (clock, faults). */
-export function expiryWorkerFor(config: Config, base: ServiceBase, extra: Partial<ExpiryWorkerOptions> = {}): ExpiryWorker {
-  return new ExpiryWorker({
-    pool: base.pool,
-    schema: base.schema,
-    intervalMs: config.expiryIntervalMs,
-    batchSize: config.expiryBatch,
-    noticeDeadlineSeconds: config.noticeDeadlineSeconds,
-    logger: base.logger,
-    ...(base.metrics ? { metrics: base.metrics } : {}),
-    ...(config.expireHook ? { onExpired: sqlExpireHook(config.expireHook), hookTimeoutMs: config.expireHookTimeoutMs } : {}),
-    ...extra,
-  });
-}
-
-/** The delivery lane as Config says, sending through `gateway` (one account, `default`) or each account's gateway. */
-export function deliveryWorkerFor(
-  config: Config,
-  base: ServiceBase,
-  gateways: EmailGateway | AccountGateway[],
-  extra: Partial<DeliveryWorkerOptions> = {},
-): DeliveryWorker {
-  const routes = Array.isArray(gateways)
-    ? {
-        accounts: gateways.map(({ account, gateway }) => ({
-          name: account.name,
-          gateway,
-          ...(account.from ? { from: account.from } : {}),
-          initialRate: { perSecond: account.rate.perSecond, burst: account.rate.burst },
-          ...(account.dailyQuota !== undefined ? { dailyQuota: account.dailyQuota } : {}),
-          ...(account.batch !== undefined ? { batch: account.batch } : {}),
-          unit: account.rate.unit,
-        })),
-      }
-    : { gateway: gateways };
-  const failover = Array.isArray(gateways) ? accountsFromConfig(config).failover.filter((n) => gateways.some((g) => g.account.name === n)) : undefined;
-  return new DeliveryWorker({
-    ...(failover && failover.length > 0 ? { failover } : {}),
-    pool: base.pool,
-    schema: base.schema,
-    ...routes,
-    failoverAfterMs: config.failoverAfterS * 1000,
-    from: config.emailFrom,
-    batchSize: config.deliveryBatch,
-    concurrency: config.deliveryConcurrency,
-    leaseMs: config.leaseMs,
-    // A lease shortened in `extra` (tests, benchmarks) takes the default
-    // timeout for that lease, not the configured lease's.
-    sendTimeoutMs: extra.leaseMs !== undefined && extra.sendTimeoutMs === undefined ? DEFAULTS.sendTimeoutMs(extra.leaseMs) : config.sendTimeoutMs,
-    maxAttempts: config.maxAttempts,
-    initialRate: { perSecond: config.ratePerSecond, burst: config.rateBurst },
-    logger: base.logger,
-    ...(base.metrics ? { metrics: base.metrics } : {}),
-    ...extra,
-  });
-}
-
-/** The operator actions with this configuration's initial rate policy. */
-export function operationsFor(config: Config, base: ServiceBase & { actor?: AuditActor }, accounts: Accounts = accountsFromConfig(config)): Operations {
-  return new Operations({
-    ...(base.actor ? { actor: base.actor } : {}),
-    pool: base.pool,
-    schema: base.schema,
-    logger: base.logger,
-    initialRate: { perSecond: config.ratePerSecond, burst: config.rateBurst },
-    accounts,
-  });
-}
-
 /** LEASEHOLD_API_TOKEN, or a fresh random one (the caller prints it once). */
 export function resolveApiToken(configured: string | undefined): { token: string; generated: boolean } {
   if (configured) return { token: configured, generated: false };
@@ -222,33 +144,6 @@ export interface RunningService {
    * The caller closes the database afterwards. Idempotent.
    */
   stop(): Promise<void>;
-}
-
-/**
- * The delivery lane's wake-ups: a LISTEN session of its own on
- * LEASEHOLD_LISTEN_URL, else the database's URL, checked with a test
- * NOTIFY sent through the pool as the expiry lane sends its. Where that
- * never arrives (a transaction-mode pooler) it logs `listener.unavailable`
- * once and the lane polls every DEFAULTS.deliveryPollMs.
- */
-function listenerFor(
-  config: Config,
-  base: Omit<ServiceBase, 'metrics'>,
-  databaseUrl: string,
-  wake: () => void,
-  presence: Presence,
-  ownPayload: string,
-): Listener {
-  return new Listener(config.listenUrl ?? databaseUrl, intentsChannel(base.schema), wake, base.logger, {
-    probe: (payload) => notifyIntents(base.pool, base.schema, payload),
-    ownPayload,
-    // The checked session also carries the worker's presence lock, so
-    // other workers reclaim its leases within seconds of its death.
-    onSession: (client) => presence.acquire(client),
-    onSessionLost: () => presence.lost(),
-    connectTimeoutMs: config.dbConnectTimeoutMs,
-    queryTimeoutMs: config.dbQueryTimeoutMs,
-  });
 }
 
 export interface StartOptions {

@@ -21,7 +21,7 @@ export const LAYERS: ReadonlyArray<{ name: string; units: string[]; role: string
   { name: 'client', units: ['client/'], role: 'the library API: createLeasehold and the free functions, one convention' },
   { name: 'orms', units: ['integrations/'], role: 'thin helpers for ORM transactions (Prisma, Drizzle, Kysely, Knex, postgres.js) over the SQL functions' },
   { name: 'server', units: ['server/'], role: 'HTTP API, webhooks and dashboard' },
-  { name: 'service', units: ['service.ts'], role: 'the composition root: builds lanes and API from Config' },
+  { name: 'service', units: ['service.ts', 'service-parts.ts'], role: 'the composition root: builds lanes and API from Config' },
   { name: 'tools', units: ['drill/', 'timers/'], role: 'leasehold drill; leasehold compare-timers (timers vs leases, measured)' },
   { name: 'entry', units: ['cli/', 'index.ts', 'server-entry.ts'], role: 'the leasehold command; the library entry points' },
 ];
