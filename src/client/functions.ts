@@ -286,7 +286,7 @@ export function wakeOnNotify(
         connectionString: rules().z.string(options === undefined ? 'required' : 'must be a string').min(1, 'required'),
         schema: rules().schema.optional(),
         logger: rules().logger.optional(),
-        ownPayload: rules().z.string('must be a string').optional(),
+        ownPayload: rules().z.string('must be a string').min(1, 'must not be empty: the empty payload is every process that names none').optional(),
       },
       'must be an object like { connectionString }',
     ),

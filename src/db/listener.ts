@@ -25,7 +25,7 @@ export async function notifyIntents(
 }
 
 /** Payloads of the listener's own test notifications; never a wake-up. */
-const PROBE_PREFIX = 'probe:';
+export const PROBE_PREFIX = 'probe:';
 
 export interface ListenerOptions {
   /**
@@ -164,7 +164,8 @@ export class Listener {
     this.client = client;
     client.on('notification', (message) => {
       const payload = message.payload ?? '';
-      if (payload === this.options.ownPayload) return;
+      // ('' is every process that names none: never its own.)
+      if (this.options.ownPayload && payload === this.options.ownPayload) return;
       if (!payload.startsWith(PROBE_PREFIX)) return this.onNotify();
       if (payload === this.probeWaiter?.payload) this.probeWaiter.resolve();
     });

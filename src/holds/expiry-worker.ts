@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import { DEFAULTS } from '../defaults.js';
-import { intentsChannel } from '../db/listener.js';
+import { intentsChannel, PROBE_PREFIX } from '../db/listener.js';
 import { withTransaction, type Queryable } from '../db/pool.js';
 import type { Clock } from '../runtime/clock.js';
 import { databaseClock } from '../runtime/clock.js';
@@ -129,7 +129,7 @@ export class ExpiryWorker extends LoopWorker<ExpiryEvents> {
         hookTimeoutMs: r.positiveInt.optional(),
         onIntentsCommitted: r.z.custom<() => void>((v) => typeof v === 'function', 'must be a function () => void').optional(),
         // pg_notify takes at most 8,000 bytes of payload.
-        notifyPayload: r.z.string().max(200).optional(),
+        notifyPayload: r.z.string().max(200).refine((p) => !p.startsWith(PROBE_PREFIX), `must not start with ${PROBE_PREFIX} (the listeners' test notifications)`).optional(),
       }),
       options,
     );

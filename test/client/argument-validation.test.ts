@@ -49,7 +49,7 @@ const CASES: Record<string, Case[]> = {
   deleteTenantPolicy: [['db', () => entry.deleteTenantPolicy(notADb, 't')]],
   ingestEvents: [['events', () => entry.ingestEvents(db.pool, 'x' as never, { schema: db.schema })]],
   previewRetention: [['policy.retentionDays', () => entry.previewRetention(db.pool, { retentionDays: -1, erasePiiAfterDays: null }, { schema: db.schema })]],
-  wakeOnNotify: [['worker', () => entry.wakeOnNotify({} as never, { connectionString: db.url })], ['options.connectionString', () => entry.wakeOnNotify({ wake() {} }, {} as never)], ['options.ownPayload', () => entry.wakeOnNotify({ wake() {} }, { connectionString: db.url, ownPayload: 5 as never })]],
+  wakeOnNotify: [['worker', () => entry.wakeOnNotify({} as never, { connectionString: db.url })], ['options.connectionString', () => entry.wakeOnNotify({ wake() {} }, {} as never)], ['options.ownPayload', () => entry.wakeOnNotify({ wake() {} }, { connectionString: db.url, ownPayload: 5 as never })], ['options.ownPayload', () => entry.wakeOnNotify({ wake() {} }, { connectionString: db.url, ownPayload: '' })]],
   createHold: [['db', () => entry.createHold(notADb, { customerEmail: 'a@example.com', ttlSeconds: 60 })]],
   getHold: [['options.schema', () => entry.getHold(db.pool, 'x', { schema: 'pg_catalog' })]],
   confirmHold: [['db', () => entry.confirmHold(notADb, 'x')]],

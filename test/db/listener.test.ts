@@ -42,4 +42,20 @@ describe('the listener', () => {
       await listener.stop();
     }
   });
+
+  it("an empty ownPayload names no process: the NOTIFYs of processes that name none still wake", async () => {
+    let wakes = 0;
+    const listener = new Listener(db.url, intentsChannel(db.schema), () => void wakes++, silentLogger, {
+      probe: (payload) => notifyIntents(db.pool, db.schema, payload),
+      ownPayload: '',
+    });
+    listener.start();
+    try {
+      await until(() => wakes === 1, 'the wake-up after LISTEN');
+      await notifyIntents(db.pool, db.schema, '');
+      await until(() => wakes === 2, "the wake-up for a NOTIFY that names no process");
+    } finally {
+      await listener.stop();
+    }
+  });
 });

@@ -123,8 +123,10 @@ describe('expiry worker', () => {
     expect(payloads).toEqual(['', 'process:me', 'process:me']);
   });
 
-  it('refuses a notifyPayload that is not a string, naming it', () => {
+  it('refuses a notifyPayload that is not a string or looks like a test notification, naming it', () => {
     expect(() => new ExpiryWorker({ pool: db.pool, schema: db.schema, notifyPayload: 7 as never })).toThrow(/notifyPayload/);
+    // A listener takes a probe: payload for its own test notification, never a wake-up.
+    expect(() => new ExpiryWorker({ pool: db.pool, schema: db.schema, notifyPayload: 'probe:x' })).toThrow(/notifyPayload.*must not start with probe:/);
   });
 
   it('refuses an onIntentsCommitted that is not a function, naming it', () => {

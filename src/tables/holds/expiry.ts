@@ -106,7 +106,7 @@ function expireStatement(
           -- and a thousand failing holds cost no more per hold than one
           -- (<> ALL of an array compared each hold with every failure).
           AND r.id NOT IN (${hookFailuresWaitingSql(s, 'coalesce($2::timestamptz, now())')})${only ? `
-          AND r.id = ANY ($7::text[])` : ''}
+          AND r.id = ANY ($8::text[])` : ''}
         ORDER BY r.expires_at
         LIMIT $1
         FOR UPDATE OF r SKIP LOCKED
@@ -130,9 +130,9 @@ function expireStatement(
      ), notified AS (
        -- In the statement rather than a round trip of its own after it (4%
        -- of a 500-hold batch). Referenced below so that it runs.
-       SELECT pg_notify($3, $${only ? 8 : 7}::text) FROM (SELECT 1 FROM intents LIMIT 1) created WHERE $3::text IS NOT NULL
+       SELECT pg_notify($3, $7::text) FROM (SELECT 1 FROM intents LIMIT 1) created WHERE $3::text IS NOT NULL
      )`;
-  const values = [limit, now, notify?.channel ?? null, EXPIRED_INTENT_PREFIX, EXPIRED_TEMPLATE, noticeDeadlineSeconds, ...(only ? [only] : []), notify?.payload ?? ''];
+  const values = [limit, now, notify?.channel ?? null, EXPIRED_INTENT_PREFIX, EXPIRED_TEMPLATE, noticeDeadlineSeconds, notify?.payload ?? '', ...(only ? [only] : [])];
   if (!withOutlook) return { text: `${ctes}\n     ${picked}`, values };
   // The outlook's row comes first and alone when nothing expired; the
   // OFFSET 0 keeps the expired rows' joins planned on their own.
