@@ -18,7 +18,10 @@
  *
  * Items carry their index: leasehold hold id `h<i+1>`, graphile payload {i},
  * pg-boss data {i}. Handled times are this process's Date.now() when the
- * handler (leasehold: the gateway's send) was called.
+ * handler (leasehold: the gateway's send) was called. In the due workload,
+ * leasehold also reports when each hold's expiry transaction was seen
+ * committed (its `expired` event), so that the delivery lane's part can be
+ * measured from the commit as well as from the expiry statement's start.
  *
  * Prints READY, then `REPORT <json>` and `DONE <handled>`.
  */
@@ -38,11 +41,17 @@ if (!url || !schema || !isSystem(system) || !isProfile(profile) || !(items > 0) 
 }
 
 const handledAt = new Float64Array(items);
+const committedAt = new Float64Array(items);
 let handled = 0;
 let distinct = 0;
 let firstAt = 0;
 let allHandled: () => void = () => {};
 const everyItem = new Promise<void>((resolve) => (allHandled = resolve));
+
+/** leasehold's expiry lane, once per hold whose expiry committed. */
+function committed(index: number): void {
+  if (index >= 0 && index < items && committedAt[index] === 0) committedAt[index] = Date.now();
+}
 
 /** Called by every system's handler, once per item. */
 function record(index: number): void {
@@ -99,13 +108,13 @@ if (workload === 'drain') {
   const cpu = process.cpuUsage(cpuAtGo);
   report = { goAt, startedAt, firstAt, lastAt, doneAt, handled, distinct, cpuMs: (cpu.user + cpu.system) / 1000 };
 } else {
-  handle = await startSystem({ system, profile, url, schema, record, withExpiry: true });
+  handle = await startSystem({ system, profile, url, schema, record, withExpiry: true, committed });
   process.stdout.write('READY\n');
   await go();
   process.stdin.pause();
   const goAt = Date.now();
   await Promise.race([everyItem, timeout(timeoutMs)]);
-  report = { goAt, handled, distinct, handledAt: Array.from(handledAt) };
+  report = { goAt, handled, distinct, handledAt: Array.from(handledAt), ...(system === 'leasehold' ? { committedAt: Array.from(committedAt) } : {}) };
 }
 
 // A system that does not stop within 10 s is left behind: the figures are taken.

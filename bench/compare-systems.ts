@@ -218,6 +218,8 @@ export interface StartOptions {
   record: (index: number) => void;
   /** leasehold only: also run the expiry lane (items are holds falling due). */
   withExpiry: boolean;
+  /** leasehold only: call with the item's index once its hold's expiry transaction has committed. */
+  committed?: (index: number) => void;
 }
 
 export async function startSystem(o: StartOptions): Promise<Handle> {
@@ -246,6 +248,10 @@ async function startLeasehold(o: StartOptions): Promise<Handle> {
   const ownNotify = `process:${randomBytes(8).toString('hex')}`;
   const listener = new Listener(o.url, intentsChannel(o.schema), () => delivery.wake(), silentLogger, { ownPayload: ownNotify });
   const expiry = o.withExpiry ? expiryWorkerFor(config, base, { onIntentsCommitted: () => delivery.wake(), notifyPayload: ownNotify }) : undefined;
+  if (o.committed) {
+    const committed = o.committed;
+    expiry?.on('expired', (e) => committed(Number(e.holdId.slice(1)) - 1));
+  }
   listener.start();
   delivery.start();
   expiry?.start();
