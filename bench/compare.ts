@@ -1,6 +1,5 @@
 import { readdir, readFile } from 'node:fs/promises';
 import type pg from 'pg';
-import { ident } from '../src/db/pool.js';
 import type { Benchmark, BenchResult, Figure } from './common.js';
 import { median, percentile, round, sleep } from './common.js';
 import { startChild, type BenchChild } from './children.js';
@@ -14,6 +13,7 @@ import {
   type Profile,
   type System,
 } from './compare-systems.js';
+import { commitSplit, leaseholdPath, type LeaseholdPath } from './compare-path.js';
 import type { BenchDatabase } from './database.js';
 
 /**
@@ -106,18 +106,6 @@ interface DueResult {
   committed?: [number, number];
   /** leasehold only, in-process: expiry seen committed -> sent, each email's own, p50 / p99 ms. */
   commitToSent?: [number, number];
-}
-
-/** From the tables, ms after the hold's due time, p50 and p99 of each step's start. */
-interface LeaseholdPath {
-  /** The expiry statement (the hold's expired_at). */
-  expired: [number, number];
-  /** The lease statement (the first attempt's started_at). */
-  leased: [number, number];
-  /** The statement that stored the rendered message (its rendered_at). */
-  stored: [number, number];
-  /** The record statement (the intent's sent_at). */
-  recorded: [number, number];
 }
 
 interface DrainReport {
@@ -250,44 +238,16 @@ async function due(db: BenchDatabase, system: System, profile: Profile): Promise
       wholeRunP99: finite(percentile(latencies, 99)),
     };
     if (system === 'leasehold') {
-      result.path = await leaseholdPath(setup.pool, setup.schema, schedule!.base + warm * schedule!.spacingMs);
+      const from = schedule!.base + warm * schedule!.spacingMs;
+      result.path = await leaseholdPath(setup.pool, setup.schema, from);
       result.expiryP99 = result.path.expired[1];
-      const committedAt = report.committedAt?.slice(warm) ?? [];
-      const handledAt = report.handledAt.slice(warm);
-      const seen = committedAt.flatMap((at, i) => (at > 0 ? [i] : []));
-      if (seen.length > 0) {
-        const fromDue = seen.map((i) => committedAt[i]! - (schedule!.base + (warm + i) * schedule!.spacingMs));
-        const toSent = seen.map((i) => (handledAt[i]! > 0 ? handledAt[i]! - committedAt[i]! : Number.POSITIVE_INFINITY));
-        const pair = (values: number[]): [number, number] => [round(percentile(values, 50)), round(percentile(values, 99))];
-        result.committed = pair(fromDue);
-        result.commitToSent = pair(toSent);
-      }
+      const split = commitSplit(report.committedAt?.slice(warm) ?? [], report.handledAt.slice(warm), from, schedule!.spacingMs);
+      if (split) Object.assign(result, split);
     }
     return result;
   } finally {
     await setup.drop();
   }
-}
-
-/** Each step's start after the due time of the holds due from `fromMs` on (statement start times, as each statement's now()). */
-async function leaseholdPath(pool: pg.Pool, schema: string, fromMs: number): Promise<LeaseholdPath> {
-  const s = ident(schema);
-  const steps = { expired: 'r.expired_at', leased: 'a.started_at', stored: 'm.rendered_at', recorded: 'o.sent_at' } as const;
-  const columns = Object.entries(steps).map(([name, at]) =>
-    [50, 99].map((p) => `percentile_cont(${p / 100}) WITHIN GROUP (ORDER BY extract(epoch FROM ${at} - r.expires_at) * 1000)::float8 AS ${name}_${p}`).join(', '),
-  );
-  const { rows } = await pool.query<Record<string, number | null>>(
-    `SELECT ${columns.join(', ')}
-       FROM ${s}.support_reservations r
-       JOIN ${s}.email_outbox o ON o.reservation_id = r.id
-       JOIN ${s}.email_attempts a ON a.intent_id = o.id AND a.attempt = 1
-       JOIN ${s}.email_messages m ON m.intent_id = o.id
-      WHERE r.status = 'expired' AND r.expires_at >= to_timestamp($1::float8 / 1000)`,
-    [fromMs],
-  );
-  const row = rows[0] ?? {};
-  const pair = (name: string): [number, number] => [round(row[`${name}_50`] ?? Number.NaN), round(row[`${name}_99`] ?? Number.NaN)];
-  return { expired: pair('expired'), leased: pair('leased'), stored: pair('stored'), recorded: pair('recorded') };
 }
 
 function childEnv(
