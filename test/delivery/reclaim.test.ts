@@ -235,7 +235,17 @@ describe('leases of a worker that is gone', () => {
       await waitForCount(async () => logEvents(a.stderr(), 'presence.held').length, 1, 15_000, 'presence of A');
       await insertDueHolds(db.pool, db.schema, 6, { prefix: 'kill' });
       await new ExpiryWorker({ pool: db.pool, schema: db.schema, logger: silentLogger }).runOnce();
-      await waitForCount(() => countWhere(db.pool, db.schema, 'email_attempts', `intent_id LIKE '%:kill-%' AND finished_at IS NULL AND worker IS NOT NULL`), 6, 15_000, 'leased by A');
+      await waitForCount(() => countWhere(db.pool, db.schema, 'email_attempts', `intent_id LIKE '%:kill-%' AND finished_at IS NULL AND worker IS NOT NULL`), 6, 15_000, 'leased by A').catch(
+        async (error: Error) => {
+          // Say what A and the tables were doing (seen once under CI load: A leased nothing in 15 s).
+          const { rows } = await db.pool.query(
+            `SELECT o.id, o.state, o.attempts, o.lease_expires_at IS NOT NULL AS leased, a.worker, a.finished_at IS NOT NULL AS finished
+               FROM ${ident(db.schema)}.email_outbox o LEFT JOIN ${ident(db.schema)}.email_attempts a ON a.intent_id = o.id
+              WHERE o.id LIKE '%:kill-%'`,
+          );
+          throw new Error(`${error.message}\nintents: ${JSON.stringify(rows)}\nA's log (last 30 lines):\n${a.stderr().split('\n').slice(-30).join('\n')}`);
+        },
+      );
       a.process.kill('SIGKILL');
       await a.exited;
 
