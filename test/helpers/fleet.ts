@@ -93,13 +93,26 @@ export async function countWhere(pool: pg.Pool, schema: string, table: string, w
   return rows[0]!.n;
 }
 
-/** Poll `read` until it returns `want`, or fail with what it last returned. */
-export async function waitForCount(read: () => Promise<number>, want: number, timeoutMs: number, what: string): Promise<void> {
+/**
+ * Poll `read` until it returns `want`, or fail with what it last returned,
+ * and with what `explain` says then (the state a reader of the failure
+ * needs: rows, a child's log); an `explain` that fails is named, not thrown.
+ */
+export async function waitForCount(
+  read: () => Promise<number>,
+  want: number,
+  timeoutMs: number,
+  what: string,
+  explain?: () => Promise<string>,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const got = await read();
     if (got >= want) return;
-    if (Date.now() > deadline) throw new Error(`${what}: ${got} of ${want} after ${timeoutMs} ms`);
+    if (Date.now() > deadline) {
+      const more = explain ? await explain().catch((error: unknown) => `(explain failed: ${(error as Error).message})`) : undefined;
+      throw new Error(`${what}: ${got} of ${want} after ${timeoutMs} ms${more ? `\n${more}` : ''}`);
+    }
     await new Promise((r) => setTimeout(r, 100));
   }
 }
