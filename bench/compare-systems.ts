@@ -228,6 +228,9 @@ export async function startSystem(o: StartOptions): Promise<Handle> {
   return startPgBoss(o);
 }
 
+/** Item i is hold `h<i+1>` (as setUpLeasehold and bench/seed.ts seed them). */
+const holdIndex = (holdId: string): number => Number(holdId.slice(1)) - 1;
+
 /** Both lanes wired as `leasehold start` wires them, with a gateway that accepts at once. */
 async function startLeasehold(o: StartOptions): Promise<Handle> {
   const config = loadConfig({});
@@ -237,7 +240,7 @@ async function startLeasehold(o: StartOptions): Promise<Handle> {
     name: 'noop',
     idempotent: false,
     async send(message) {
-      o.record(Number(message.holdId.slice(1)) - 1);
+      o.record(holdIndex(message.holdId));
       return { kind: 'accepted', receipt: `noop-${message.intentId}` };
     },
   };
@@ -248,10 +251,8 @@ async function startLeasehold(o: StartOptions): Promise<Handle> {
   const ownNotify = `process:${randomBytes(8).toString('hex')}`;
   const listener = new Listener(o.url, intentsChannel(o.schema), () => delivery.wake(), silentLogger, { ownPayload: ownNotify });
   const expiry = o.withExpiry ? expiryWorkerFor(config, base, { onIntentsCommitted: () => delivery.wake(), notifyPayload: ownNotify }) : undefined;
-  if (o.committed) {
-    const committed = o.committed;
-    expiry?.on('expired', (e) => committed(Number(e.holdId.slice(1)) - 1));
-  }
+  const committed = o.committed;
+  if (committed && expiry) expiry.on('expired', (e) => committed(holdIndex(e.holdId)));
   listener.start();
   delivery.start();
   expiry?.start();
