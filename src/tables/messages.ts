@@ -1,11 +1,13 @@
 import type { Queryable } from '../db/pool.js';
 import { ident } from '../db/pool.js';
+import { textArray } from '../db/binary-arrays.js';
 import type { RenderedMessage } from '../model/message.js';
 
 /**
  * Every statement on email_messages: the rendered message of an intent,
  * snapshotted at its first lease so that every attempt sends it byte for
- * byte (migrations/0006_email_messages.sql). Batches go through arrays.
+ * byte (migrations/0006_email_messages.sql). Batches go through arrays,
+ * the stored bodies through binary ones (db/binary-arrays.ts).
  */
 
 export interface StoredMessage extends RenderedMessage {
@@ -84,7 +86,8 @@ export async function messagesStore(
   messages: Array<RenderedMessage & { intentId: string }>,
 ): Promise<StoredMessage[]> {
   const s = ident(schema);
-  const col = <T>(f: (m: RenderedMessage & { intentId: string }) => T) => messages.map(f);
+  // Binary arrays (db/binary-arrays.ts): the bodies are neither escaped nor parsed again.
+  const col = (f: (m: RenderedMessage & { intentId: string }) => string | null) => textArray(messages.map(f));
   const { rows } = await db.query<{ intent_id: string; rendered_at: Date; headers: Record<string, string> }>(
     `INSERT INTO ${s}.email_messages (${COLUMNS})
      SELECT intent_id, subject, text_body, html_body, from_address, reply_to, headers::jsonb, template, template_locale,

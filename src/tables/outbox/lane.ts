@@ -1,5 +1,6 @@
 import type { Queryable } from '../../db/pool.js';
 import { ident } from '../../db/pool.js';
+import { boolArray, float8Array, int4Array, textArray } from '../../db/binary-arrays.js';
 import { IntentState, type AttemptOutcome } from '../../model/intent-states.js';
 import { attemptsFinish, attemptsOpenOfGoneOwners } from '../attempts.js';
 import { presenceLiveOwnersSql } from '../../db/presence.js';
@@ -211,27 +212,28 @@ export async function intentsRecord(
      SELECT o.id, false, o.state, o.attempts, o.possible_duplicate
        FROM ${s}.email_outbox o
       WHERE o.id = ANY (ARRAY(SELECT r.id FROM r WHERE NOT EXISTS (SELECT 1 FROM updated u WHERE u.id = r.id)))`,
+    // Binary arrays (db/binary-arrays.ts), but for the two uuid[] ones.
     [
-      col('id'),
+      textArray(col('id')),
       col('token'),
-      col('attempt'),
-      col('outcome'),
-      col('receipt'),
-      col('error'),
-      col('delayMs'),
-      col('providerStatus'),
-      col('providerCode'),
-      col('outcomeUnknown'),
-      col('durationMs'),
-      col('duplicateRisk'),
+      int4Array(col('attempt')),
+      textArray(col('outcome')),
+      textArray(col('receipt')),
+      textArray(col('error')),
+      float8Array(col('delayMs')),
+      int4Array(col('providerStatus')),
+      textArray(col('providerCode')),
+      boolArray(col('outcomeUnknown')),
+      int4Array(col('durationMs')),
+      boolArray(col('duplicateRisk')),
       options.now,
       options.maxAttempts,
-      results.map((r) => r.account ?? DEFAULT_ACCOUNT),
-      results.map((r) => r.moveTo ?? null),
+      textArray(results.map((r) => r.account ?? DEFAULT_ACCOUNT)),
+      textArray(results.map((r) => r.moveTo ?? null)),
       [...new Set(results.flatMap((r) => (r.batchId ? [r.batchId] : [])))],
-      results.map((r) => r.keepBatch ?? false),
-      results.map((r) => r.keyUnusable ?? false),
-      results.map((r) => r.sendAlone ?? false),
+      boolArray(results.map((r) => r.keepBatch ?? false)),
+      boolArray(results.map((r) => r.keyUnusable ?? false)),
+      boolArray(results.map((r) => r.sendAlone ?? false)),
     ],
   );
   return rows;

@@ -1,0 +1,115 @@
+/**
+ * Array parameters in PostgreSQL's binary array format (the one
+ * `array_recv` reads), for the lanes' statements that send a round's values
+ * as one array per column (`unnest($1::text[], ...)`).
+ *
+ * node-postgres sends a JavaScript array as a text literal
+ * (`{"a","b\"c"}`): it escapes every element with two regular expressions
+ * and builds one string of them all, and the server parses that literal
+ * back character by character. For a round of 500 rendered messages that
+ * is a megabyte of HTML escaped, copied and parsed again. A Buffer
+ * parameter goes in binary instead: each element is its length and its
+ * bytes, written once and read without parsing (in the tuned drain, the
+ * message store in binary cut the CPU per email by about 5 %; see
+ * BENCHMARKS.md).
+ *
+ * Each function answers one column; a statement casts the parameter to the
+ * same type (`$1::text[]`), so the element type here must match that cast.
+ * Null and undefined elements are SQL NULLs.
+ */
+
+/** Element type OIDs (pg_type), as array_recv checks them against the cast. */
+const OID = { bool: 16, int4: 23, text: 25, float8: 701 } as const;
+
+/** The header of a one-dimensional array: ndim, has-nulls flag, element type, length, lower bound 1. */
+const HEADER_BYTES = 20;
+
+function encode<T>(
+  oid: number,
+  values: readonly (T | null | undefined)[],
+  /** Bytes of one non-null element. */
+  sizeOf: (value: T, index: number) => number,
+  /** Write one non-null element at `offset`; answers the bytes written. */
+  write: (buffer: Buffer, value: T, offset: number, index: number) => number,
+): Buffer {
+  let size = HEADER_BYTES;
+  let hasNulls = 0;
+  const sizes = new Array<number>(values.length);
+  for (let i = 0; i < values.length; i++) {
+    const value = values[i];
+    if (value === null || value === undefined) {
+      sizes[i] = -1;
+      hasNulls = 1;
+      size += 4;
+    } else {
+      sizes[i] = sizeOf(value, i);
+      size += 4 + sizes[i]!;
+    }
+  }
+  const buffer = Buffer.allocUnsafe(size);
+  buffer.writeInt32BE(1, 0);
+  buffer.writeInt32BE(hasNulls, 4);
+  buffer.writeUInt32BE(oid, 8);
+  buffer.writeInt32BE(values.length, 12);
+  buffer.writeInt32BE(1, 16);
+  let offset = HEADER_BYTES;
+  for (let i = 0; i < values.length; i++) {
+    offset = buffer.writeInt32BE(sizes[i]!, offset);
+    if (sizes[i]! >= 0) offset += write(buffer, values[i] as T, offset, i);
+  }
+  return buffer;
+}
+
+/** A `text[]` parameter. */
+export function textArray(values: readonly (string | null | undefined)[]): Buffer {
+  return encode<string>(
+    OID.text,
+    values,
+    (value, i) => {
+      if (typeof value !== 'string') throw new TypeError(`text[] element ${i} is a ${typeof value}, not a string`);
+      // PostgreSQL's text never holds a NUL; the text literal would be refused for it too.
+      if (value.includes('\u0000')) throw new TypeError(`text[] element ${i} contains a NUL character, which PostgreSQL text cannot hold`);
+      return Buffer.byteLength(value, 'utf8');
+    },
+    (buffer, value, offset) => buffer.write(value, offset, 'utf8'),
+  );
+}
+
+/** An `int[]` (int4) parameter: each element a whole number within 32 bits. */
+export function int4Array(values: readonly (number | null | undefined)[]): Buffer {
+  return encode<number>(
+    OID.int4,
+    values,
+    (value, i) => {
+      if (!Number.isInteger(value) || value < -2_147_483_648 || value > 2_147_483_647) throw new RangeError(`int[] element ${i} is ${value}, not a 32-bit integer`);
+      return 4;
+    },
+    (buffer, value, offset) => buffer.writeInt32BE(value, offset) - offset,
+  );
+}
+
+/** A `bool[]` parameter. */
+export function boolArray(values: readonly (boolean | null | undefined)[]): Buffer {
+  return encode<boolean>(
+    OID.bool,
+    values,
+    (value, i) => {
+      if (typeof value !== 'boolean') throw new TypeError(`bool[] element ${i} is a ${typeof value}, not a boolean`);
+      return 1;
+    },
+    (buffer, value, offset) => buffer.writeUInt8(value ? 1 : 0, offset) - offset,
+  );
+}
+
+/** A `float8[]` parameter. */
+export function float8Array(values: readonly (number | null | undefined)[]): Buffer {
+  return encode<number>(
+    OID.float8,
+    values,
+    (value, i) => {
+      if (typeof value !== 'number') throw new TypeError(`float8[] element ${i} is a ${typeof value}, not a number`);
+      return 8;
+    },
+    (buffer, value, offset) => buffer.writeDoubleBE(value, offset) - offset,
+  );
+}
