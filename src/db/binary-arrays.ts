@@ -67,8 +67,7 @@ export function textArray(values: readonly (string | null | undefined)[]): Buffe
     values,
     (value, i) => {
       if (typeof value !== 'string') throw new TypeError(`text[] element ${i} is a ${typeof value}, not a string`);
-      // PostgreSQL's text never holds a NUL; the text literal would be refused for it too.
-      if (value.includes('\u0000')) throw new TypeError(`text[] element ${i} contains a NUL character, which PostgreSQL text cannot hold`);
+      // A NUL, which text cannot hold, is refused by the server as in a text literal.
       return Buffer.byteLength(value, 'utf8');
     },
     (buffer, value, offset) => buffer.write(value, offset, 'utf8'),
