@@ -86,6 +86,68 @@ class UndefinedVariable {
   }
 }
 
+/**
+ * The lookups LiquidJS makes leniently (`lenientIf`), by their path: a
+ * variable in an if, elsif, unless, case or when condition or an assign, or
+ * one before a `default` filter, reads as nil when undefined instead of
+ * failing the render. LiquidJS learns that a variable is undefined from an
+ * exception, which it catches for these; each throw and catch cost about
+ * half a microsecond, nine per message of the shipped expiry email when the
+ * hold's metadata names none of its optional fields. RenderContext answers
+ * these paths' undefined variables with that nil at once. LiquidJS passes a
+ * literal path's array itself to the lookup, so the array marks the place;
+ * a path it builds at render time (a computed `a[b]`) is not marked and
+ * throws as before, with the same result.
+ */
+const lenientPaths = new WeakSet<object>();
+
+/**
+ * Mark the lenient lookups of parsed `templates` (markLenientLookups'
+ * walk follows LiquidJS 10's tags: if, unless, case, assign, and any tag
+ * with a value or nested templates). A lookup it does not recognise stays
+ * unmarked: it throws and is caught as before. Answers the paths marked.
+ */
+export function markLenientLookups(templates: readonly Template[]): string[] {
+  const { IfTag, UnlessTag, CaseTag, AssignTag, Value, Expression } = liquidjs();
+  const marked: string[] = [];
+  const lookup = (token: unknown) => {
+    const path = (token as { literalPath?: unknown } | null)?.literalPath;
+    if (!Array.isArray(path)) return;
+    lenientPaths.add(path);
+    marked.push(path.join('.'));
+  };
+  const value = (v: unknown, lenient: boolean) => {
+    if (!(v instanceof Value)) return;
+    // As Value.value(): a value whose first filter is `default` is read leniently wherever it is.
+    const { filters, initial } = v as unknown as { filters: Array<{ name?: string }>; initial: unknown };
+    if ((lenient || filters[0]?.name === 'default') && initial instanceof Expression) {
+      for (const token of (initial as unknown as { postfix: unknown[] }).postfix) lookup(token);
+    }
+  };
+  const isTemplates = (list: unknown): list is Template[] =>
+    Array.isArray(list) && list.every((t) => typeof (t as { render?: unknown } | null)?.render === 'function');
+  const walk = (list: readonly unknown[]) => {
+    for (const node of list) {
+      const tag = node as Record<string, unknown>;
+      const branches = (Array.isArray(tag['branches']) ? tag['branches'] : []) as Array<Record<string, unknown>>;
+      if (node instanceof IfTag || node instanceof UnlessTag) {
+        for (const branch of branches) value(branch['value'], true);
+      } else if (node instanceof CaseTag) {
+        value(tag['value'], true);
+        for (const branch of branches) if (Array.isArray(branch['values'])) branch['values'].forEach(lookup);
+      } else if (node instanceof AssignTag) {
+        value(tag['value'], true);
+      } else {
+        value(tag['value'], false);
+      }
+      for (const branch of branches) if (isTemplates(branch['templates'])) walk(branch['templates']);
+      for (const [key, child] of Object.entries(tag)) if (key !== 'branches' && isTemplates(child)) walk(child);
+    }
+  };
+  walk(templates);
+  return marked;
+}
+
 type ContextClass = typeof import('liquidjs').Context;
 type Lookup = ReturnType<Context['_getFromScope']>;
 type Key = Parameters<Context['readProperty']>[1];
@@ -115,7 +177,11 @@ function defineRenderContext(): ContextClass {
       for (let i = start; i < path.length; i++) {
         scope = this.readProperty(scope as object, path[i]!);
         if (pending(scope)) return this.#resume(scope, path, i);
-        if (scope === undefined) throw new UndefinedVariable(path, i);
+        if (scope === undefined) {
+          // What LiquidJS's catch would answer for a lenient lookup, without the throw.
+          if (lenientPaths.has(path)) return null;
+          throw new UndefinedVariable(path, i);
+        }
       }
       return scope;
     }

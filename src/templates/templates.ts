@@ -4,7 +4,7 @@ import type { Template } from 'liquidjs';
 import { LeaseholdError } from '../errors.js';
 import { checkKnownOptions } from '../db/arguments.js';
 import { packageRoot } from '../runtime/package-root.js';
-import { createEngines, type Engines } from './engine.js';
+import { createEngines, markLenientLookups, type Engines } from './engine.js';
 import { languageOf } from './locale.js';
 import {
   detailOf,
@@ -200,6 +200,7 @@ export class Templates {
       }
       try {
         parsed[part] = (part === 'html' ? this.engines.html : this.engines.text).parse(source, file);
+        markLenientLookups(parsed[part]);
       } catch (error) {
         this.problems.push({ file, message: detailOf(error) });
         variant.brokenBecause ??= `${PART_FILES[part]}: ${detailOf(error)}`;
