@@ -1,0 +1,110 @@
+import { randomBytes } from 'node:crypto';
+import type pg from 'pg';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { migrate } from '../../src/db/migrate.js';
+import { createPool, ident } from '../../src/db/pool.js';
+import { migrateBefore } from '../helpers/migrations.js';
+
+/**
+ * Migration 0036: the hot rows' format CHECKs as unbounded regular
+ * expressions with the length checked apart. Upgraded on a schema with
+ * rows in it: nothing rewritten, every name kept, and each new check
+ * accepting exactly what the old one did.
+ */
+let pool: pg.Pool;
+const schema = `format_checks_${randomBytes(4).toString('hex')}`;
+const s = ident(schema);
+
+const relfilenode = async (table: string) =>
+  (await pool.query<{ n: string }>(`SELECT pg_relation_filenode($1::regclass)::text AS n`, [`${schema}.${table}`])).rows[0]!.n;
+
+/** The rules as they stood before 0036 (0001, 0020, 0026). */
+const OLD = {
+  id: `~ '^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$'`,
+  tenant: `~ '^([A-Za-z0-9][A-Za-z0-9._:-]{0,127})?$'`,
+  traceparent: `~ '^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$'`,
+};
+
+const TRACE = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
+const PROBES = [
+  '', 'a', 'A', '0', '-', '.a', 'a-', 'a.b:c_d-e', 'acme corp', 'acme/1', 'é', 'aé', 'a\tb', 'a\nb',
+  'a'.repeat(127), 'a'.repeat(128), 'a'.repeat(129), `a${'-'.repeat(127)}`, `a${'-'.repeat(128)}`, `-${'a'.repeat(127)}`,
+  TRACE, TRACE.toUpperCase(), TRACE.replace('-01', '-1'), TRACE.replace('-b7', 'b7-'), `${TRACE}0`, TRACE.slice(1),
+  TRACE.replace('0af7', '0af-'), '00-0af7651916cd43dd8448eb211c80319cb-7ad6b7169203331-01', 'ff-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01',
+];
+
+beforeAll(async () => {
+  pool = createPool({ connectionString: inject('databaseUrl'), max: 2, queryTimeoutMs: 0 });
+  await migrateBefore(pool, schema, 36);
+  await pool.query(`INSERT INTO ${s}.support_reservations (id, customer_email, expires_at, tenant, traceparent, request_hash) VALUES ('before', 'ana@example.com', now() + interval '1 hour', 'acme', $1, '')`, [TRACE]);
+});
+
+afterAll(async () => {
+  await pool.query(`DROP SCHEMA IF EXISTS ${s} CASCADE`).catch(() => {});
+  await pool.end();
+});
+
+/** Whether the table takes `value` in `column` (the row inserted and rolled back). */
+async function accepts(table: 'support_reservations' | 'email_outbox', column: string, value: string): Promise<boolean> {
+  const client = await pool.connect();
+  try {
+    await client.query('BEGIN');
+    if (table === 'support_reservations') {
+      const id = column === 'id' ? value : 'probe';
+      await client.query(
+        `INSERT INTO ${s}.support_reservations (id, customer_email, expires_at, request_hash, ${column === 'id' ? 'tenant' : column}) VALUES ($1, 'ana@example.com', now(), '', $2)`,
+        [id, column === 'id' ? '' : value],
+      );
+    } else {
+      await client.query(`INSERT INTO ${s}.email_outbox (id, reservation_id, recipient, template, available_at, tenant) VALUES ('probe', 'before', 'ana@example.com', 'reservation-expired', now(), $1)`, [value]);
+    }
+    return true;
+  } catch (error) {
+    const code = (error as { code?: string }).code;
+    // 23514 check_violation; a NUL or bad byte never reaches the check.
+    if (code === '23514') return false;
+    throw error;
+  } finally {
+    await client.query('ROLLBACK');
+    client.release();
+  }
+}
+
+describe('migration 0036 on a schema with rows', () => {
+  it('rewrites neither table and keeps every constraint name', async () => {
+    const before = { holds: await relfilenode('support_reservations'), outbox: await relfilenode('email_outbox') };
+    expect((await migrate(pool, schema)).applied[0]).toBe('0036_format_checks_unbounded');
+    expect(await relfilenode('support_reservations')).toBe(before.holds);
+    expect(await relfilenode('email_outbox')).toBe(before.outbox);
+    const { rows } = await pool.query<{ conname: string }>(
+      `SELECT conname FROM pg_constraint WHERE connamespace = $1::regnamespace AND contype = 'c' AND conname IN
+         ('support_reservations_id_format', 'support_reservations_tenant_format', 'support_reservations_traceparent', 'email_outbox_tenant_format') ORDER BY conname`,
+      [schema],
+    );
+    expect(rows.map((r) => r.conname)).toEqual(['email_outbox_tenant_format', 'support_reservations_id_format', 'support_reservations_tenant_format', 'support_reservations_traceparent']);
+  });
+
+  it('each table takes exactly what the old rule took', async () => {
+    const cases = [
+      ['support_reservations', 'id', OLD.id],
+      ['support_reservations', 'tenant', OLD.tenant],
+      ['support_reservations', 'traceparent', OLD.traceparent],
+      ['email_outbox', 'tenant', OLD.tenant],
+    ] as const;
+    for (const [table, column, rule] of cases) {
+      const { rows } = await pool.query<{ s: string; ok: boolean }>(`SELECT p AS s, p ${rule} AS ok FROM unnest($1::text[]) p`, [PROBES]);
+      const expected = rows.map((r) => [r.s, r.ok]);
+      const got = [];
+      for (const probe of PROBES) got.push([probe, await accepts(table, column, probe)]);
+      expect(got, `${table}.${column}`).toEqual(expected);
+      // Both answers occur, so the comparison means something.
+      expect(new Set(expected.map(([, ok]) => ok))).toEqual(new Set([true, false]));
+    }
+  });
+
+  it('still takes a hold without a traceparent', async () => {
+    await pool.query(`INSERT INTO ${s}.support_reservations (id, customer_email, expires_at, request_hash) VALUES ('no-trace', 'ana@example.com', now(), '')`);
+    const { rows } = await pool.query(`SELECT traceparent FROM ${s}.support_reservations WHERE id = 'no-trace'`);
+    expect(rows).toEqual([{ traceparent: null }]);
+  });
+});
