@@ -74,41 +74,39 @@ export function textArray(values: readonly (string | null | undefined)[]): Buffe
   );
 }
 
-/** An `int[]` (int4) parameter: each element a whole number within 32 bits. */
-export function int4Array(values: readonly (number | null | undefined)[]): Buffer {
-  return encode<number>(
-    OID.int4,
-    values,
-    (value, i) => {
-      if (!Number.isInteger(value) || value < -2_147_483_648 || value > 2_147_483_647) throw new RangeError(`int[] element ${i} is ${value}, not a 32-bit integer`);
-      return 4;
-    },
-    (buffer, value, offset) => buffer.writeInt32BE(value, offset) - offset,
-  );
+/**
+ * An array of a type whose elements all take `bytes`: `fits` says whether
+ * a value is one (else a TypeError names the element and what it should
+ * be), `write` writes it at an offset.
+ */
+function fixedWidth<T>(oid: number, bytes: number, type: string, should: string, fits: (value: T) => boolean, write: (buffer: Buffer, value: T, offset: number) => void) {
+  return (values: readonly (T | null | undefined)[]): Buffer =>
+    encode<T>(
+      oid,
+      values,
+      (value, i) => {
+        if (!fits(value)) throw new TypeError(`${type}[] element ${i} is ${typeof value === 'number' ? value : `a ${typeof value}`}, not ${should}`);
+        return bytes;
+      },
+      (buffer, value, offset) => {
+        write(buffer, value, offset);
+        return bytes;
+      },
+    );
 }
+
+/** An `int[]` (int4) parameter: each element a whole number within 32 bits. */
+export const int4Array = fixedWidth<number>(
+  OID.int4,
+  4,
+  'int',
+  'a 32-bit integer',
+  (value) => Number.isInteger(value) && value >= -2_147_483_648 && value <= 2_147_483_647,
+  (buffer, value, offset) => buffer.writeInt32BE(value, offset),
+);
 
 /** A `bool[]` parameter. */
-export function boolArray(values: readonly (boolean | null | undefined)[]): Buffer {
-  return encode<boolean>(
-    OID.bool,
-    values,
-    (value, i) => {
-      if (typeof value !== 'boolean') throw new TypeError(`bool[] element ${i} is a ${typeof value}, not a boolean`);
-      return 1;
-    },
-    (buffer, value, offset) => buffer.writeUInt8(value ? 1 : 0, offset) - offset,
-  );
-}
+export const boolArray = fixedWidth<boolean>(OID.bool, 1, 'bool', 'a boolean', (value) => typeof value === 'boolean', (buffer, value, offset) => buffer.writeUInt8(value ? 1 : 0, offset));
 
 /** A `float8[]` parameter. */
-export function float8Array(values: readonly (number | null | undefined)[]): Buffer {
-  return encode<number>(
-    OID.float8,
-    values,
-    (value, i) => {
-      if (typeof value !== 'number') throw new TypeError(`float8[] element ${i} is a ${typeof value}, not a number`);
-      return 8;
-    },
-    (buffer, value, offset) => buffer.writeDoubleBE(value, offset) - offset,
-  );
-}
+export const float8Array = fixedWidth<number>(OID.float8, 8, 'float8', 'a number', (value) => typeof value === 'number', (buffer, value, offset) => buffer.writeDoubleBE(value, offset));
