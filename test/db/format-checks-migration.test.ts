@@ -6,10 +6,11 @@ import { createPool, ident } from '../../src/db/pool.js';
 import { migrateBefore } from '../helpers/migrations.js';
 
 /**
- * Migration 0036: the hot rows' format CHECKs as unbounded regular
- * expressions with the length checked apart. Upgraded on a schema with
- * rows in it: nothing rewritten, every name kept, and each new check
- * accepting exactly what the old one did.
+ * Migrations 0036 and 0037: the hot rows' format CHECKs, and create_hold's
+ * own tests of the id and the tenant, as unbounded regular expressions with
+ * the length checked apart. Upgraded on a schema with rows in it: nothing
+ * rewritten, every name kept, and each new rule accepting exactly what the
+ * old one did.
  */
 let pool: pg.Pool;
 const schema = `format_checks_${randomBytes(4).toString('hex')}`;
@@ -73,7 +74,7 @@ async function accepts(table: 'support_reservations' | 'email_outbox', column: s
 describe('migration 0036 on a schema with rows', () => {
   it('rewrites neither table and keeps every constraint name', async () => {
     const before = { holds: await relfilenode('support_reservations'), outbox: await relfilenode('email_outbox') };
-    expect((await migrate(pool, schema)).applied[0]).toBe('0036_format_checks_unbounded');
+    expect((await migrate(pool, schema)).applied.slice(0, 2)).toEqual(['0036_format_checks_unbounded', '0037_create_hold_checks_unbounded']);
     expect(await relfilenode('support_reservations')).toBe(before.holds);
     expect(await relfilenode('email_outbox')).toBe(before.outbox);
     const { rows } = await pool.query<{ conname: string }>(
@@ -99,6 +100,27 @@ describe('migration 0036 on a schema with rows', () => {
       expect(got, `${table}.${column}`).toEqual(expected);
       // Both answers occur, so the comparison means something.
       expect(new Set(expected.map(([, ok]) => ok))).toEqual(new Set([true, false]));
+    }
+  });
+
+  it("create_hold's tests are replaced, and refuse exactly what the old ones refused, with the same error", async () => {
+    const { rows: def } = await pool.query<{ d: string }>(
+      `SELECT pg_get_functiondef($1::regprocedure) AS d`,
+      [`${schema}.create_hold(text, text, timestamptz, jsonb, text, integer, integer, boolean)`],
+    );
+    expect(def[0]!.d).not.toContain('{0,127}');
+    expect(def[0]!.d).toContain("octet_length(hold_id) > 128");
+    // Each accepted probe creates a hold (the tenant's under an id of its own).
+    for (const [column, rule, call] of [
+      ['id', OLD.id, `SELECT ${s}.create_hold(id => $1, customer_email => 'ana@example.com', expires_at => now() + interval '1 hour')`],
+      ['tenant', OLD.tenant, `SELECT ${s}.create_hold(id => 'probe-' || md5($1), customer_email => 'ana@example.com', expires_at => now() + interval '1 hour', tenant => $1)`],
+    ] as const) {
+      for (const probe of PROBES) {
+        const { rows } = await pool.query<{ ok: boolean }>(`SELECT $1::text ${rule} AS ok`, [probe]);
+        const error = await pool.query(call, [probe]).then(() => undefined, (e: { code?: string; column?: string }) => e);
+        const refused = error !== undefined && error.code === '22023' && error.column === column;
+        expect([column, probe, refused]).toEqual([column, probe, !rows[0]!.ok]);
+      }
     }
   });
 
