@@ -108,7 +108,7 @@ const lenientPaths = new WeakSet<object>();
  * unmarked: it throws and is caught as before. Answers the paths marked.
  */
 export function markLenientLookups(templates: readonly Template[]): string[] {
-  const { IfTag, UnlessTag, CaseTag, AssignTag, Value, Expression } = liquidjs();
+  const { IfTag, UnlessTag, CaseTag, AssignTag, Value, Expression, Filter } = liquidjs();
   const marked: string[] = [];
   const lookup = (token: unknown) => {
     const path = (token as { literalPath?: unknown } | null)?.literalPath;
@@ -124,8 +124,9 @@ export function markLenientLookups(templates: readonly Template[]): string[] {
       for (const token of (initial as unknown as { postfix: unknown[] }).postfix) lookup(token);
     }
   };
+  // Nested templates (a branch's, a loop's, a capture's): renderable, and not a value's filters, which render too.
   const isTemplates = (list: unknown): list is Template[] =>
-    Array.isArray(list) && list.every((t) => typeof (t as { render?: unknown } | null)?.render === 'function');
+    Array.isArray(list) && list.every((t) => typeof (t as { render?: unknown } | null)?.render === 'function' && !(t instanceof Filter));
   const walk = (list: readonly unknown[]) => {
     for (const node of list) {
       const tag = node as Record<string, unknown>;
@@ -163,7 +164,8 @@ function defineRenderContext(): ContextClass {
   /**
    * LiquidJS's Context with its strict lookup walked the same way (the
    * properties read one by one with its own readProperty), except that an
-   * undefined variable throws an UndefinedVariable. Partials
+   * undefined variable throws an UndefinedVariable, or, on a path
+   * markLenientLookups marked, reads as nil at once. Partials
    * ({% render %}) render in LiquidJS's own Context, as before.
    */
   return class RenderContext extends liquidjs().Context {

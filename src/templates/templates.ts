@@ -200,11 +200,12 @@ export class Templates {
       }
       try {
         parsed[part] = (part === 'html' ? this.engines.html : this.engines.text).parse(source, file);
-        markLenientLookups(parsed[part]);
       } catch (error) {
         this.problems.push({ file, message: detailOf(error) });
         variant.brokenBecause ??= `${PART_FILES[part]}: ${detailOf(error)}`;
+        continue;
       }
+      markLenientLookups(parsed[part]);
     }
     if (variant.brokenBecause === undefined) variant.parts = parsed as Record<Part, Template[]>;
     return variant;
