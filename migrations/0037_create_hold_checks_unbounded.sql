@@ -8,19 +8,20 @@
 -- its definition as the server holds it (pg_get_functiondef, with its
 -- settings, owner-independent) is read, the two tests are replaced word
 -- for word, and the result is run. CREATE OR REPLACE keeps the function's
--- privileges. A definition without either test (changed by hand) is left
--- as it is: the old tests are right, only slower.
+-- privileges. A function that is gone, or whose definition lacks either
+-- test (changed by hand), is left as it is, with a notice: the old tests are
+-- right, only slower.
 DO $migration$
 DECLARE
-  fn constant regprocedure := 'create_hold(text, text, timestamptz, jsonb, text, integer, integer, boolean)'::regprocedure;
+  fn constant regprocedure := to_regprocedure('create_hold(text, text, timestamptz, jsonb, text, integer, integer, boolean)');
   old_id constant text := $t$IF hold_id !~ '^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$' THEN$t$;
   new_id constant text := $t$IF hold_id !~ '^[A-Za-z0-9][A-Za-z0-9._:-]*$' OR octet_length(hold_id) > 128 THEN$t$;
   old_tenant constant text := $t$IF hold_tenant !~ '^([A-Za-z0-9][A-Za-z0-9._:-]{0,127})?$' THEN$t$;
   new_tenant constant text := $t$IF NOT (hold_tenant = '' OR (hold_tenant ~ '^[A-Za-z0-9][A-Za-z0-9._:-]*$' AND octet_length(hold_tenant) <= 128)) THEN$t$;
-  def text := pg_get_functiondef(fn);
+  def text := CASE WHEN fn IS NOT NULL THEN pg_get_functiondef(fn) END;
 BEGIN
-  IF position(old_id IN def) = 0 OR position(old_tenant IN def) = 0 THEN
-    RAISE NOTICE 'create_hold was changed since migration 0024: its id and tenant tests are left as they are';
+  IF def IS NULL OR position(old_id IN def) = 0 OR position(old_tenant IN def) = 0 THEN
+    RAISE NOTICE 'create_hold is not 0024''s: its id and tenant tests are left as they are';
     RETURN;
   END IF;
   EXECUTE replace(replace(def, old_id, new_id), old_tenant, new_tenant);

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { migrate } from '../../src/db/migrate.js';
-import { createPool, ident } from '../../src/db/pool.js';
+import { createPool, ident, withClient } from '../../src/db/pool.js';
 import { migrateBefore } from '../helpers/migrations.js';
 
 /**
@@ -46,29 +46,28 @@ afterAll(async () => {
 });
 
 /** Whether the table takes `value` in `column` (the row inserted and rolled back). */
-async function accepts(table: 'support_reservations' | 'email_outbox', column: string, value: string): Promise<boolean> {
-  const client = await pool.connect();
-  try {
+async function accepts(table: 'support_reservations' | 'email_outbox', column: 'id' | 'tenant' | 'traceparent', value: string): Promise<boolean> {
+  return withClient(pool, async (client) => {
     await client.query('BEGIN');
-    if (table === 'support_reservations') {
-      const id = column === 'id' ? value : 'probe';
-      await client.query(
-        `INSERT INTO ${s}.support_reservations (id, customer_email, expires_at, request_hash, ${column === 'id' ? 'tenant' : column}) VALUES ($1, 'ana@example.com', now(), '', $2)`,
-        [id, column === 'id' ? '' : value],
-      );
-    } else {
-      await client.query(`INSERT INTO ${s}.email_outbox (id, reservation_id, recipient, template, available_at, tenant) VALUES ('probe', 'before', 'ana@example.com', 'reservation-expired', now(), $1)`, [value]);
+    try {
+      if (table === 'support_reservations') {
+        const row: Record<string, string | null> = { id: 'probe', tenant: '', traceparent: null, [column]: value };
+        await client.query(
+          `INSERT INTO ${s}.support_reservations (id, customer_email, expires_at, request_hash, tenant, traceparent) VALUES ($1, 'ana@example.com', now(), '', $2, $3)`,
+          [row['id'], row['tenant'], row['traceparent']],
+        );
+      } else {
+        await client.query(`INSERT INTO ${s}.email_outbox (id, reservation_id, recipient, template, available_at, tenant) VALUES ('probe', 'before', 'ana@example.com', 'reservation-expired', now(), $1)`, [value]);
+      }
+      return true;
+    } catch (error) {
+      // 23514 check_violation; anything else (a NUL or bad byte never reaches the check) fails the test.
+      if ((error as { code?: string }).code === '23514') return false;
+      throw error;
+    } finally {
+      await client.query('ROLLBACK');
     }
-    return true;
-  } catch (error) {
-    const code = (error as { code?: string }).code;
-    // 23514 check_violation; a NUL or bad byte never reaches the check.
-    if (code === '23514') return false;
-    throw error;
-  } finally {
-    await client.query('ROLLBACK');
-    client.release();
-  }
+  });
 }
 
 describe('migration 0036 on a schema with rows', () => {
@@ -121,6 +120,29 @@ describe('migration 0036 on a schema with rows', () => {
         const refused = error !== undefined && error.code === '22023' && error.column === column;
         expect([column, probe, refused]).toEqual([column, probe, !rows[0]!.ok]);
       }
+    }
+  });
+
+  it('0037 leaves a create_hold changed by hand as it is, and a missing one alone', async () => {
+    const other = `format_checks_hand_${randomBytes(4).toString('hex')}`;
+    const o = ident(other);
+    const fn = `${other}.create_hold(text, text, timestamptz, jsonb, text, integer, integer, boolean)`;
+    const definition = async () => (await pool.query<{ d: string }>(`SELECT pg_get_functiondef($1::regprocedure) AS d`, [fn])).rows[0]!.d;
+    try {
+      await migrateBefore(pool, other, 37);
+      // An operator's own rule: ids of at most 64 characters.
+      // (A function as the replacement: `$'` in a replacement string means the text after the match.)
+      await pool.query((await definition()).replace(`hold_id !~ '^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$'`, () => `hold_id !~ '^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$'`));
+      expect(await migrate(pool, other)).toMatchObject({ applied: expect.arrayContaining(['0037_create_hold_checks_unbounded']) });
+      expect(await definition()).toContain('{0,63}');
+      await expect(pool.query(`SELECT ${o}.create_hold(id => $1, customer_email => 'ana@example.com', expires_at => now() + interval '1 hour')`, ['a'.repeat(100)])).rejects.toMatchObject({ code: '22023', column: 'id' });
+
+      // Gone altogether: 0037 runs, and does nothing.
+      await pool.query(`DELETE FROM ${o}.migrations WHERE id = 37`);
+      await pool.query(`DROP FUNCTION ${fn}`);
+      expect((await migrate(pool, other)).applied).toContain('0037_create_hold_checks_unbounded');
+    } finally {
+      await pool.query(`DROP SCHEMA IF EXISTS ${o} CASCADE`);
     }
   });
 
