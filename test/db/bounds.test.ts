@@ -1,12 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Listener } from '../../src/db/listener.js';
-import { createPool, ident } from '../../src/db/pool.js';
+import { createPool } from '../../src/db/pool.js';
 import { DeliveryWorker } from '../../src/delivery/worker.js';
 import { ExpiryWorker } from '../../src/holds/expiry-worker.js';
 import { createLogger, silentLogger } from '../../src/observability/logger.js';
 import { rateLimiterSet } from '../../src/tables/rate-limiter.js';
 import { testDatabase, type TestDatabase } from '../helpers/database.js';
-import { countWhere, waitForCount } from '../helpers/fleet.js';
+import { countWhere, intentsAndLog, waitForCount } from '../helpers/fleet.js';
 import { insertDueHolds } from '../helpers/holds.js';
 import { ScriptedGateway } from '../helpers/scripted-gateway.js';
 import { LogCapture } from '../helpers/server.js';
@@ -62,12 +62,6 @@ describe('bounded waits on the database', () => {
       logger: createLogger({ level: 'warn', destination: logs }),
       reclaimIntervalMs: 0,
     });
-    const explain = async () => {
-      const { rows } = await db.pool.query(
-        `SELECT id, state, attempts, lease_expires_at, available_at FROM ${ident(db.schema)}.email_outbox WHERE id LIKE '%:after-%' ORDER BY id`,
-      );
-      return `intents: ${JSON.stringify(rows)}\nworker log (last 20): ${logs.lines.slice(-20).join('\n')}`;
-    };
     worker.start();
     try {
       await insertDueHolds(db.pool, db.schema, 5, { prefix: 'before' });
@@ -77,7 +71,9 @@ describe('bounded waits on the database', () => {
       expect(proxy.freeze()).toBeGreaterThan(0);
       await insertDueHolds(db.pool, db.schema, 5, { prefix: 'after' });
       await new ExpiryWorker({ pool: db.pool, schema: db.schema, logger: silentLogger }).runOnce();
-      await waitForCount(() => countWhere(db.pool, db.schema, 'email_outbox', `state = 'sent' AND id LIKE '%:after-%'`), 5, 20_000, 'sent after', explain);
+      await waitForCount(() => countWhere(db.pool, db.schema, 'email_outbox', `state = 'sent' AND id LIKE '%:after-%'`), 5, 20_000, 'sent after', () =>
+        intentsAndLog(db.pool, db.schema, '%:after-%', logs.lines),
+      );
       expect(gateway.calls.filter((c) => c.message.intentId.includes(':after-'))).toHaveLength(5);
     } finally {
       await worker.stop();

@@ -14,7 +14,7 @@ import type { SendResult } from '../../src/providers/gateway.js';
 import { intentsLease, intentsLeaseOwnersGone } from '../../src/tables/outbox.js';
 import { rateLimiterSet } from '../../src/tables/rate-limiter.js';
 import { testDatabase, type TestDatabase } from '../helpers/database.js';
-import { countWhere, journalIntents, logEvents, waitForCount } from '../helpers/fleet.js';
+import { countWhere, intentsAndLog, journalIntents, logEvents, waitForCount } from '../helpers/fleet.js';
 import { insertDueHolds } from '../helpers/holds.js';
 import { cliPath, startNode } from '../helpers/processes.js';
 import { ScriptedGateway } from '../helpers/scripted-gateway.js';
@@ -246,13 +246,7 @@ describe('leases of a worker that is gone', () => {
         6,
         15_000,
         'leased by A',
-        async () => {
-          const { rows } = await kill.pool.query(
-            `SELECT o.id, o.state, o.attempts, o.lease_expires_at IS NOT NULL AS leased, a.worker, a.finished_at IS NOT NULL AS finished
-               FROM ${ident(kill.schema)}.email_outbox o LEFT JOIN ${ident(kill.schema)}.email_attempts a ON a.intent_id = o.id`,
-          );
-          return `intents: ${JSON.stringify(rows)}\nA's log (last 30 lines):\n${a.stderr().split('\n').slice(-30).join('\n')}`;
-        },
+        () => intentsAndLog(kill.pool, kill.schema, '%', a.stderr()),
       );
       a.process.kill('SIGKILL');
       await a.exited;

@@ -94,6 +94,23 @@ export async function countWhere(pool: pg.Pool, schema: string, table: string, w
 }
 
 /**
+ * For a waitForCount that failed (its `explain`): the intents whose id is
+ * LIKE `pattern`, each with its latest attempt, and the last `lines` lines
+ * of a process's or a worker's log.
+ */
+export async function intentsAndLog(pool: pg.Pool, schema: string, pattern: string, log: string | readonly string[], lines = 30): Promise<string> {
+  const s = ident(schema);
+  const { rows } = await pool.query(
+    `SELECT o.id, o.state, o.attempts, o.lease_expires_at, o.available_at, a.worker, a.finished_at IS NOT NULL AS finished
+       FROM ${s}.email_outbox o LEFT JOIN ${s}.email_attempts a ON a.intent_id = o.id AND a.attempt = o.attempts
+      WHERE o.id LIKE $1 ORDER BY o.id`,
+    [pattern],
+  );
+  const tail = (typeof log === 'string' ? log.split('\n') : log).slice(-lines).join('\n');
+  return `intents: ${JSON.stringify(rows)}\nlog (last ${lines} lines):\n${tail}`;
+}
+
+/**
  * Poll `read` until it returns `want`, or fail with what it last returned,
  * and with what `explain` says then (the state a reader of the failure
  * needs: rows, a child's log); an `explain` that fails is named, not thrown.
