@@ -196,12 +196,13 @@ async function sendBatch(
     const base = { batchId, ...(keyUnusable ? { keyUnusable: true } : {}) };
     if (result.kind === 'unsent') {
       // Refused for another member's fault: given back, due at once, to go in a new batch.
+      const { providerStatus, providerCode } = reported(result);
       return {
-        ...unsentResult(intent, setting.token, result.reason, account.name, started),
+        ...unsentResult(intent, setting.token, String(result.reason), account.name, started),
         ...base,
         ...(noCulprit ? { sendAlone: true } : {}),
-        providerStatus: result.providerStatus ?? null,
-        providerCode: result.providerCode ?? null,
+        providerStatus,
+        providerCode,
       };
     }
     // A keyed batch binds its members while its outcome is unknown: after a
@@ -248,6 +249,32 @@ export function unsentResult(intent: LeasedIntent, token: string, reason: string
   };
 }
 
+/**
+ * What an adapter reported beside its outcome, as the record's columns hold
+ * it. An application's own gateway written in JavaScript may answer looser
+ * types than SendResult declares (a numeric receipt, a status as text): the
+ * record sends its columns as typed binary arrays (db/binary-arrays.ts),
+ * which refuse them, and a record that fails for a value the provider gave
+ * would fail on every attempt and resend the email each time its lease
+ * ran out. So they are made text and integers here, once, and a status
+ * that is no whole number is left out.
+ */
+function reported(result: { receipt?: unknown; reason?: unknown; providerStatus?: unknown; providerCode?: unknown }): {
+  receipt: string | null;
+  error: string | null;
+  providerStatus: number | null;
+  providerCode: string | null;
+} {
+  const status = typeof result.providerStatus === 'string' ? Number(result.providerStatus) : result.providerStatus;
+  const text = (value: unknown) => (value === undefined || value === null ? null : String(value));
+  return {
+    receipt: text(result.receipt),
+    error: text(result.reason)?.slice(0, 1000) ?? null,
+    providerStatus: typeof status === 'number' && Number.isInteger(status) && status >= 0 && status <= 2_147_483_647 ? status : null,
+    providerCode: text(result.providerCode),
+  };
+}
+
 function thrown(error: unknown): SendResult {
   return { kind: 'failed', reason: `send threw: ${(error as Error)?.message ?? String(error)}`, outcomeUnknown: true };
 }
@@ -273,16 +300,14 @@ function attemptResult(
   // duplicate is possible unless this send carried the key that earlier
   // attempt went under, through that same account.
   const elsewhere = intent.movedUnsettled || (intent.pinnedAccount !== null && intent.pinnedAccount !== account.name);
+  const said = reported(result);
   return {
     id: intent.id,
     token: setting.token,
     attempt: intent.attempts,
     outcome: outcomeOf[result.kind],
-    receipt: result.kind === 'accepted' ? result.receipt : null,
-    error: result.kind === 'accepted' ? null : result.reason.slice(0, 1000),
+    ...(result.kind === 'accepted' ? { ...said, error: null } : { ...said, receipt: null }),
     delayMs: moveTo !== undefined ? 0 : how.delayMs,
-    providerStatus: result.providerStatus ?? null,
-    providerCode: result.providerCode ?? null,
     outcomeUnknown: result.kind === 'failed' && result.outcomeUnknown,
     durationMs: Date.now() - how.started,
     duplicateRisk: result.kind === 'accepted' && !result.reconciled && intent.previousOutcomeUnknown && (!how.sameKeyAsBefore || elsewhere),

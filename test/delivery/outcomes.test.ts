@@ -11,6 +11,7 @@ import { ident } from '../../src/db/pool.js';
 import { testDatabase, type TestDatabase } from '../helpers/database.js';
 import { insertDueHolds } from '../helpers/holds.js';
 import { ScriptedGateway } from '../helpers/scripted-gateway.js';
+import type { EmailGateway, SendResult } from '../../src/providers/gateway.js';
 
 let db: TestDatabase;
 beforeAll(async () => {
@@ -50,6 +51,21 @@ describe('send outcomes', () => {
     // The message carries the intent id for recognising duplicates.
     expect(gateway.calls[0]!.message.headers['X-Leasehold-Intent-Id']).toBe(intentId);
     expect(gateway.calls[0]!.message.idempotencyKey).toBe(intentId);
+  });
+
+  it("a JavaScript gateway's looser answer is recorded as its columns hold it: a numeric receipt and code as text, a status given as text as a number", async () => {
+    // A gateway of its own, not ScriptedGateway, which would make the receipt text.
+    const loose: EmailGateway = { name: 'loose', idempotent: false, send: async () => ({ kind: 'accepted', receipt: 12345, providerStatus: '202', providerCode: 7 }) as unknown as SendResult };
+    await new DeliveryWorker({ pool: db.pool, schema: db.schema, gateway: loose, clock }).runOnce();
+    expect(await intentsGet(db.pool, db.schema, intentId)).toMatchObject({ state: 'sent', receipt: '12345' });
+    expect((await attemptsList(db.pool, db.schema, intentId))[0]).toMatchObject({ outcome: 'accepted', receipt: '12345', providerStatus: 202, providerCode: '7' });
+  });
+
+  it('a status that is no whole number is left out, and the outcome is recorded all the same', async () => {
+    const loose = { kind: 'rejected', reason: 'refused', providerStatus: 550.5 } as unknown as SendResult;
+    await worker(new ScriptedGateway().script(intentId, loose)).runOnce();
+    expect(await intentsGet(db.pool, db.schema, intentId)).toMatchObject({ state: 'rejected', lastError: 'refused' });
+    expect((await attemptsList(db.pool, db.schema, intentId))[0]).toMatchObject({ outcome: 'rejected', providerStatus: null });
   });
 
   it('rate-limited keeps the row and its attempt budget, moves available_at, and cools the fleet down', async () => {
