@@ -306,7 +306,10 @@ function attemptResult(
     token: setting.token,
     attempt: intent.attempts,
     outcome: outcomeOf[result.kind],
-    ...(result.kind === 'accepted' ? { ...said, error: null } : { ...said, receipt: null }),
+    // An acceptance without a receipt (a gateway that broke its contract) is
+    // still an acceptance: recorded under a receipt naming the attempt, never
+    // refused by the table's check and so sent again at each lease expiry.
+    ...(result.kind === 'accepted' ? { ...said, receipt: said.receipt ?? `no-receipt:${intent.id}:${intent.attempts}`, error: null } : { ...said, receipt: null }),
     delayMs: moveTo !== undefined ? 0 : how.delayMs,
     outcomeUnknown: result.kind === 'failed' && result.outcomeUnknown,
     durationMs: Date.now() - how.started,

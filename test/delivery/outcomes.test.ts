@@ -61,6 +61,15 @@ describe('send outcomes', () => {
     expect((await attemptsList(db.pool, db.schema, intentId))[0]).toMatchObject({ outcome: 'accepted', receipt: '12345', providerStatus: 202, providerCode: '7' });
   });
 
+  it('an acceptance without a receipt is recorded as sent under one naming the attempt, not sent again', async () => {
+    const bare: EmailGateway = { name: 'bare', idempotent: false, send: async () => ({ kind: 'accepted' }) as unknown as SendResult };
+    const w = new DeliveryWorker({ pool: db.pool, schema: db.schema, gateway: bare, clock });
+    expect(await w.runOnce()).toMatchObject({ leased: 1, outcomes: { accepted: 1 } });
+    expect(await intentsGet(db.pool, db.schema, intentId)).toMatchObject({ state: 'sent', receipt: `no-receipt:${intentId}:1` });
+    clock.advance(3600_000);
+    expect((await w.runOnce()).leased).toBe(0);
+  });
+
   it('a status that is no whole number is left out, and the outcome is recorded all the same', async () => {
     const loose = { kind: 'rejected', reason: 'refused', providerStatus: 550.5 } as unknown as SendResult;
     await worker(new ScriptedGateway().script(intentId, loose)).runOnce();
