@@ -250,7 +250,7 @@ async function startLeasehold(o: StartOptions): Promise<Handle> {
   // Wired as `leasehold start` wires them: the expiry lane wakes the delivery lane in-process, and its NOTIFY, naming this process, is left to others.
   const ownNotify = `process:${randomBytes(8).toString('hex')}`;
   const listener = new Listener(o.url, intentsChannel(o.schema), () => delivery.wake(), silentLogger, { ownPayload: ownNotify });
-  const expiry = o.withExpiry ? expiryWorkerFor(config, base, { onIntentsCommitted: () => delivery.wake(), notifyPayload: ownNotify }) : undefined;
+  const expiry = o.withExpiry ? expiryWorkerFor(config, base, { onIntentsCommitted: () => delivery.wake(), notifyPayload: ownNotify, ...(config.handOff ? { handOff: delivery } : {}) }) : undefined;
   const committed = o.committed;
   if (committed && expiry) expiry.on('expired', (e) => committed(holdIndex(e.holdId)));
   listener.start();

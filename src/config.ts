@@ -62,6 +62,8 @@ export interface Config {
   leaseMs: number;
   deliveryBatch: number;
   deliveryConcurrency: number;
+  /** The expiry lane hands its batches' email to the delivery lane of its process (delivery/hand-off.ts). */
+  handOff: boolean;
   /** Provider call timeout; always shorter than the lease. */
   sendTimeoutMs: number;
   maxAttempts: number;
@@ -179,6 +181,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     leaseMs: e.LEASEHOLD_LEASE_MS,
     deliveryBatch: e.LEASEHOLD_DELIVERY_BATCH,
     deliveryConcurrency: e.LEASEHOLD_DELIVERY_CONCURRENCY,
+    handOff: e.LEASEHOLD_HAND_OFF === 'on',
     sendTimeoutMs,
     maxAttempts: e.LEASEHOLD_MAX_ATTEMPTS,
     expiryPromiseS: e.LEASEHOLD_EXPIRY_PROMISE_S,

@@ -276,11 +276,16 @@ export async function startService(prepared: PreparedService, base: Omit<Service
       }
     }
     if (parts.expiry) {
-      // The delivery lane beside it is woken by the commit itself, not by the
-      // NOTIFY coming back: the NOTIFY names this process, and its listener
-      // leaves it to the other processes.
+      // The delivery lane beside it is handed each batch's email when it can
+      // send it at once (delivery/hand-off.ts), and woken by the commit
+      // itself for the rest, not by the NOTIFY coming back: the NOTIFY names
+      // this process, and its listener leaves it to the other processes.
       const delivery = service.delivery;
-      const worker = expiryWorkerFor(config, full, delivery ? { onIntentsCommitted: () => delivery.wake(), notifyPayload: ownNotify } : {});
+      const worker = expiryWorkerFor(
+        config,
+        full,
+        delivery ? { onIntentsCommitted: () => delivery.wake(), notifyPayload: ownNotify, ...(config.handOff ? { handOff: delivery } : {}) } : {},
+      );
       service.expiry = worker;
       metrics.watchLane('expiry', { age: () => worker.lastRoundAgeSeconds(), stalledAfterSeconds: stalledAfterSeconds(worker.roundIntervalMs) });
       worker.start();

@@ -34,7 +34,8 @@ interface Take {
  * here:
  *
  * - `take` permits on an account for at most the free slots' emails
- *   (`takeWith`: a statement that takes them itself, as a lease may);
+ *   (`takeWith`: a statement that takes them itself, as a lease may;
+ *   `paidElsewhere`: the expiry statement took them for a hand-off);
  * - `leased` what a lease spent of them (the lease statement itself gives
  *   back the permits it did not use, where a permit is an email) and the
  *   slots its requests need;
@@ -64,6 +65,12 @@ export class RoundBudget {
   /** Reserve up to `wanted` slots (waiting until at least one is free). */
   static async reserve(slots: Slots, wanted: number, db: { pool: pg.Pool; schema: string; roundEmails: number }): Promise<RoundBudget> {
     return new RoundBudget(slots, await slots.reserve(wanted), db);
+  }
+
+  /** Reserve up to `wanted` slots now, or undefined when none is free (a hand-off, delivery/hand-off.ts, does not wait). */
+  static tryReserve(slots: Slots, wanted: number, db: { pool: pg.Pool; schema: string; roundEmails: number }): RoundBudget | undefined {
+    const held = slots.tryReserve(wanted);
+    return held > 0 ? new RoundBudget(slots, held, db) : undefined;
   }
 
   /** Slots the round holds now: at most this many of its requests can be in flight. */
@@ -96,6 +103,15 @@ export class RoundBudget {
     const carried = grant.granted === 0 ? 0 : Math.min(emails, grant.granted * account.perPermit, grant.quotaLeft ?? Infinity);
     if (grant.granted > 0) this.takes.set(account.name, { account, permits: grant.granted, emails: grant.granted * account.perPermit, bucketTime: grant.bucketTime });
     return { ...answer, grant: { permits: grant.granted, emails: carried, bucketTime: grant.bucketTime, blocked, retryInMs: grant.retryInMs } };
+  }
+
+  /**
+   * Permits on `account` taken by another statement on this round's behalf
+   * (the expiry statement of a hand-off, delivery/hand-off.ts), one per
+   * email it leased: this budget's from now on, as a take's are.
+   */
+  paidElsewhere(account: SendingAccount, permits: number, bucketTime: string): void {
+    this.takes.set(account.name, { account, permits, emails: permits * account.perPermit, bucketTime });
   }
 
   /**

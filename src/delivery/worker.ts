@@ -20,7 +20,7 @@ import { resolveAccounts, type AccountSet, type DeliveryAccount } from './accoun
 import { RoundBudget } from './budget.js';
 import { AccountLegs, type RoundLease } from './legs.js';
 import { prepareRound, type PrepareSetting, type PreparedRound } from './prepare.js';
-import { membersOf } from './requests.js';
+import { membersOf, planRequests } from './requests.js';
 import { sendRequest, unsentResult, type SendSetting } from './send.js';
 import { RoundRecorder } from './recorder.js';
 import type { RetryPolicy } from './retry-policy.js';
@@ -29,6 +29,9 @@ import type { DeadlineSweeper } from './deadlines.js';
 import { sideLoopsOf } from './side-loops.js';
 import { checkWorkerOptions } from './worker-options.js';
 import { leaseInSpan } from './spans.js';
+import { HAND_OFF_MAX, handOffAccount, type HandOffTarget, type HandOffTicket } from './hand-off.js';
+import type { HandedIntents } from '../tables/holds.js';
+import type { SendingAccount } from './accounts.js';
 
 export type { DeliveryAccount } from './accounts.js';
 
@@ -116,13 +119,17 @@ export interface DeliveryRun {
  * 4. record: all results in one fenced statement (delivery/recorder.ts).
  * Each account is resolved once, at construction (delivery/accounts.ts).
  *
+ * A round can also begin at step 2: the expiry lane of this process hands
+ * a batch's intents over already leased, in its own statement
+ * (handOff(), delivery/hand-off.ts).
+ *
  * At-least-once: a crash after the provider accepted and before the result
  * is recorded leaves the lease to expire, and the next attempt sends the
  * same intent again (same idempotency key, same content, same intent
  * header). Providers that deduplicate on the key absorb it; for the others
  * the acceptance is flagged `possible_duplicate`.
  */
-export class DeliveryWorker extends LoopWorker<DeliveryEvents> {
+export class DeliveryWorker extends LoopWorker<DeliveryEvents> implements HandOffTarget {
   protected readonly loop: ServiceLoop;
   private readonly extraLoops: ServiceLoop[];
   /** The deadline sweep and the reclaim (delivery/side-loops.ts). */
@@ -142,6 +149,11 @@ export class DeliveryWorker extends LoopWorker<DeliveryEvents> {
   private readonly sending: Omit<SendSetting, 'token' | 'signal'>;
   private readonly recorder: RoundRecorder;
   private waitingSince: number | undefined;
+  private readonly leaseMs: number;
+  /** The account hand-offs lease on (undefined: this worker takes none). */
+  private readonly handOffTo: SendingAccount | undefined;
+  /** Hand-offs promised and not yet ended: stop() waits for them as for the rounds. */
+  private readonly handOffs = new Set<Promise<void>>();
 
   constructor(private readonly options: DeliveryWorkerOptions) {
     super();
@@ -153,6 +165,7 @@ export class DeliveryWorker extends LoopWorker<DeliveryEvents> {
     const batch = options.batchSize ?? DEFAULTS.deliveryBatch;
     this.batchSize = roundSize(batch, concurrency);
     const leaseMs = options.leaseMs ?? DEFAULTS.leaseMs;
+    this.leaseMs = leaseMs;
     const sendTimeoutMs = options.sendTimeoutMs ?? DEFAULTS.sendTimeoutMs(leaseMs);
     if (sendTimeoutMs >= leaseMs) throw new ValidationError('sendTimeoutMs', 'must be shorter than leaseMs');
     const clock = options.clock ?? databaseClock;
@@ -166,6 +179,7 @@ export class DeliveryWorker extends LoopWorker<DeliveryEvents> {
       }
     }
     this.faults = options.faults ?? noFaults;
+    this.handOffTo = handOffAccount(this.accounts);
     const { pool } = options;
     const metrics = options.metrics ? { metrics: options.metrics } : {};
     this.legs = new AccountLegs({
@@ -250,6 +264,68 @@ export class DeliveryWorker extends LoopWorker<DeliveryEvents> {
     }
   }
 
+  /** Resolves once the rounds in flight, hand-offs included, have ended (their sends recorded). */
+  override async stop(): Promise<void> {
+    await super.stop();
+    await Promise.all([...this.handOffs]);
+  }
+
+  /**
+   * The expiry lane's question (delivery/hand-off.ts): may the batch it is
+   * about to expire be leased to this worker in the expiry statement? Yes,
+   * with a ticket, while the worker runs, takes hand-offs (one account, a
+   * permit an email, no keyed batches), has a round loop asleep (its last
+   * round found less than it could take: no backlog here) and a send slot
+   * free now; the slots are reserved until the ticket is delivered.
+   */
+  handOff(): HandOffTicket | undefined {
+    const account = this.handOffTo;
+    if (!account || this.stopping || !this.loop.isRunning || !this.loops.some((loop) => loop.isSleeping)) return undefined;
+    const budget = RoundBudget.tryReserve(this.slots, Math.min(this.batchSize, HAND_OFF_MAX), { pool: this.options.pool, schema: this.schema, roundEmails: this.batchSize });
+    if (!budget) return undefined;
+    const token = randomUUID();
+    let ended: () => void = () => {};
+    const promised = new Promise<void>((resolve) => (ended = resolve));
+    this.handOffs.add(promised);
+    let delivered = false;
+    return {
+      lease: {
+        token,
+        leaseMs: this.leaseMs,
+        provider: account.provider,
+        account: account.name,
+        owner: this.options.presence?.owner,
+        limit: budget.heldSlots,
+        dailyQuota: account.dailyQuota,
+      },
+      deliver: (handed) => {
+        if (delivered) return;
+        delivered = true;
+        void this.handedRound(budget, account, token, handed)
+          .catch((error: unknown) => this.logger.error({ event: 'delivery.hand_off_failed', err: error }, 'a handed-off round failed; its intents are sent again when their lease expires'))
+          .finally(() => {
+            this.handOffs.delete(promised);
+            ended();
+          });
+      },
+    };
+  }
+
+  /** A hand-off's round: the statement leased `handed` (and spent their permits); what is left is prepare -> send -> record. */
+  private async handedRound(budget: RoundBudget, account: SendingAccount, token: string, handed: HandedIntents | null): Promise<void> {
+    try {
+      if (!handed) return;
+      const requests = planRequests(handed.intents, account);
+      budget.paidElsewhere(account, handed.intents.length, handed.bucketTime);
+      budget.leased(account, handed.intents.length, requests.length);
+      budget.keepSlots(requests.length);
+      const n = handed.intents.length;
+      await this.deliver({ legs: [{ account, intents: handed.intents, requests }], permits: n, capacity: n, saturated: false, retryInMs: 0 }, budget, token);
+    } finally {
+      await budget.release();
+    }
+  }
+
   /** lease -> prepare -> send -> record, within the round's budget of slots and permits. */
   private async round(budget: RoundBudget): Promise<DeliveryRun> {
     await this.ensureLimiters();
@@ -262,6 +338,11 @@ export class DeliveryWorker extends LoopWorker<DeliveryEvents> {
       return { permits: 0, leased: 0, outcomes: {}, blocked: lease.blocked ?? 'rate-limit', retryInMs: lease.retryInMs };
     }
     this.observeLimiterWait();
+    return this.deliver(lease, budget, token);
+  }
+
+  /** prepare -> send -> record: the round after its lease (or after a hand-off's). */
+  private async deliver(lease: RoundLease, budget: RoundBudget, token: string): Promise<DeliveryRun> {
     const intents = this.leased(lease);
     if (intents.size > 0) await this.faults.at('delivery.leased', { intents: [...intents.keys()] });
 

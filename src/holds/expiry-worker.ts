@@ -14,6 +14,7 @@ import { checkArgument, checkPool, rules } from '../db/arguments.js';
 import { holdsDueOutlook, holdsExpireDue, holdsExpireDueWithOutlook, type DueOutlook, type ExpiredHold, type IntentsNotify } from '../tables/holds.js';
 import { hookFailuresRecord, type HookFailure } from '../tables/hook-failures.js';
 import { expireWithHook, type FailedHold, type HookSettings, type OnExpired } from './expire-hook.js';
+import type { HandOffTarget } from '../delivery/hand-off.js';
 
 export interface ExpiryWorkerOptions {
   pool: pg.Pool;
@@ -56,6 +57,14 @@ export interface ExpiryWorkerOptions {
    * running a second round that would lease nothing.
    */
   notifyPayload?: string;
+  /**
+   * The delivery worker of this process, offered each batch's intents
+   * already leased (delivery/hand-off.ts): when it can send them at once,
+   * the expiry statement leases them to it, and they go from the commit
+   * straight to their send. Only batches run as their one statement (no
+   * hook, no fault seams) are offered.
+   */
+  handOff?: HandOffTarget;
 }
 
 /** A hold that expired, told after the transaction that expired it committed. */
@@ -71,12 +80,14 @@ export interface ExpiryEvents {
   expired: HoldExpiredEvent;
 }
 
-/** One batch as runOnce gets it: the holds expired, the hook's failures (stored in the batch's transaction), the outlook when the statement read it. */
+/** One batch as runOnce gets it: the holds expired, the hook's failures (stored in the batch's transaction), the outlook when the statement read it, the intents handed off. */
 interface ExpiryBatch {
   expired: ExpiredHold[];
   hookFailed: FailedHold[];
   hookStored: HookFailure[];
   outlook?: DueOutlook;
+  /** Intents the statement leased to this process's delivery worker (none: 0). */
+  handedOff?: number;
 }
 
 export interface ExpiryRun {
@@ -129,6 +140,7 @@ export class ExpiryWorker extends LoopWorker<ExpiryEvents> {
         hookTimeoutMs: r.positiveInt.optional(),
         onIntentsCommitted: r.z.custom<() => void>((v) => typeof v === 'function', 'must be a function () => void').optional(),
         // pg_notify takes at most 8,000 bytes of payload.
+        handOff: r.z.custom<HandOffTarget>((v) => typeof (v as HandOffTarget | null)?.handOff === 'function', 'must have a handOff() method (a DeliveryWorker)').optional(),
         notifyPayload: r.z.string().max(200).refine((p) => !p.startsWith(PROBE_PREFIX), `must not start with ${PROBE_PREFIX} (the listeners' test notifications)`).optional(),
       }),
       options,
@@ -190,7 +202,8 @@ export class ExpiryWorker extends LoopWorker<ExpiryEvents> {
       return batch;
     });
     const { expired, hookFailed, hookStored, outlook } = batch;
-    if (expired.some((hold) => hold.intent_id !== null)) this.intentsCommitted();
+    // Intents handed off are this process's delivery worker's already: only the others need waking for.
+    if (expired.filter((hold) => hold.intent_id !== null).length > (batch.handedOff ?? 0)) this.intentsCommitted();
     const seconds = Number(process.hrtime.bigint() - started) / 1e9;
     if (expired.length > 0) await this.faults.at('expiry.committed', { holds: expired.map((r) => r.id) });
 
@@ -223,15 +236,31 @@ export class ExpiryWorker extends LoopWorker<ExpiryEvents> {
    * wakes delivery workers.
    */
   private async expireAlone(now: Date | null): Promise<ExpiryBatch> {
-    const run = await holdsExpireDueWithOutlook(
-      this.options.pool,
-      this.schema,
-      this.batchSize,
-      now,
-      this.notify,
-      this.options.noticeDeadlineSeconds ?? null,
-    );
-    return { expired: run.expired, hookFailed: [], hookStored: [], ...(run.outlook ? { outlook: run.outlook } : {}) };
+    const ticket = this.options.handOff?.handOff();
+    let run;
+    try {
+      run = await holdsExpireDueWithOutlook(
+        this.options.pool,
+        this.schema,
+        this.batchSize,
+        now,
+        this.notify,
+        this.options.noticeDeadlineSeconds ?? null,
+        ticket?.lease ?? null,
+      );
+    } catch (error) {
+      ticket?.deliver(null);
+      throw error;
+    }
+    // Committed: the handed intents are the delivery worker's to send now (before this lane's own bookkeeping).
+    ticket?.deliver(run.handed);
+    return {
+      expired: run.expired,
+      hookFailed: [],
+      hookStored: [],
+      ...(run.outlook ? { outlook: run.outlook } : {}),
+      handedOff: run.handed?.intents.length ?? 0,
+    };
   }
 
   /**

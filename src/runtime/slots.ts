@@ -26,6 +26,13 @@ export class Slots {
     return taken;
   }
 
+  /** Reserve up to `wanted` slots now, without waiting: 0 when none is free. */
+  tryReserve(wanted: number): number {
+    const taken = Math.min(wanted, this.free);
+    this.free -= taken;
+    return taken;
+  }
+
   release(n: number): void {
     if (n <= 0) return;
     this.free = Math.min(this.limit, this.free + n);

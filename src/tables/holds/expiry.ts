@@ -1,7 +1,18 @@
 import type { Queryable } from '../../db/pool.js';
 import { ident } from '../../db/pool.js';
 import { EXPIRED_INTENT_PREFIX, EXPIRED_TEMPLATE } from '../../model/hold-states.js';
-import { intentsInsertExpired } from '../outbox.js';
+import {
+  handedIntentFromRow,
+  handOffAnswerSql,
+  handOffDecisionSql,
+  handOffInsertColumns,
+  handOffParams,
+  handOffValues,
+  handOffWritesSql,
+  intentsInsertExpired,
+  type HandOffLease,
+  type LeasedIntent,
+} from '../outbox.js';
 import { hookFailuresAllSql, hookFailuresWaitingSql } from '../hook-failures.js';
 
 /**
@@ -57,6 +68,11 @@ export async function holdsExpireDue(
  * holds this statement saw but could not lock, and `nextDueInMs` is counted
  * from the statement's now. A full batch answers no outlook (null): the lane
  * runs again at once, and a backlog is not counted on every batch.
+ *
+ * With `handOff`, the intents are leased in the same statement to the
+ * delivery worker that asked (tables/outbox/hand-off.ts says when they
+ * are): `handed` has them as its lease would, and the bucket time of the
+ * permits they spent; null when they were created pending.
  */
 export async function holdsExpireDueWithOutlook(
   db: Queryable,
@@ -65,13 +81,36 @@ export async function holdsExpireDueWithOutlook(
   now: Date | null,
   notify: IntentsNotify | null,
   noticeDeadlineSeconds: number | null,
-): Promise<{ expired: ExpiredHold[]; outlook: DueOutlook | null }> {
-  const { text, values } = expireStatement(schema, limit, now, notify, noticeDeadlineSeconds, null, true);
-  const { rows } = await db.query<ExpiredHold & { outlook_locked: number | null; outlook_next_in_ms: number | null }>(text, values);
-  const expired = rows.filter((r) => r.id !== null).map(({ outlook_locked: _l, outlook_next_in_ms: _n, ...hold }) => hold);
+  handOff: HandOffLease | null = null,
+): Promise<{ expired: ExpiredHold[]; outlook: DueOutlook | null; handed: HandedIntents | null }> {
+  const { text, values } = expireStatement(schema, limit, now, notify, noticeDeadlineSeconds, null, true, handOff);
+  const { rows } = await db.query<Record<string, unknown>>(text, values);
+  const expired: ExpiredHold[] = [];
+  const intents: LeasedIntent[] = [];
+  for (const row of rows) {
+    if (row['id'] === null) continue;
+    expired.push({
+      id: row['id'] as string,
+      intent_id: row['intent_id'] as string | null,
+      expires_at: row['expires_at'] as Date,
+      expired_at: row['expired_at'] as Date,
+      traceparent: row['traceparent'] as string | null,
+    });
+    const intent = handOff ? handedIntentFromRow(row, EXPIRED_TEMPLATE) : undefined;
+    if (intent) intents.push(intent);
+  }
   const first = rows[0];
-  const outlook = first && first.outlook_locked !== null ? { lockedElsewhere: first.outlook_locked, nextDueInMs: first.outlook_next_in_ms } : null;
-  return { expired, outlook };
+  const locked = first?.['outlook_locked'] as number | null | undefined;
+  const outlook = first && locked !== null && locked !== undefined ? { lockedElsewhere: locked, nextDueInMs: first['outlook_next_in_ms'] as number | null } : null;
+  const handed = intents.length > 0 ? { intents, bucketTime: first!['handed_bucket_time'] as string } : null;
+  return { expired, outlook, handed };
+}
+
+/** The intents an expiry statement leased to its own process's delivery worker. */
+export interface HandedIntents {
+  intents: LeasedIntent[];
+  /** The bucket time of the permits they spent (a refund applies only while it is still the bucket's). */
+  bucketTime: string;
 }
 
 function expireStatement(
@@ -82,15 +121,20 @@ function expireStatement(
   noticeDeadlineSeconds: number | null,
   only: readonly string[] | null,
   withOutlook: boolean,
+  handOff: HandOffLease | null = null,
 ): { text: string; values: unknown[] } {
   const s = ident(schema);
+  // The hand-off's parameters follow the others ($8 on: `only` is never given with it).
+  const ho = handOff ? handOffParams(8) : null;
+  const answer = ho ? handOffAnswerSql(s) : null;
   const picked = `-- IN, not a join with intents: the planner estimates both CTEs at one
      -- row and nested-loops them (250,000 comparisons a batch, 20 of 33 ms
      -- at 1M rows in the table); an uncorrelated IN is a hashed subplan.
      SELECT e.id,
             CASE WHEN e.id IN (SELECT i.reservation_id FROM intents i) THEN $4::text || e.id END AS intent_id,
-            e.expires_at, e.expired_at, e.traceparent
-       FROM expired e
+            e.expires_at, e.expired_at, e.traceparent${answer ? `, ${answer.columns}` : ''}
+       FROM expired e${answer ? `
+       ${answer.joins}` : ''}
       WHERE (SELECT count(*) FROM notified) >= 0`;
   const ctes = `WITH clock AS (
        SELECT coalesce($2::timestamptz, now()) AS now
@@ -124,15 +168,26 @@ function expireStatement(
           SET status = 'expired', expired_at = clock.now
          FROM clock
         WHERE r.ctid = ANY (ARRAY(SELECT due.ctid FROM due)) AND (r.status = 'held') IS TRUE
-        RETURNING r.id, r.customer_email, r.tenant, r.expires_at, r.expired_at, r.traceparent
-     ), intents AS (
-       ${intentsInsertExpired(s, 'expired', '$4::text', '$5::text', '$6::int')}
-     ), notified AS (
+        RETURNING r.id, r.customer_email, r.tenant, r.expires_at, r.expired_at, r.traceparent${ho ? ', r.metadata, r.confirmed_at' : ''}
+     ), ${ho ? `${handOffDecisionSql(s, ho, 'expired', '(SELECT clock.now FROM clock)', '$2::timestamptz')}, ` : ''}intents AS (
+       ${intentsInsertExpired(s, 'expired', '$4::text', '$5::text', '$6::int', ho ? handOffInsertColumns(ho) : undefined)}
+     ), ${ho ? `${handOffWritesSql(s, ho)}, ` : ''}notified AS (
        -- In the statement rather than a round trip of its own after it (4%
-       -- of a 500-hold batch). Referenced below so that it runs.
-       SELECT pg_notify($3, $7::text) FROM (SELECT 1 FROM intents LIMIT 1) created WHERE $3::text IS NOT NULL
+       -- of a 500-hold batch). Referenced below so that it runs. Intents
+       -- handed off are leased already: they wake nobody.
+       SELECT pg_notify($3, $7::text) FROM (SELECT 1 FROM intents${ho ? ' WHERE NOT intents.handed' : ''} LIMIT 1) created WHERE $3::text IS NOT NULL
      )`;
-  const values = [limit, now, notify?.channel ?? null, EXPIRED_INTENT_PREFIX, EXPIRED_TEMPLATE, noticeDeadlineSeconds, notify?.payload ?? '', ...(only ? [only] : [])];
+  const values = [
+    limit,
+    now,
+    notify?.channel ?? null,
+    EXPIRED_INTENT_PREFIX,
+    EXPIRED_TEMPLATE,
+    noticeDeadlineSeconds,
+    notify?.payload ?? '',
+    ...(only ? [only] : []),
+    ...(handOff ? handOffValues(handOff, schema) : []),
+  ];
   if (!withOutlook) return { text: `${ctes}\n     ${picked}`, values };
   // The outlook's row comes first and alone when nothing expired; the
   // OFFSET 0 keeps the expired rows' joins planned on their own.

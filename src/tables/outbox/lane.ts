@@ -28,15 +28,25 @@ import { DEFAULT_ACCOUNT } from '../../model/accounts.js';
  * against a second intent for one hold. Its deadline (send_by) is
  * `deadlineSeconds` after the expiry (NULL: none, LEASEHOLD_NOTICE_DEADLINE_S).
  * Returns id and reservation_id of the
- * intents created.
+ * intents created. With `lease` (tables/outbox/hand-off.ts
+ * handOffInsertColumns, over the one row `handoff` as `h`), the intents
+ * are inserted leased when the hand-off's test passed, and answer its
+ * columns too.
  */
-export const intentsInsertExpired = (s: string, expired: string, prefix: string, template: string, deadlineSeconds: string): string =>
-  `INSERT INTO ${s}.email_outbox (id, reservation_id, tenant, recipient, template, state, available_at, created_at, send_by)
+export const intentsInsertExpired = (
+  s: string,
+  expired: string,
+  prefix: string,
+  template: string,
+  deadlineSeconds: string,
+  lease?: { columns: string; values: string; returning: string },
+): string =>
+  `INSERT INTO ${s}.email_outbox (id, reservation_id, tenant, recipient, template, state, available_at, created_at, send_by${lease ? `, ${lease.columns}` : ''})
    SELECT ${prefix} || e.id, e.id, e.tenant, e.customer_email, ${template}, 'pending', e.expired_at, e.expired_at,
-          e.expired_at + make_interval(secs => ${deadlineSeconds})
-     FROM ${expired} e
+          e.expired_at + make_interval(secs => ${deadlineSeconds})${lease ? `, ${lease.values}` : ''}
+     FROM ${expired} e${lease ? ', handoff h' : ''}
    ON CONFLICT (id) DO NOTHING
-   RETURNING id, reservation_id`;
+   RETURNING id, reservation_id${lease ? `, ${lease.returning}` : ''}`;
 
 /**
  * The owners (worker ids) that hold leases in flight but whose presence lock

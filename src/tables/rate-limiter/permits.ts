@@ -92,14 +92,15 @@ export const rateLimiterTakeDecisionSql = (s: string, p: TakeInputs): string => 
  * expression; `d` is the decision) and `emails` counted against the day's
  * quota. rateLimiterTake spends what it granted; a lease that took its own
  * permits (tables/outbox/lease.ts) spends what it leased. Answers the tokens
- * left (`tokens`).
+ * left (`tokens`). `when`, an SQL boolean read before the decision, writes
+ * only if it holds (the decision, and its lock, are then not read at all).
  */
-export const rateLimiterSpendSql = (s: string, permits: string, emails = permits): string =>
+export const rateLimiterSpendSql = (s: string, permits: string, emails = permits, when?: string): string =>
   `UPDATE ${s}.rate_limiter l
       SET tokens = d.avail - (${permits}), refilled_at = d.t,
           quota_day = d.today, quota_used = d.quota_used_today + (${emails})
      FROM decision d
-    WHERE l.name = d.name
+    WHERE l.name = d.name${when ? ` AND ${when}` : ''}
     RETURNING l.tokens`;
 
 /**
