@@ -57,6 +57,7 @@ describe('configuration', () => {
     ['LEASEHOLD_POOL_SIZE', '1', 'whole number from 2 to 1000'],
     ['LEASEHOLD_POOL_SIZE', 'many', 'whole number from 2 to 1000'],
     ['LEASEHOLD_LISTEN', 'yes', 'must be on or off'],
+    ['LEASEHOLD_HAND_OFF', 'true', 'must be on or off'],
     ['LEASEHOLD_LISTEN_URL', 'pgbouncer:6432', 'postgres://'],
     ['LEASEHOLD_EXPIRE_HOOK', 'release_slots', 'must be <schema>.<function>'],
     ['LEASEHOLD_EXPIRE_HOOK', 'App.Release_Slots', 'lowercase SQL identifiers'],

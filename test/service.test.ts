@@ -34,8 +34,8 @@ function recordWakes(delivery: { wake(): void }): string[] {
 
 describe('the composition root', () => {
   it('wakes the delivery lane of the same process when an expiry batch with intents commits, without the NOTIFY', async () => {
-    // LISTEN off: only the in-process wake (or the 1 s poll) can wake the lane.
-    const config = loadConfig({ ...db.env, LEASEHOLD_LISTEN: 'off', LEASEHOLD_EXPIRY_INTERVAL_MS: '50', LOG_LEVEL: 'silent' });
+    // LISTEN off: only the in-process wake (or the 1 s poll) can wake the lane; the hand-off off, or it would need none.
+    const config = loadConfig({ ...db.env, LEASEHOLD_LISTEN: 'off', LEASEHOLD_EXPIRY_INTERVAL_MS: '50', LOG_LEVEL: 'silent', LEASEHOLD_HAND_OFF: 'off' });
     const prepared = await prepareService(config, { expiry: true, delivery: true });
     const service = await startService(prepared, { pool: db.pool, schema: db.schema, logger: silentLogger }, { databaseUrl: db.url });
     try {
@@ -50,7 +50,8 @@ describe('the composition root', () => {
   });
 
   it("leaves its own expiry lane's NOTIFY unanswered (the lane beside it was woken at the commit) and names itself in it", async () => {
-    const config = loadConfig({ ...db.env, LEASEHOLD_EXPIRY_INTERVAL_MS: '50', LOG_LEVEL: 'silent' });
+    // Without the hand-off, which would lease the batch in its statement: no NOTIFY, no wake-up (next test).
+    const config = loadConfig({ ...db.env, LEASEHOLD_EXPIRY_INTERVAL_MS: '50', LOG_LEVEL: 'silent', LEASEHOLD_HAND_OFF: 'off' });
     const prepared = await prepareService(config, { expiry: true, delivery: true });
     const payloads: string[] = [];
     await withClient(db.pool, async (session) => {
@@ -71,6 +72,32 @@ describe('the composition root', () => {
         // One wake-up for the batch: the in-process one. The NOTIFY coming back would be a second (a round that leases nothing).
         expect(wakes, wakes.join('\n---\n')).toHaveLength(1);
         expect(wakes[0]).toContain('intentsCommitted');
+      } finally {
+        await service.stop();
+        await session.query('UNLISTEN *');
+      }
+    });
+  });
+
+  it('hands its expiry batches to the delivery lane beside it: sent with no NOTIFY and no wake-up', async () => {
+    const config = loadConfig({ ...db.env, LEASEHOLD_EXPIRY_INTERVAL_MS: '50', LOG_LEVEL: 'silent' });
+    expect(config.handOff).toBe(true);
+    const prepared = await prepareService(config, { expiry: true, delivery: true });
+    const payloads: string[] = [];
+    await withClient(db.pool, async (session) => {
+      session.on('notification', (m) => void payloads.push(m.payload ?? ''));
+      await session.query(`LISTEN ${ident(intentsChannel(db.schema))}`);
+      const service = await startService(prepared, { pool: db.pool, schema: db.schema, logger: silentLogger }, { databaseUrl: db.url });
+      try {
+        const wakes = recordWakes(service.delivery!);
+        await waitFor(async () => payloads.some((p) => p.startsWith('probe:')) && wakes.length > 0, 'the listener checked');
+        wakes.length = 0;
+        await insertDueHolds(db.pool, db.schema, 3, { prefix: 'handed' });
+        const count = async (sql: string) => (await db.pool.query<{ n: number }>(sql)).rows[0]!.n;
+        await waitFor(async () => (await count(`SELECT count(*)::int AS n FROM ${ident(db.schema)}.email_outbox WHERE reservation_id LIKE 'handed-%' AND state = 'sent'`)) === 3, 'the three emails sent');
+        await new Promise((r) => setTimeout(r, 300));
+        expect(payloads.filter((p) => p.startsWith('process:'))).toEqual([]);
+        expect(wakes, wakes.join('\n---\n')).toHaveLength(0);
       } finally {
         await service.stop();
         await session.query('UNLISTEN *');

@@ -7,13 +7,19 @@ import type { RoundLease } from './legs.js';
  * intent's hold (its stored traceparent), with the ids, accounts and
  * outcome. Without a registered SDK it only runs `lease`.
  */
-export function leaseInSpan(schema: string, slots: number, lease: () => Promise<RoundLease>): Promise<RoundLease> {
+export function leaseInSpan(
+  schema: string,
+  slots: number,
+  lease: () => Promise<RoundLease>,
+  /** The statement that leased: the lane's own, or the expiry statement of a hand-off (delivery/hand-off.ts), which inserted them leased. */
+  by: 'intentsLease' | 'holdsExpireDue (hand-off)' = 'intentsLease',
+): Promise<RoundLease> {
   const attributes = {
     [ATTR.dbSystem]: DB_SYSTEM,
     [ATTR.dbNamespace]: schema,
     [ATTR.dbCollection]: 'email_outbox',
-    [ATTR.dbOperation]: 'UPDATE',
-    [ATTR.dbQuerySummary]: 'intentsLease',
+    [ATTR.dbOperation]: by === 'intentsLease' ? 'UPDATE' : 'INSERT',
+    [ATTR.dbQuerySummary]: by,
     [ATTR.messagingSystem]: MESSAGING_SYSTEM,
     [ATTR.messagingOperationType]: 'receive',
     [ATTR.messagingDestination]: 'email_outbox',

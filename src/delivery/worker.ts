@@ -320,7 +320,14 @@ export class DeliveryWorker extends LoopWorker<DeliveryEvents> implements HandOf
       budget.leased(account, handed.intents.length, requests.length);
       budget.keepSlots(requests.length);
       const n = handed.intents.length;
-      await this.deliver({ legs: [{ account, intents: handed.intents, requests }], permits: n, capacity: n, saturated: false, retryInMs: 0 }, budget, token);
+      // The lease span a round's story has, for the lease the expiry statement made.
+      const lease = await leaseInSpan(
+        this.schema,
+        budget.heldSlots,
+        async () => ({ legs: [{ account, intents: handed.intents, requests }], permits: n, capacity: n, saturated: false, retryInMs: 0 }),
+        'holdsExpireDue (hand-off)',
+      );
+      await this.deliver(lease, budget, token);
     } finally {
       await budget.release();
     }

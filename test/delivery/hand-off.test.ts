@@ -69,7 +69,10 @@ describe('the hand-off', () => {
       await db.pool.query(`TRUNCATE ${s}.support_reservations CASCADE`);
 
       await insertDueHolds(db.pool, db.schema, 3, { prefix: 'handed' });
-      await new ExpiryWorker({ pool: db.pool, schema: db.schema, handOff: delivery }).runOnce();
+      let woken = 0;
+      await new ExpiryWorker({ pool: db.pool, schema: db.schema, handOff: delivery, onIntentsCommitted: () => void woken++ }).runOnce();
+      // Its own delivery worker has them already: nothing to wake.
+      expect(woken).toBe(0);
       await until(async () => (await countBy(db.pool, db.schema, 'email_outbox', 'state'))['sent'] === 3, 'the handed intents to be sent');
       expect(gateway.calls.map((c) => c.message.holdId).sort()).toEqual(['handed-0', 'handed-1', 'handed-2']);
       expect(gateway.calls.every((c) => c.context.attempt === 1 && !c.context.previousOutcomeUnknown)).toBe(true);
@@ -123,6 +126,12 @@ describe('the hand-off', () => {
     const worker = deafWorker(new ScriptedGateway(), { concurrency: 7, batchSize: 5 });
     expect(worker.handOff()).toBeUndefined();
     await started(worker);
+    // Both round loops asleep (concurrency above the batch runs two): every slot free.
+    await until(() => {
+      const probe = worker.handOff();
+      probe?.deliver(null);
+      return probe?.lease.limit === 5;
+    }, 'both loops asleep');
     const ticket = worker.handOff()!;
     // Slots for one round: the batch size, within the free slots.
     expect(ticket.lease).toMatchObject({ account: 'default', provider: 'scripted', limit: 5 });

@@ -129,6 +129,10 @@ describe('expiry worker', () => {
     expect(() => new ExpiryWorker({ pool: db.pool, schema: db.schema, notifyPayload: 'probe:x' })).toThrow(/notifyPayload.*must not start with probe:/);
   });
 
+  it('refuses a handOff that is not a delivery worker, naming it', () => {
+    expect(() => new ExpiryWorker({ pool: db.pool, schema: db.schema, handOff: {} as never })).toThrow(/handOff.*must have a handOff\(\) method/);
+  });
+
   it('refuses an onIntentsCommitted that is not a function, naming it', () => {
     expect(() => new ExpiryWorker({ pool: db.pool, schema: db.schema, onIntentsCommitted: 'wake' as never })).toThrow(/onIntentsCommitted.*must be a function/);
   });

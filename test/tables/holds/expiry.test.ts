@@ -68,7 +68,7 @@ describe('holdsExpireDueWithOutlook', () => {
   });
 
   it('nothing due: no holds, and the outlook still says when the next falls due (null when none is held)', async () => {
-    expect(await expire(10)).toEqual({ expired: [], outlook: { lockedElsewhere: 0, nextDueInMs: null } });
+    expect(await expire(10)).toEqual({ expired: [], outlook: { lockedElsewhere: 0, nextDueInMs: null }, handed: null });
     await holdLater('soon', 5);
     const run = await expire(10);
     expect(run.expired).toEqual([]);
