@@ -19,6 +19,13 @@
  * most 2 s, not counting the seconds the database was restarting in
  * between: a kill just before the restart waits for the database).
  *
+ * CHAOS_LANES=together runs 3 `leasehold start` processes instead, each
+ * with both lanes (and its API on a port of its own), sending one email per
+ * request (LEASEHOLD_SEND_BATCH=1): the expiry lane then hands its batches
+ * to the delivery lane beside it (delivery/hand-off.ts), and a kill takes
+ * handed-off intents down with the process. The run reports how many
+ * emails went by hand-off (the `holds.expired` events' `handedOff`).
+ *
  * The database: an embedded server of its own (restarted with pg_ctl), or
  * CHAOS_DATABASE_URL with CHAOS_RESTART_COMMAND, e.g.
  *   CHAOS_DATABASE_URL=postgres://postgres@127.0.0.1:5432/test \
@@ -47,6 +54,8 @@ const KILL_EVERY_MS = 1800;
 const LEASE_MS = 3000;
 const IDLE_LIMIT_S = 12;
 const RECLAIM_LIMIT_S = 2;
+/** Both lanes in each process (`leasehold start`), or each lane in processes of its own. */
+const TOGETHER = process.env.CHAOS_LANES === 'together';
 
 export interface ChaosRun {
   run: number;
@@ -67,6 +76,8 @@ export interface ChaosRun {
   kills: number;
   drainedInS: number;
   duplicatesFlagged: number;
+  /** Emails leased in their expiry statement (CHAOS_LANES=together), from the `holds.expired` events of the processes' logs. */
+  handedOff: number;
 }
 
 interface Database {
@@ -99,7 +110,8 @@ async function openDatabase(): Promise<Database> {
 }
 
 interface Worker {
-  lane: 'expiry' | 'delivery';
+  /** 'both': `leasehold start` (CHAOS_LANES=together). */
+  lane: 'expiry' | 'delivery' | 'both';
   child: ChildProcess;
   stderr: string;
   pid: number;
@@ -113,12 +125,15 @@ interface Worker {
 let allReclaims: Array<{ at: number; owners: number[] }> = [];
 /** The current run's workers' lane errors, recoveries, presence and reclaim events, to explain a late resend. */
 let laneEvents: Array<{ at: number; pid: number; event: string; detail: string }> = [];
+/** Emails the current run's expiry lanes handed off (their `holds.expired` events). */
+let handedOff = 0;
 const EXPLAINING = /"event":"(delivery\.(error|recovered|tick_timeout)|listener\.[a-z_]+|presence\.[a-z_]+|lease\.reclaimed|reclaim\.[a-z_]+)"/;
 
 function startWorker(lane: Worker['lane'], env: Record<string, string>): Worker {
   // Delivery workers log at info for their presence.held events (each names the worker's id).
-  const level = lane === 'delivery' ? { LOG_LEVEL: 'info' } : {};
-  const child = spawn(process.execPath, [cli, `${lane}-worker`], { env: { ...process.env, ...env, ...level }, stdio: ['ignore', 'ignore', 'pipe'] });
+  const level = lane !== 'expiry' ? { LOG_LEVEL: 'info' } : {};
+  const command = lane === 'both' ? 'start' : `${lane}-worker`;
+  const child = spawn(process.execPath, [cli, command], { env: { ...process.env, ...env, ...level }, stdio: ['ignore', 'ignore', 'pipe'] });
   const worker: Worker = { lane, child, stderr: '', pid: child.pid ?? 0, presenceIds: new Set(), reclaims: [] };
   let partial = '';
   child.stderr!.on('data', (d: Buffer) => {
@@ -127,6 +142,7 @@ function startWorker(lane: Worker['lane'], env: Record<string, string>): Worker 
     partial = lines.pop() ?? '';
     for (const line of lines) {
       if (line.includes('"presence.held"')) worker.presenceIds.add(JSON.parse(line).worker as number);
+      if (line.includes('"holds.expired"')) handedOff += (JSON.parse(line) as { handedOff?: number }).handedOff ?? 0;
       const explaining = EXPLAINING.exec(line);
       if (explaining) {
         const entry = JSON.parse(line) as { time: string; err?: { message?: string }; owners?: number[]; intents?: number; worker?: number };
@@ -217,6 +233,7 @@ async function oneRun(db: Database, run: number): Promise<ChaosRun> {
   const schema = `chaos_${run}_${process.pid}`;
   allReclaims = [];
   laneEvents = [];
+  handedOff = 0;
   const purges: number[] = [];
   const s = ident(schema);
   const observer = createPool({ connectionString: db.url, max: 2, applicationName: 'chaos-observer' });
@@ -236,11 +253,12 @@ async function oneRun(db: Database, run: number): Promise<ChaosRun> {
     // Every other setting is the default (the pool: 12 per process), as the
     // issue's bound is stated; CHAOS_POOL_SIZE runs it tighter.
     ...(process.env.CHAOS_POOL_SIZE ? { LEASEHOLD_POOL_SIZE: process.env.CHAOS_POOL_SIZE } : {}),
+    // Both lanes together: an API each on a free port, and singles, so that batches can be handed off.
+    ...(TOGETHER ? { PORT: '0', LEASEHOLD_API_TOKEN: '', LEASEHOLD_SEND_BATCH: '1' } : {}),
   };
-  const workers: Worker[] = [
-    ...Array.from({ length: 2 }, () => startWorker('expiry', env)),
-    ...Array.from({ length: 3 }, () => startWorker('delivery', env)),
-  ];
+  const workers: Worker[] = TOGETHER
+    ? Array.from({ length: 3 }, () => startWorker('both', env))
+    : [...Array.from({ length: 2 }, () => startWorker('expiry', env)), ...Array.from({ length: 3 }, () => startWorker('delivery', env))];
   const kills: Array<{ at: number; pid: number; lane: Worker['lane']; presenceIds: Set<number> }> = [];
   let faultsStart = 0;
   let faultsEnd: number | undefined;
@@ -402,7 +420,7 @@ async function oneRun(db: Database, run: number): Promise<ChaosRun> {
     let unowned = 0;
     let worstKill: (typeof kills)[number] | undefined;
     for (const { worker, prev, next } of retaken) {
-      const kill = kills.find((k) => k.lane === 'delivery' && worker !== null && k.presenceIds.has(worker) && k.at >= prev && k.at <= next);
+      const kill = kills.find((k) => k.lane !== 'expiry' && worker !== null && k.presenceIds.has(worker) && k.at >= prev && k.at <= next);
       if (worker === null) unowned += 1;
       if (kill === undefined) continue;
       reclaimCount += 1;
@@ -427,6 +445,8 @@ async function oneRun(db: Database, run: number): Promise<ChaosRun> {
     for (const lane of ['expiry', 'delivery'] as const) {
       if (idleAfterFaults[lane] > IDLE_LIMIT_S) problems.push(`${lane} lane idle ${idleAfterFaults[lane].toFixed(1)} s after the faults stopped`);
     }
+    // Together, the run is about the hand-off: one that never happened tested nothing of it.
+    if (TOGETHER && handedOff === 0) problems.push('no email was handed off (CHAOS_LANES=together)');
     if (worstReclaim > RECLAIM_LIMIT_S) {
       problems.push(`a killed worker's intent waited ${worstReclaim.toFixed(1)} s`);
       if (worstKill) problems.push(...(await explainLateResend(observer, s, worstKill, purges, restarts)));
@@ -442,6 +462,7 @@ async function oneRun(db: Database, run: number): Promise<ChaosRun> {
       kills: kills.length,
       drainedInS,
       duplicatesFlagged: dup[0]!.n,
+      handedOff,
     };
   } finally {
     sampling = false;
@@ -472,6 +493,7 @@ async function main(): Promise<number> {
           `killed worker's intents resent within ${result.reclaim.worst.toFixed(2)} s (worst: the kill at ${result.reclaim.worstKillAt.toFixed(1)} s, its leases reclaimed after ${result.reclaim.worstReclaimedAfter.toFixed(2)} s, less ${result.reclaim.worstDatabaseAway.toFixed(2)} s of database restart; ${result.reclaim.count}; ${result.reclaim.unowned} re-leased without an owner); ${result.kills} kills; ` +
           `unfinished attempts retaken after ${result.retakeAfter.median.toFixed(2)} s median, ${result.retakeAfter.max.toFixed(2)} s max (${result.retakeAfter.count}); ` +
           `drained ${result.drainedInS.toFixed(1)} s after; ${result.duplicatesFlagged} flagged possible duplicates` +
+          (TOGETHER ? `; ${result.handedOff} of ${HOLDS} handed off` : '') +
           (result.ok ? '' : `\n  ${result.problems.join('\n  ')}`) +
           '\n',
       );

@@ -212,7 +212,7 @@ export class ExpiryWorker extends LoopWorker<ExpiryEvents> {
     metrics?.holdsExpired.inc(expired.length);
     metrics?.expiryBatchSize.observe(expired.length);
     metrics?.expiryTransactionSeconds.observe(seconds);
-    this.logBatch(expired);
+    this.logBatch(expired, batch.handedOff ?? 0);
     // The transaction has committed: an application may act on these (free its own slot) without seeing a rollback later.
     for (const hold of expired) {
       this.events.emit('expired', { holdId: hold.id, intentId: hold.intent_id, expiresAt: hold.expires_at, expiredAt: hold.expired_at });
@@ -293,11 +293,11 @@ export class ExpiryWorker extends LoopWorker<ExpiryEvents> {
 
   /**
    * One `holds.expired` event per batch at info (how many, how late the
-   * latest), and each hold's `hold.expired` and `intent.created` at debug:
+   * latest, how many of its emails were handed off), and each hold's `hold.expired` and `intent.created` at debug:
    * at a thousand holds a second, two info lines per hold were most of the
    * log. `leasehold trace` tells one hold's story from the tables either way.
    */
-  private logBatch(expired: readonly ExpiredHold[]): void {
+  private logBatch(expired: readonly ExpiredHold[], handedOff: number): void {
     if (expired.length === 0) return;
     let latestMs = 0;
     let intents = 0;
@@ -310,7 +310,7 @@ export class ExpiryWorker extends LoopWorker<ExpiryEvents> {
       this.logger.debug({ event: 'hold.expired', holdId: hold.id, latenessMs }, 'hold expired');
       if (hold.intent_id) this.logger.debug({ event: 'intent.created', holdId: hold.id, intentId: hold.intent_id }, 'intent created');
     }
-    this.logger.info({ event: 'holds.expired', holds: expired.length, intents, latestMs }, 'holds expired');
+    this.logger.info({ event: 'holds.expired', holds: expired.length, intents, handedOff, latestMs }, 'holds expired');
   }
 
   /** In the batch's transaction: each failed hold's back-off. */
