@@ -2,6 +2,7 @@ import { presenceLiveOwnersSql } from '../../db/presence.js';
 import { attemptsOpen } from '../attempts.js';
 import { rateLimiterSpendSql, rateLimiterTakeDecisionSql } from '../rate-limiter.js';
 import { SUPPRESSION_LEASE_COLUMNS, suppressionFromLeaseRow, suppressionKeyInSql } from '../suppressions.js';
+import { tenantNotPausedSql } from '../tenants.js';
 import type { LeasedIntent } from './lease.js';
 
 /**
@@ -18,7 +19,8 @@ import type { LeasedIntent } from './lease.js';
  * as rateLimiterTake does), one attempt opened per intent with the owner
  * named while its presence lock is held. It leases none when the permits
  * do not cover every intent, when older email is due and unleased (it goes
- * first, through the fair lease), or when a tenant of the batch has a
+ * first, through the fair lease; a paused tenant's, or one past its
+ * deadline, is not waiting on the lease), or when a tenant of the batch has a
  * policy (its cap, account or sender is the fair lease's to apply); those
  * intents are created pending, as without a hand-off, and NOTIFY wakes the
  * lane.
@@ -84,10 +86,12 @@ export function handOffDecisionSql(s: string, p: HandOffParams, expired: string,
                 WHEN w.n = 0 OR w.n > ${p.limit}::int THEN false
                 -- A tenant with a policy: its cap, account and sender are the fair lease's.
                 WHEN EXISTS (SELECT 1 FROM ${s}.tenant_policies tp WHERE tp.tenant IN (SELECT e.tenant FROM ${expired} e)) THEN false
-                -- Older email due and unleased goes first (this statement's own inserts are not in its snapshot).
+                -- Older email due and unleased goes first (this statement's own inserts are not in its snapshot);
+                -- not what the lease would not take either: a paused tenant's, or one past its deadline.
                 WHEN EXISTS (SELECT 1 FROM ${s}.email_outbox o
                               WHERE o.state = 'pending' AND o.available_at <= ${now}
-                                AND (o.lease_expires_at IS NULL OR o.lease_expires_at <= ${now})) THEN false
+                                AND (o.lease_expires_at IS NULL OR o.lease_expires_at <= ${now})
+                                AND (o.send_by IS NULL OR o.send_by > ${now}) AND ${tenantNotPausedSql(s, 'o.tenant')}) THEN false
                 ELSE (SELECT d.granted FROM decision d) = w.n
               END AS ok
          FROM ho_want w

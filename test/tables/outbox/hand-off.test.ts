@@ -150,6 +150,15 @@ describe('the expiry statement leases none, creating the intents pending', () =>
     expect((await outbox()).every((o) => o.lease_token === null)).toBe(true);
   });
 
+  it('(but it hands off beside older email the lease would not take: a paused tenant\'s)', async () => {
+    await insertDueHolds(db.pool, db.schema, 1, { prefix: 'parked', pastSeconds: 60 });
+    await db.pool.query(`UPDATE ${s}.support_reservations SET tenant = 'parked' WHERE id = 'parked-0'`);
+    await tenantPause(db.pool, db.schema, 'parked', 'test');
+    await expire(null);
+    await insertDueHolds(db.pool, db.schema, 2, { prefix: 'fresh' });
+    expect((await expire(lease())).handed?.intents.map((i) => i.holdId)).toEqual(['fresh-0', 'fresh-1']);
+  });
+
   it('when a tenant of the batch has a policy (here a pause)', async () => {
     await insertDueHolds(db.pool, db.schema, 2, { prefix: 'tenant' });
     await db.pool.query(`UPDATE ${s}.support_reservations SET tenant = 'acme' WHERE id = 'tenant-1'`);
