@@ -210,6 +210,7 @@ export class ExpiryWorker extends LoopWorker<ExpiryEvents> {
     this.reportHookFailures(hookFailed, hookStored);
     const metrics = this.options.metrics;
     metrics?.holdsExpired.inc(expired.length);
+    if (batch.handedOff) metrics?.emailsHandedOff.inc(batch.handedOff);
     metrics?.expiryBatchSize.observe(expired.length);
     metrics?.expiryTransactionSeconds.observe(seconds);
     this.logBatch(expired, batch.handedOff ?? 0);

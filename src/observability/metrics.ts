@@ -15,6 +15,7 @@ const promClient = () => require('prom-client') as typeof import('prom-client');
 export interface Metrics {
   registry: Registry;
   holdsExpired: Counter;
+  emailsHandedOff: Counter;
   expiryBatchSize: Histogram;
   expiryTransactionSeconds: Histogram;
   expiryLockContention: Gauge;
@@ -87,6 +88,11 @@ export function createMetrics(registry?: Registry): Metrics {
     holdsExpired: new Counter({
       name: 'leasehold_holds_expired_total',
       help: 'Holds moved from held to expired by this process (each with its intent).',
+      registers: r,
+    }),
+    emailsHandedOff: new Counter({
+      name: 'leasehold_emails_handed_off_total',
+      help: "Emails leased to this process's delivery lane in their expiry statement (the hand-off), sent from the commit without a lease statement of their own.",
       registers: r,
     }),
     expiryBatchSize: new Histogram({

@@ -3,6 +3,7 @@ import { DeliveryWorker } from '../../src/delivery/worker.js';
 import { ExpiryWorker } from '../../src/holds/expiry-worker.js';
 import { ident } from '../../src/db/pool.js';
 import { silentLogger } from '../../src/observability/logger.js';
+import { createMetrics } from '../../src/observability/metrics.js';
 import type { SendResult } from '../../src/providers/gateway.js';
 import { rateLimiterSet } from '../../src/tables/rate-limiter.js';
 import { suppressionsAdd } from '../../src/tables/suppressions.js';
@@ -70,9 +71,11 @@ describe('the hand-off', () => {
 
       await insertDueHolds(db.pool, db.schema, 3, { prefix: 'handed' });
       let woken = 0;
-      await new ExpiryWorker({ pool: db.pool, schema: db.schema, handOff: delivery, onIntentsCommitted: () => void woken++ }).runOnce();
-      // Its own delivery worker has them already: nothing to wake.
+      const metrics = createMetrics();
+      await new ExpiryWorker({ pool: db.pool, schema: db.schema, handOff: delivery, metrics, onIntentsCommitted: () => void woken++ }).runOnce();
+      // Its own delivery worker has them already: nothing to wake, three counted.
       expect(woken).toBe(0);
+      expect((await metrics.emailsHandedOff.get()).values[0]?.value).toBe(3);
       await until(async () => (await countBy(db.pool, db.schema, 'email_outbox', 'state'))['sent'] === 3, 'the handed intents to be sent');
       expect(gateway.calls.map((c) => c.message.holdId).sort()).toEqual(['handed-0', 'handed-1', 'handed-2']);
       expect(gateway.calls.every((c) => c.context.attempt === 1 && !c.context.previousOutcomeUnknown)).toBe(true);
