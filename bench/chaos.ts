@@ -20,9 +20,9 @@
  * between: a kill just before the restart waits for the database).
  *
  * CHAOS_LANES=together runs 3 `leasehold start` processes instead, each
- * with both lanes (and its API on a port of its own), sending one email per
- * request (LEASEHOLD_SEND_BATCH=1): the expiry lane then hands its batches
- * to the delivery lane beside it (delivery/hand-off.ts), and a kill takes
+ * with both lanes (and its API on a port of its own): the expiry lane then
+ * hands its batches to the delivery lane beside it (delivery/hand-off.ts),
+ * sent in keyed Resend batches as the lane's own, and a kill takes
  * handed-off intents down with the process. The run reports how many
  * emails went by hand-off (the `holds.expired` events' `handedOff`).
  *
@@ -253,8 +253,8 @@ async function oneRun(db: Database, run: number): Promise<ChaosRun> {
     // Every other setting is the default (the pool: 12 per process), as the
     // issue's bound is stated; CHAOS_POOL_SIZE runs it tighter.
     ...(process.env.CHAOS_POOL_SIZE ? { LEASEHOLD_POOL_SIZE: process.env.CHAOS_POOL_SIZE } : {}),
-    // Both lanes together: an API each on a free port, and singles, so that batches can be handed off.
-    ...(TOGETHER ? { PORT: '0', LEASEHOLD_API_TOKEN: '', LEASEHOLD_SEND_BATCH: '1' } : {}),
+    // Both lanes together: an API each on a free port.
+    ...(TOGETHER ? { PORT: '0', LEASEHOLD_API_TOKEN: '' } : {}),
   };
   const workers: Worker[] = TOGETHER
     ? Array.from({ length: 3 }, () => startWorker('both', env))

@@ -152,7 +152,7 @@ export const configSchema = onFirstUse((z) => {
     LEASEHOLD_DELIVERY_CONCURRENCY: int(1, 1000).default(DEFAULTS.deliveryConcurrency)
       .describe("Most provider requests in flight per delivery process. A round leases at most min(batch, free slots) intents (on a batching account up to a batch per free slot) and sends them all at once; with concurrency above the batch, up to 4 rounds overlap. 100 in flight covers a real provider (100-300 ms a call) up to about 300-1,000 sends/s per process; for a provider limit in the thousands raise both this and `LEASEHOLD_DELIVERY_BATCH`."),
     LEASEHOLD_HAND_OFF: z.enum(['on', 'off'], { error: 'must be on or off' }).default('on')
-      .describe("`on`: a process running both lanes leases each expiry batch's email to its own delivery lane in the expiry statement, when that lane can send it at once (one account, a permit an email, no older email waiting, no tenant policy for the batch), so it is sent right after the commit. `off`: every email waits for a delivery round's lease ([architecture](architecture.md#the-hand-off))."),
+      .describe("`on`: a process running both lanes leases each expiry batch's email to its own delivery lane in the expiry statement, when that lane can send it at once (one account, no older email waiting, no tenant policy for the batch), so it is sent right after the commit. `off`: every email waits for a delivery round's lease ([architecture](architecture.md#the-hand-off))."),
     LEASEHOLD_SEND_TIMEOUT_MS: int(100, 3_600_000).optional()
       .describe("The provider call's timeout; must be shorter than the lease. Unset: min(10000, `LEASEHOLD_LEASE_MS` / 2)."),
     LEASEHOLD_MAX_ATTEMPTS: int(1, 1000).default(DEFAULTS.maxAttempts)

@@ -107,11 +107,11 @@ export class RoundBudget {
 
   /**
    * Permits on `account` taken by another statement on this round's behalf
-   * (the expiry statement of a hand-off, delivery/hand-off.ts), one per
-   * email it leased: this budget's from now on, as a take's are.
+   * (the expiry statement of a hand-off, delivery/hand-off.ts), for the
+   * `emails` it leased: this budget's from now on, as a take's are.
    */
-  paidElsewhere(account: SendingAccount, permits: number, bucketTime: string): void {
-    this.takes.set(account.name, { account, permits, emails: permits * account.perPermit, bucketTime });
+  paidElsewhere(account: SendingAccount, permits: number, emails: number, bucketTime: string): void {
+    this.takes.set(account.name, { account, permits, emails, bucketTime });
   }
 
   /**

@@ -43,13 +43,12 @@ export interface HandOffTicket {
 
 /**
  * The account a worker's hand-offs lease on, or undefined when it takes
- * none: only a worker of one account, where a permit is an email and no
- * batch waits on a key (the case the lane's one-statement take and lease
- * serves too, legs.ts takesInLease), so that a batch's intents need
- * nothing but their permits to be sent.
+ * none: only a worker of one account, so that no routing or failover has
+ * a say in where a batch's intents go. Whatever its unit and batch size:
+ * the handed intents are fresh (never sent, bound to no batch) and are
+ * planned into requests as the lane's own lease would plan them.
  */
 export function handOffAccount(accounts: AccountSet): SendingAccount | undefined {
   const [only, ...more] = accounts.all;
-  if (!only || more.length > 0 || accounts.routedOnly.length > 0) return undefined;
-  return !only.keyed && only.perPermit === 1 ? only : undefined;
+  return only && more.length === 0 && accounts.routedOnly.length === 0 ? only : undefined;
 }

@@ -273,10 +273,10 @@ export class DeliveryWorker extends LoopWorker<DeliveryEvents> implements HandOf
   /**
    * The expiry lane's question (delivery/hand-off.ts): may the batch it is
    * about to expire be leased to this worker in the expiry statement? Yes,
-   * with a ticket, while the worker runs, takes hand-offs (one account, a
-   * permit an email, no keyed batches), has a round loop asleep (its last
-   * round found less than it could take: no backlog here) and a send slot
-   * free now; the slots are reserved until the ticket is delivered.
+   * with a ticket, while the worker runs, takes hand-offs (one account),
+   * has a round loop asleep (its last round found less than it could take:
+   * no backlog here) and a send slot free now; the slots are reserved until
+   * the ticket is delivered.
    */
   handOff(): HandOffTicket | undefined {
     const account = this.handOffTo;
@@ -297,6 +297,7 @@ export class DeliveryWorker extends LoopWorker<DeliveryEvents> implements HandOf
         owner: this.options.presence?.owner,
         limit: budget.heldSlots,
         dailyQuota: account.dailyQuota,
+        emailsPerPermit: account.perPermit,
       },
       deliver: (handed) => {
         if (delivered) return;
@@ -316,10 +317,10 @@ export class DeliveryWorker extends LoopWorker<DeliveryEvents> implements HandOf
     try {
       if (!handed) return;
       const requests = planRequests(handed.intents, account);
-      budget.paidElsewhere(account, handed.intents.length, handed.bucketTime);
+      const n = handed.intents.length;
+      budget.paidElsewhere(account, Math.ceil(n / account.perPermit), n, handed.bucketTime);
       budget.leased(account, handed.intents.length, requests.length);
       budget.keepSlots(requests.length);
-      const n = handed.intents.length;
       // The lease span a round's story has, for the lease the expiry statement made.
       const lease = await leaseInSpan(
         this.schema,

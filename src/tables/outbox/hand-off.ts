@@ -16,8 +16,9 @@ import type { LeasedIntent } from './lease.js';
  * The statement leases the batch's intents all or none, and only as the
  * delivery lane's own lease would have: the account's permits taken in the
  * statement (its limiter row locked, pauses, cooldown and daily quota read,
- * as rateLimiterTake does), one attempt opened per intent with the owner
- * named while its presence lock is held. It leases none when the permits
+ * as rateLimiterTake does; a permit an email, or a request of a batch where
+ * the account's unit is requests), one attempt opened per intent with the
+ * owner named while its presence lock is held. It leases none when the permits
  * do not cover every intent, when older email is due and unleased (it goes
  * first, through the fair lease; a paused tenant's, or one past its
  * deadline, is not waiting on the lease), or when a tenant of the batch has a
@@ -37,6 +38,8 @@ export interface HandOffLease {
   limit: number;
   /** The account's emails per UTC day; absent: none. */
   dailyQuota?: number | undefined;
+  /** Emails one permit carries (a batch, where a permit is a request of batches; else 1). */
+  emailsPerPermit: number;
 }
 
 /** Placeholders ($n) of the hand-off's parameters in the statement that composes it. */
@@ -49,6 +52,7 @@ export interface HandOffParams {
   schema: string;
   limit: string;
   dailyQuota: string;
+  emailsPerPermit: string;
 }
 
 /** The hand-off's values, in HandOffParams order from `first` ($first is the token). */
@@ -61,11 +65,12 @@ export const handOffValues = (lease: HandOffLease, schema: string): unknown[] =>
   schema,
   lease.limit,
   lease.dailyQuota ?? null,
+  lease.emailsPerPermit,
 ];
 
 /** HandOffParams numbered from $first. */
 export function handOffParams(first: number): HandOffParams {
-  const names = ['token', 'leaseMs', 'provider', 'account', 'owner', 'schema', 'limit', 'dailyQuota'] as const;
+  const names = ['token', 'leaseMs', 'provider', 'account', 'owner', 'schema', 'limit', 'dailyQuota', 'emailsPerPermit'] as const;
   return Object.fromEntries(names.map((name, i) => [name, `$${first + i}`])) as unknown as HandOffParams;
 }
 
@@ -79,8 +84,10 @@ export function handOffParams(first: number): HandOffParams {
  */
 export function handOffDecisionSql(s: string, p: HandOffParams, expired: string, now: string, callerNow: string): string {
   return `ho_want AS (
-       SELECT count(*)::int AS n FROM ${expired} e WHERE e.customer_email IS NOT NULL
-     ), ${rateLimiterTakeDecisionSql(s, { account: `${p.account}::text`, want: '(SELECT n FROM ho_want)', now: 'NULL', dailyQuota: p.dailyQuota, emailsPerPermit: '1' })},
+       -- The batch's emails, and the permits they cost: one each, or one per request of a batch.
+       SELECT w.n, ceil(w.n::float8 / ${p.emailsPerPermit}::int)::int AS permits
+         FROM (SELECT count(*)::int AS n FROM ${expired} e WHERE e.customer_email IS NOT NULL) w
+     ), ${rateLimiterTakeDecisionSql(s, { account: `${p.account}::text`, want: '(SELECT permits FROM ho_want)', now: 'NULL', dailyQuota: p.dailyQuota, emailsPerPermit: p.emailsPerPermit })},
      ho_gate AS MATERIALIZED (
        SELECT CASE
                 WHEN w.n = 0 OR w.n > ${p.limit}::int THEN false
@@ -92,7 +99,8 @@ export function handOffDecisionSql(s: string, p: HandOffParams, expired: string,
                               WHERE o.state = 'pending' AND o.available_at <= ${now}
                                 AND (o.lease_expires_at IS NULL OR o.lease_expires_at <= ${now})
                                 AND (o.send_by IS NULL OR o.send_by > ${now}) AND ${tenantNotPausedSql(s, 'o.tenant')}) THEN false
-                ELSE (SELECT d.granted FROM decision d) = w.n
+                -- Every permit, and room for every email in the day's quota.
+                ELSE (SELECT d.granted = w.permits AND (${p.dailyQuota}::int IS NULL OR d.quota_used_today + w.n <= ${p.dailyQuota}::int) FROM decision d)
               END AS ok
          FROM ho_want w
      ), handoff AS (
@@ -114,12 +122,17 @@ export const handOffInsertColumns = (p: HandOffParams): { columns: string; value
   returning: `recipient, attempts, lease_expires_at, batch_id, lease_token IS NOT NULL AS handed, ${suppressionKeyInSql('recipient')} AS su_key`,
 });
 
-/** After the insert (`intents`): the handed intents' attempts opened, their permits spent. */
+/** After the insert (`intents`): the handed intents' attempts opened, their permits spent (and their emails counted against the day's quota). */
 export const handOffWritesSql = (s: string, p: HandOffParams): string =>
   `ho_opened AS (
        ${attemptsOpen(s, '(SELECT i.id, i.attempts, i.batch_id FROM intents i WHERE i.handed)', `${p.token}::uuid`, `${p.provider}::text`, `${p.account}::text`, '(SELECT t FROM handoff)', '(SELECT owner FROM ho_owner)')}
      ), ho_limiter AS (
-       ${rateLimiterSpendSql(s, '(SELECT count(*) FROM intents i WHERE i.handed)::int', undefined, '(SELECT ok FROM handoff)')}
+       ${rateLimiterSpendSql(
+         s,
+         `ceil((SELECT count(*) FROM intents i WHERE i.handed)::float8 / ${p.emailsPerPermit}::int)::int`,
+         '(SELECT count(*) FROM intents i WHERE i.handed)::int',
+         '(SELECT ok FROM handoff)',
+       )}
      )`;
 
 /**

@@ -31,7 +31,7 @@ beforeEach(async () => {
   await rateLimiterSet(db.pool, db.schema, { perSecond: 1000, burst: 1000 });
 });
 
-const lease = (over: Partial<HandOffLease> = {}): HandOffLease => ({ token: randomUUID(), leaseMs: 30_000, provider: 'sandbox', account: 'default', limit: 100, ...over });
+const lease = (over: Partial<HandOffLease> = {}): HandOffLease => ({ token: randomUUID(), leaseMs: 30_000, provider: 'sandbox', account: 'default', limit: 100, emailsPerPermit: 1, ...over });
 const expire = (handOff: HandOffLease | null, notify: { channel: string } | null = null) => holdsExpireDueWithOutlook(db.pool, db.schema, 100, null, notify, null, handOff);
 const tokens = async () => (await db.pool.query<{ tokens: number }>(`SELECT tokens FROM ${s}.rate_limiter WHERE name = 'default'`)).rows[0]!.tokens;
 const outbox = async () =>
@@ -115,6 +115,16 @@ describe('the expiry statement hands its intents off', () => {
     }
   });
 
+  it('costs a permit per request where a permit is a request of batches, and counts every email against the quota', async () => {
+    await insertDueHolds(db.pool, db.schema, 3, { prefix: 'batched' });
+    const quotaUsed = async () => (await db.pool.query<{ quota_used: number }>(`SELECT quota_used FROM ${s}.rate_limiter WHERE name = 'default'`)).rows[0]!.quota_used;
+    const [before, usedBefore] = [await tokens(), await quotaUsed()];
+    expect((await expire(lease({ emailsPerPermit: 100 }))).handed?.intents).toHaveLength(3);
+    expect(before - (await tokens())).toBeGreaterThan(0.5);
+    expect(before - (await tokens())).toBeLessThan(1.5);
+    expect((await quotaUsed()) - usedBefore).toBe(3);
+  });
+
   it('brings each recipient\'s suppression, as the lease does', async () => {
     await insertDueHolds(db.pool, db.schema, 2, { prefix: 'su' });
     await suppressionsAdd(db.pool, db.schema, [{ address: 'customer+su-1@example.com', reason: 'hard_bounce', detail: null, provider: 'sandbox' }]);
@@ -164,6 +174,11 @@ describe('the expiry statement leases none, creating the intents pending', () =>
     await db.pool.query(`UPDATE ${s}.support_reservations SET tenant = 'acme' WHERE id = 'tenant-1'`);
     await tenantPause(db.pool, db.schema, 'acme', 'test');
     await expectCreatedPending(await expire(lease()), 2, await tokens());
+  });
+
+  it('when the day\'s quota has no room for every email, though one permit would carry them all', async () => {
+    await insertDueHolds(db.pool, db.schema, 3, { prefix: 'quota' });
+    await expectCreatedPending(await expire(lease({ emailsPerPermit: 100, dailyQuota: 2 })), 3, await tokens());
   });
 
   it('when the batch has more intents than the worker asked for', async () => {
