@@ -4,6 +4,7 @@ import { liquidjs } from '../../src/templates/liquid.js';
 import { loadTemplates } from '../../src/templates/templates.js';
 import { readTemplateDirectory } from '../../src/templates/source.js';
 import { packageRoot } from '../../src/runtime/package-root.js';
+import inspector from 'node:inspector';
 import path from 'node:path';
 import { input, templateFiles } from '../helpers/templates.js';
 
@@ -34,6 +35,36 @@ describe('lenient lookups', () => {
     }
     // Outside a guard a missing key is still an error.
     expect(() => ours.render(KIND, input({}))).toThrow('undefined variable: metadata.name');
+  });
+
+  it('reads a marked lookup of a missing key without a throw; an unmarked one still throws and is caught', () => {
+    // Every exception thrown while a render runs, caught or not, counted by pausing on it (an inspector session on this thread).
+    const thrownDuring = (render: () => unknown): number => {
+      const session = new inspector.Session();
+      session.connect();
+      let thrown = 0;
+      session.on('Debugger.paused', ({ params }) => {
+        if (params.reason === 'exception') thrown++;
+        session.post('Debugger.resume');
+      });
+      session.post('Debugger.enable');
+      session.post('Debugger.setPauseOnExceptions', { state: 'all' });
+      try {
+        render();
+      } finally {
+        session.post('Debugger.setPauseOnExceptions', { state: 'none' });
+        session.post('Debugger.disable');
+        session.disconnect();
+      }
+      return thrown;
+    };
+    const guarded = loadTemplates({ files: templateFiles({ text: '{% if metadata.a %}1{% endif %}{{ metadata.b | default: 2 }}{{ holdId }}' }) });
+    // A computed path is built at render time: LiquidJS's own catch answers it, after a throw.
+    const computed = loadTemplates({ files: templateFiles({ text: '{% assign k = "a" %}{% if metadata[k] %}1{% endif %}{{ holdId }}' }) });
+    expect(guarded.render(KIND, input({})).text).toBe('2hold-7f3a\n');
+    expect(computed.render(KIND, input({})).text).toBe('hold-7f3a\n');
+    expect(thrownDuring(() => guarded.render(KIND, input({})))).toBe(0);
+    expect(thrownDuring(() => computed.render(KIND, input({})))).toBeGreaterThan(0);
   });
 
   it("marks the shipped templates' guards on optional metadata", () => {
