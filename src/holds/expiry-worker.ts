@@ -118,6 +118,8 @@ export class ExpiryWorker extends LoopWorker<ExpiryEvents> {
   private readonly intervalMs: number;
   /** Current back-off while due holds are left behind (0 when none are). */
   private dueRetryMs = 0;
+  /** The last batch was full: a backlog, which the next batch (as full) would not be handed off in; its delivery worker is not asked. */
+  private lastFull = false;
   private readonly hook: HookSettings | undefined;
   /** The expire span's constant attributes: one statement that expires holds and creates their intents (messages). */
   private readonly spanAttributes;
@@ -218,7 +220,9 @@ export class ExpiryWorker extends LoopWorker<ExpiryEvents> {
     for (const hold of expired) {
       this.events.emit('expired', { holdId: hold.id, intentId: hold.intent_id, expiresAt: hold.expires_at, expiredAt: hold.expired_at });
     }
-    return { expired, full: expired.length + hookFailed.length >= this.batchSize, hookFailed, ...(outlook ? { outlook } : {}) };
+    const full = expired.length + hookFailed.length >= this.batchSize;
+    this.lastFull = full;
+    return { expired, full, hookFailed, ...(outlook ? { outlook } : {}) };
   }
 
   /** The batch's intents are committed: tell this process's delivery lane (ExpiryWorkerOptions.onIntentsCommitted). */
@@ -237,7 +241,8 @@ export class ExpiryWorker extends LoopWorker<ExpiryEvents> {
    * wakes delivery workers.
    */
   private async expireAlone(now: Date | null): Promise<ExpiryBatch> {
-    const ticket = this.options.handOff?.handOff();
+    // Behind a full batch the next is likely full too, and bigger than a hand-off takes: its slots stay the lane's.
+    const ticket = this.lastFull ? undefined : this.options.handOff?.handOff();
     let run;
     try {
       run = await holdsExpireDueWithOutlook(

@@ -174,6 +174,22 @@ describe('the hand-off', () => {
     }
   });
 
+  it('is not asked for by an expiry worker behind a full batch (a backlog), and asked again after a short one', async () => {
+    const asked: number[] = [];
+    let runs = 0;
+    const target = {
+      handOff: () => {
+        asked.push(runs);
+        return undefined;
+      },
+    };
+    await insertDueHolds(db.pool, db.schema, 5, { prefix: 'backlog' });
+    const expiry = new ExpiryWorker({ pool: db.pool, schema: db.schema, batchSize: 2, handOff: target });
+    for (; runs < 4; runs++) await expiry.runOnce();
+    // Runs 0 and 1 are full (2 of 5, 2 of 3); run 2 takes the last one; run 3 finds none.
+    expect(asked).toEqual([0, 3]);
+  });
+
   it('is not offered by a worker of several accounts', async () => {
     const two = deafWorker(new ScriptedGateway(), {
       gateway: undefined,
