@@ -5,9 +5,9 @@ import type { AccountSet, SendingAccount } from './accounts.js';
 /**
  * The hand-off between the two lanes of one process. When the expiry lane
  * is about to run its statement (not behind a full batch: a backlog), it
- * asks the delivery worker beside it
- * (DeliveryWorker.handOff) whether it can send that batch's email at once.
- * If it can, the worker reserves send slots and names a lease token, and
+ * asks the delivery worker beside it (DeliveryWorker.handOff) whether it
+ * can send that batch's email at once. If it can, the worker reserves send
+ * slots and names a lease token, and
  * the expiry statement leases the intents it creates to that token in the
  * same statement (tables/outbox/hand-off.ts: all or none, with the
  * account's permits taken there, and only when no older email is waiting
