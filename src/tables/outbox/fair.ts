@@ -7,11 +7,13 @@ import { tenantCapsSpendSql, tenantCapsSql, tenantHasPolicySql, tenantNotPausedS
  * statement part that knows about tenants.
  */
 
+/** SQL condition: intent `o` is due at `now`, under no live lease, and not past its deadline (the sweep ends those as missed_deadline). */
+export const dueUnleasedSql = (o: string, now: string): string => `${o}.state = 'pending' AND ${o}.available_at <= ${now}
+          AND (${o}.lease_expires_at IS NULL OR ${o}.lease_expires_at <= ${now})
+          AND (${o}.send_by IS NULL OR ${o}.send_by > ${now})`;
+
 /** An intent this lease may take: due, under no live lease, not past its deadline, in no open batch, and routed to this account ($10-$13). */
-const leasable = (s: string, o: string): string => `${o}.state = 'pending' AND ${o}.available_at <= clock.now
-          AND (${o}.lease_expires_at IS NULL OR ${o}.lease_expires_at <= clock.now)
-          -- Never past its deadline (the sweep ends it as missed_deadline).
-          AND (${o}.send_by IS NULL OR ${o}.send_by > clock.now)
+const leasable = (s: string, o: string): string => `${dueUnleasedSql(o, 'clock.now')}
           -- A member of an open batch is leased only with its batch.
           AND ${o}.batch_id IS NULL
           AND ($11::text[] IS NULL OR coalesce(

@@ -1,9 +1,9 @@
-import { presenceLiveOwnersSql } from '../../db/presence.js';
 import { attemptsOpen } from '../attempts.js';
 import { rateLimiterSpendSql, rateLimiterTakeDecisionSql } from '../rate-limiter.js';
 import { SUPPRESSION_LEASE_COLUMNS, suppressionFromLeaseRow, suppressionKeyInSql } from '../suppressions.js';
-import { tenantNotPausedSql } from '../tenants.js';
-import type { LeasedIntent } from './lease.js';
+import { tenantHasPolicySql, tenantNotPausedSql } from '../tenants.js';
+import { dueUnleasedSql } from './fair.js';
+import { leaseOwnerSql, type LeasedIntent } from './lease.js';
 
 /**
  * email_outbox, the hand-off (tables/outbox.ts is the table's module): the
@@ -92,13 +92,10 @@ export function handOffDecisionSql(s: string, p: HandOffParams, expired: string,
        SELECT CASE
                 WHEN w.n = 0 OR w.n > ${p.limit}::int THEN false
                 -- A tenant with a policy: its cap, account and sender are the fair lease's.
-                WHEN EXISTS (SELECT 1 FROM ${s}.tenant_policies tp WHERE tp.tenant IN (SELECT e.tenant FROM ${expired} e)) THEN false
+                WHEN EXISTS (SELECT 1 FROM (SELECT DISTINCT e.tenant FROM ${expired} e) e WHERE ${tenantHasPolicySql(s, 'e.tenant')}) THEN false
                 -- Older email due and unleased goes first (this statement's own inserts are not in its snapshot);
                 -- not what the lease would not take either: a paused tenant's, or one past its deadline.
-                WHEN EXISTS (SELECT 1 FROM ${s}.email_outbox o
-                              WHERE o.state = 'pending' AND o.available_at <= ${now}
-                                AND (o.lease_expires_at IS NULL OR o.lease_expires_at <= ${now})
-                                AND (o.send_by IS NULL OR o.send_by > ${now}) AND ${tenantNotPausedSql(s, 'o.tenant')}) THEN false
+                WHEN EXISTS (SELECT 1 FROM ${s}.email_outbox o WHERE ${dueUnleasedSql('o', now)} AND ${tenantNotPausedSql(s, 'o.tenant')}) THEN false
                 -- Every permit, and room for every email in the day's quota.
                 ELSE (SELECT d.granted = w.permits AND (${p.dailyQuota}::int IS NULL OR d.quota_used_today + w.n <= ${p.dailyQuota}::int) FROM decision d)
               END AS ok
@@ -108,9 +105,8 @@ export function handOffDecisionSql(s: string, p: HandOffParams, expired: string,
               CASE WHEN g.ok THEN (SELECT d.t::text FROM decision d) END AS bucket_time
          FROM ho_gate g
      ), ho_owner AS (
-       -- Named only while its presence lock is held now, as the lease does (tables/outbox/lease.ts).
-       SELECT ${p.owner}::int AS owner WHERE ${p.owner}::int IS NOT NULL AND EXISTS (
-         SELECT 1 FROM (${presenceLiveOwnersSql(`${p.schema}::text`)}) live WHERE live.owner = ${p.owner}::int)
+       -- Named only while its presence lock is held now, as the lease does.
+       ${leaseOwnerSql(p.owner, p.schema)}
      )`;
 }
 

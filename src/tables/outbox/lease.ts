@@ -166,6 +166,17 @@ export async function intentsLeaseOneTenantTaking(
 /** The take's columns in a taking lease's rows. */
 const TAKE_PREFIX = 'take_';
 
+/**
+ * The lease's owner as a one-column (`owner`) query: `owner` (an int
+ * expression, the worker's presence id or NULL) only while its presence lock
+ * is held now, else no row. A worker that has not yet noticed its session is
+ * gone (a partition) takes leases nobody would reclaim early, instead of ones
+ * that look abandoned the moment they are taken. `schema` is a text expression.
+ */
+export const leaseOwnerSql = (owner: string, schema: string): string =>
+  `SELECT ${owner}::int AS owner WHERE ${owner}::int IS NOT NULL AND EXISTS (
+         SELECT 1 FROM (${presenceLiveOwnersSql(`${schema}::text`)}) live WHERE live.owner = ${owner}::int)`;
+
 async function leaseStatement(
   db: Queryable,
   schema: string,
@@ -228,12 +239,7 @@ async function leaseStatement(
               $13::text AS route_first, $14::int AS batch_emails, $15::text AS tenant_start, $16::int AS daily_quota,
               $6::int AS permits_granted, $7::timestamptz AS permits_bucket_time
      ), owner AS (
-       -- The owner is named only while its presence lock is held now: a
-       -- worker that has not yet noticed its session is gone (a partition)
-       -- takes leases nobody would reclaim early, instead of ones that
-       -- look abandoned the moment they are taken.
-       SELECT $8::int AS owner WHERE $8::int IS NOT NULL AND EXISTS (
-         SELECT 1 FROM (${presenceLiveOwnersSql('$9')}) live WHERE live.owner = $8::int)
+       ${leaseOwnerSql('$8', '$9')}
      ), ${next}, leased AS (
        UPDATE ${s}.email_outbox o SET
               lease_token = $3::uuid,
