@@ -1,6 +1,12 @@
+import { randomUUID } from 'node:crypto';
+import type { Logger } from '../observability/logger.js';
 import type { HandedIntents } from '../tables/holds.js';
 import type { HandOffLease } from '../tables/outbox.js';
 import type { AccountSet, SendingAccount } from './accounts.js';
+import type { RoundBudget } from './budget.js';
+import type { RoundLease } from './legs.js';
+import { planRequests } from './requests.js';
+import { leaseInSpan } from './spans.js';
 
 /**
  * The hand-off between the two lanes of one process. When the expiry lane
@@ -52,4 +58,86 @@ export interface HandOffTicket {
 export function handOffAccount(accounts: AccountSet): SendingAccount | undefined {
   const [only, ...more] = accounts.all;
   return only && more.length === 0 && accounts.routedOnly.length === 0 ? only : undefined;
+}
+
+/**
+ * A delivery worker's hand-offs: the tickets it gives, the round each one
+ * starts once its batch is handed over, and stop()'s wait for them.
+ */
+export class HandOffs {
+  /** Tickets given and not yet ended (delivered and their round over). */
+  private readonly inFlight = new Set<Promise<void>>();
+
+  constructor(
+    private readonly setting: {
+      account: SendingAccount;
+      leaseMs: number;
+      schema: string;
+      logger: Logger;
+      /** The worker's presence id now (db/presence.ts), named on each attempt. */
+      owner: () => number | undefined;
+      /** The rest of a round, prepare -> send -> record (DeliveryWorker), on a lease made here. */
+      deliver: (lease: RoundLease, budget: RoundBudget, token: string) => Promise<unknown>;
+    },
+  ) {}
+
+  /** A ticket for one batch within `budget`, whose slots are reserved for it; the budget is released when the ticket's round ends. */
+  ticket(budget: RoundBudget): HandOffTicket {
+    const { account, leaseMs, logger } = this.setting;
+    const token = randomUUID();
+    let end: () => void = () => {};
+    const ended = new Promise<void>((resolve) => (end = resolve));
+    this.inFlight.add(ended);
+    let delivered = false;
+    return {
+      lease: {
+        token,
+        leaseMs,
+        provider: account.provider,
+        account: account.name,
+        owner: this.setting.owner(),
+        limit: budget.heldSlots,
+        dailyQuota: account.dailyQuota,
+        emailsPerPermit: account.perPermit,
+      },
+      deliver: (handed) => {
+        if (delivered) return;
+        delivered = true;
+        void this.round(budget, token, handed)
+          .catch((error: unknown) => logger.error({ event: 'delivery.hand_off_failed', err: error }, 'a handed-off round failed; its intents are sent again when their lease expires'))
+          .finally(() => {
+            this.inFlight.delete(ended);
+            end();
+          });
+      },
+    };
+  }
+
+  /** Resolves once every ticket given so far has ended. */
+  async ended(): Promise<void> {
+    await Promise.all([...this.inFlight]);
+  }
+
+  /** A hand-off's round: the statement leased `handed` (and spent their permits); what is left is prepare -> send -> record. */
+  private async round(budget: RoundBudget, token: string, handed: HandedIntents | null): Promise<void> {
+    const { account, schema } = this.setting;
+    try {
+      if (!handed) return;
+      const requests = planRequests(handed.intents, account);
+      const n = handed.intents.length;
+      budget.paidElsewhere(account, Math.ceil(n / account.perPermit), n, handed.bucketTime);
+      budget.leased(account, n, requests.length);
+      budget.keepSlots(requests.length);
+      // The lease span a round's story has, for the lease the expiry statement made.
+      const lease = await leaseInSpan(
+        schema,
+        budget.heldSlots,
+        async () => ({ legs: [{ account, intents: handed.intents, requests }], permits: n, capacity: n, saturated: false, retryInMs: 0 }),
+        'holdsExpireDue (hand-off)',
+      );
+      await this.setting.deliver(lease, budget, token);
+    } finally {
+      await budget.release();
+    }
+  }
 }

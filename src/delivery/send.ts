@@ -10,6 +10,9 @@ import { failureDelayMs, rateLimitDelayMs, defaultRetryPolicy, type RetryPolicy 
 import { emailMessageFor, type PreparedMessage } from './messages.js';
 import { nextAccount } from './routing.js';
 import { membersOf, type SendRequest } from './requests.js';
+import type { PreparedRound } from './prepare.js';
+import type { RoundBudget } from './budget.js';
+import type { Metrics } from '../observability/metrics.js';
 import { annotate, ATTR, capped, inSpan, MESSAGING_SYSTEM, outcomeOf as oneOutcome, type Attributes } from '../observability/tracing.js';
 
 /** What sending needs of the round and the worker. */
@@ -25,6 +28,71 @@ export interface SendSetting {
   retryPolicy: RetryPolicy | undefined;
   random: () => number;
   faults: Faults;
+}
+
+/** A round's sends: every result, how many requests went back unsent, and the first request that threw (its intents stay leased). */
+export interface SentRound {
+  results: AttemptResult[];
+  givenBack: number;
+  error?: unknown;
+}
+
+/**
+ * The send step of a round (delivery/worker.ts): send what is paid for,
+ * concurrently; each request's slot goes back as its send ends. What is not
+ * sent is given back at once, due again, instead of waiting out its lease:
+ * a request past the round's slots (a batching account's singles, planned
+ * beside its batches, can outnumber the slots its lease was sized by), one
+ * no permit was left for, or everything once the worker is stopping (asked
+ * after the permits are settled: stop() may come while they are).
+ */
+export async function sendPrepared(
+  prepared: PreparedRound,
+  budget: RoundBudget,
+  round: Omit<SendSetting, 'signal'> & { stopping: () => boolean; metrics?: Metrics },
+): Promise<SentRound> {
+  const results: AttemptResult[] = [];
+  let givenBack = 0;
+  const paid = [];
+  let slots = budget.heldSlots;
+  for (const { account, requests } of prepared.sends) {
+    const fitting = requests.slice(0, slots);
+    const settled = await budget.settle(account, fitting);
+    const stopping = round.stopping();
+    const going = stopping ? [] : settled;
+    slots -= going.length;
+    for (const [i, request] of requests.entries()) {
+      if (i < going.length) continue;
+      const why = stopping
+        ? 'given back unsent: the worker is stopping'
+        : i >= fitting.length
+          ? 'given back unsent: no send slot left for this request'
+          : 'given back unsent: no permit left for this request';
+      // An open batch given back stays bound: it still goes again only whole.
+      const bound = request.kind === 'batch' && request.batchId !== undefined ? { batchId: request.batchId, keepBatch: true } : {};
+      for (const intent of membersOf(request)) results.push({ ...unsentResult(intent, round.token, why, account.name), ...bound });
+      givenBack += 1;
+    }
+    for (const request of going) paid.push({ request, account });
+  }
+  budget.keepSlots(paid.length);
+  // The send timeout starts with the sends, not with the permits' settling before them.
+  const { stopping: _stopping, metrics, ...shared } = round;
+  const setting: SendSetting = { ...shared, signal: AbortSignal.timeout(round.sendTimeoutMs) };
+  const sends: Array<Promise<AttemptResult[]>> = [];
+  for (const { request, account } of paid) {
+    metrics?.emailsPerRequest.observe({ account: account.name }, membersOf(request).length);
+    sends.push(sendRequest(request, account, prepared.messages, setting).finally(() => budget.requestDone()));
+  }
+  // Every request's results, whatever another request did: one that threw
+  // (never for the provider's sake: sendRequest turns those into results)
+  // must not cost the others their record.
+  let error: unknown;
+  for (const sent of await Promise.allSettled(sends)) {
+    if (sent.status === 'fulfilled') results.push(...sent.value);
+    else error ??= sent.reason;
+  }
+  return error === undefined ? { results, givenBack } : { results, givenBack, error };
 }
 
 /** The key a batch is sent under, on every send of it. */

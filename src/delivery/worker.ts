@@ -12,16 +12,15 @@ import { defaultLibraryLogger, type Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { EmailGateway } from '../providers/gateway.js';
 import { rateLimiterEnsure } from '../tables/rate-limiter.js';
-import type { AttemptResult, LeasedIntent, SweptIntent } from '../tables/outbox.js';
+import type { LeasedIntent, SweptIntent } from '../tables/outbox.js';
 import type { AttemptOutcome } from '../model/intent-states.js';
 import { roundsInFlight, roundSize, type RateLimitPolicy } from '../model/delivery-policy.js';
 import { shippedTemplates, type Templates } from '../templates/templates.js';
 import { resolveAccounts, type AccountSet, type DeliveryAccount } from './accounts.js';
 import { RoundBudget } from './budget.js';
 import { AccountLegs, type RoundLease } from './legs.js';
-import { prepareRound, type PrepareSetting, type PreparedRound } from './prepare.js';
-import { membersOf, planRequests } from './requests.js';
-import { sendRequest, unsentResult, type SendSetting } from './send.js';
+import { prepareRound, type PrepareSetting } from './prepare.js';
+import { sendPrepared, type SendSetting } from './send.js';
 import { RoundRecorder } from './recorder.js';
 import type { RetryPolicy } from './retry-policy.js';
 import type { DeliveryEvents } from './events.js';
@@ -29,9 +28,7 @@ import type { DeadlineSweeper } from './deadlines.js';
 import { sideLoopsOf } from './side-loops.js';
 import { checkWorkerOptions } from './worker-options.js';
 import { leaseInSpan } from './spans.js';
-import { HAND_OFF_MAX, handOffAccount, type HandOffTarget, type HandOffTicket } from './hand-off.js';
-import type { HandedIntents } from '../tables/holds.js';
-import type { SendingAccount } from './accounts.js';
+import { HAND_OFF_MAX, handOffAccount, HandOffs, type HandOffTarget, type HandOffTicket } from './hand-off.js';
 
 export type { DeliveryAccount } from './accounts.js';
 
@@ -113,9 +110,10 @@ export interface DeliveryRun {
  *    waits on the limiter or a slot);
  * 2. prepare: suppressed recipients and unrenderable messages leave the
  *    plan, every other message is rendered or read back (delivery/prepare.ts);
- * 3. send: permits settled per request, the requests sent concurrently with
- *    a timeout shorter than the lease, each slot back as its send ends, so
- *    the next round can lease while this one records;
+ * 3. send (delivery/send.ts sendPrepared): permits settled per request,
+ *    the requests sent concurrently with a timeout shorter than the lease,
+ *    each slot back as its send ends, so the next round can lease while
+ *    this one records;
  * 4. record: all results in one fenced statement (delivery/recorder.ts).
  * Each account is resolved once, at construction (delivery/accounts.ts).
  *
@@ -149,11 +147,8 @@ export class DeliveryWorker extends LoopWorker<DeliveryEvents> implements HandOf
   private readonly sending: Omit<SendSetting, 'token' | 'signal'>;
   private readonly recorder: RoundRecorder;
   private waitingSince: number | undefined;
-  private readonly leaseMs: number;
-  /** The account hand-offs lease on (undefined: this worker takes none). */
-  private readonly handOffTo: SendingAccount | undefined;
-  /** Hand-offs promised and not yet ended: stop() waits for them as for the rounds. */
-  private readonly handOffs = new Set<Promise<void>>();
+  /** The expiry lane's hand-offs to this worker (undefined: it takes none, delivery/hand-off.ts handOffAccount). */
+  private readonly handOffs: HandOffs | undefined;
 
   constructor(private readonly options: DeliveryWorkerOptions) {
     super();
@@ -165,7 +160,6 @@ export class DeliveryWorker extends LoopWorker<DeliveryEvents> implements HandOf
     const batch = options.batchSize ?? DEFAULTS.deliveryBatch;
     this.batchSize = roundSize(batch, concurrency);
     const leaseMs = options.leaseMs ?? DEFAULTS.leaseMs;
-    this.leaseMs = leaseMs;
     const sendTimeoutMs = options.sendTimeoutMs ?? DEFAULTS.sendTimeoutMs(leaseMs);
     if (sendTimeoutMs >= leaseMs) throw new ValidationError('sendTimeoutMs', 'must be shorter than leaseMs');
     const clock = options.clock ?? databaseClock;
@@ -179,7 +173,17 @@ export class DeliveryWorker extends LoopWorker<DeliveryEvents> implements HandOf
       }
     }
     this.faults = options.faults ?? noFaults;
-    this.handOffTo = handOffAccount(this.accounts);
+    const handing = handOffAccount(this.accounts);
+    this.handOffs = handing
+      ? new HandOffs({
+          account: handing,
+          leaseMs,
+          schema: this.schema,
+          logger: this.logger,
+          owner: () => this.options.presence?.owner,
+          deliver: (lease, budget, token) => this.deliver(lease, budget, token),
+        })
+      : undefined;
     const { pool } = options;
     const metrics = options.metrics ? { metrics: options.metrics } : {};
     this.legs = new AccountLegs({
@@ -267,7 +271,7 @@ export class DeliveryWorker extends LoopWorker<DeliveryEvents> implements HandOf
   /** Resolves once the rounds in flight, hand-offs included, have ended (their sends recorded). */
   override async stop(): Promise<void> {
     await super.stop();
-    await Promise.all([...this.handOffs]);
+    await this.handOffs?.ended();
   }
 
   /**
@@ -279,59 +283,9 @@ export class DeliveryWorker extends LoopWorker<DeliveryEvents> implements HandOf
    * the ticket is delivered.
    */
   handOff(): HandOffTicket | undefined {
-    const account = this.handOffTo;
-    if (!account || this.stopping || !this.loop.isRunning || !this.loops.some((loop) => loop.isSleeping)) return undefined;
+    if (!this.handOffs || this.stopping || !this.loop.isRunning || !this.loops.some((loop) => loop.isSleeping)) return undefined;
     const budget = RoundBudget.tryReserve(this.slots, Math.min(this.batchSize, HAND_OFF_MAX), { pool: this.options.pool, schema: this.schema, roundEmails: this.batchSize });
-    if (!budget) return undefined;
-    const token = randomUUID();
-    let ended: () => void = () => {};
-    const promised = new Promise<void>((resolve) => (ended = resolve));
-    this.handOffs.add(promised);
-    let delivered = false;
-    return {
-      lease: {
-        token,
-        leaseMs: this.leaseMs,
-        provider: account.provider,
-        account: account.name,
-        owner: this.options.presence?.owner,
-        limit: budget.heldSlots,
-        dailyQuota: account.dailyQuota,
-        emailsPerPermit: account.perPermit,
-      },
-      deliver: (handed) => {
-        if (delivered) return;
-        delivered = true;
-        void this.handedRound(budget, account, token, handed)
-          .catch((error: unknown) => this.logger.error({ event: 'delivery.hand_off_failed', err: error }, 'a handed-off round failed; its intents are sent again when their lease expires'))
-          .finally(() => {
-            this.handOffs.delete(promised);
-            ended();
-          });
-      },
-    };
-  }
-
-  /** A hand-off's round: the statement leased `handed` (and spent their permits); what is left is prepare -> send -> record. */
-  private async handedRound(budget: RoundBudget, account: SendingAccount, token: string, handed: HandedIntents | null): Promise<void> {
-    try {
-      if (!handed) return;
-      const requests = planRequests(handed.intents, account);
-      const n = handed.intents.length;
-      budget.paidElsewhere(account, Math.ceil(n / account.perPermit), n, handed.bucketTime);
-      budget.leased(account, handed.intents.length, requests.length);
-      budget.keepSlots(requests.length);
-      // The lease span a round's story has, for the lease the expiry statement made.
-      const lease = await leaseInSpan(
-        this.schema,
-        budget.heldSlots,
-        async () => ({ legs: [{ account, intents: handed.intents, requests }], permits: n, capacity: n, saturated: false, retryInMs: 0 }),
-        'holdsExpireDue (hand-off)',
-      );
-      await this.deliver(lease, budget, token);
-    } finally {
-      await budget.release();
-    }
+    return budget && this.handOffs.ticket(budget);
   }
 
   /** lease -> prepare -> send -> record, within the round's budget of slots and permits. */
@@ -355,7 +309,7 @@ export class DeliveryWorker extends LoopWorker<DeliveryEvents> implements HandOf
     if (intents.size > 0) await this.faults.at('delivery.leased', { intents: [...intents.keys()] });
 
     const prepared = await prepareRound(this.preparing, lease, token);
-    const sent = await this.send(prepared, budget, token);
+    const sent = await sendPrepared(prepared, budget, { ...this.sending, token, stopping: () => this.stopping, ...(this.options.metrics ? { metrics: this.options.metrics } : {}) });
     const results = [...prepared.results, ...sent.results];
     if (results.length === 0 && sent.error === undefined) return { permits: lease.capacity, leased: 0, saturated: lease.saturated, outcomes: {}, blocked: 'idle' };
 
@@ -393,57 +347,6 @@ export class DeliveryWorker extends LoopWorker<DeliveryEvents> implements HandOf
       }
     }
     return intents;
-  }
-
-  /**
-   * Send what is paid for, concurrently; each request's slot goes back as
-   * its send ends. What is not sent is given back at once, due again,
-   * instead of waiting out its lease: a request past the round's slots (a
-   * batching account's singles, planned beside its batches, can outnumber
-   * the slots its lease was sized by), one no permit was left for, or
-   * everything once stop() was called while the round leased and prepared.
-   */
-  private async send(prepared: PreparedRound, budget: RoundBudget, token: string): Promise<{ results: AttemptResult[]; givenBack: number; error?: unknown }> {
-    const results: AttemptResult[] = [];
-    let givenBack = 0;
-    const sends: Array<Promise<AttemptResult[]>> = [];
-    const paid = [];
-    let slots = budget.heldSlots;
-    for (const { account, requests } of prepared.sends) {
-      const fitting = requests.slice(0, slots);
-      const settled = await budget.settle(account, fitting);
-      const going = this.stopping ? [] : settled;
-      slots -= going.length;
-      for (const [i, request] of requests.entries()) {
-        if (i < going.length) continue;
-        const why = this.stopping
-          ? 'given back unsent: the worker is stopping'
-          : i >= fitting.length
-            ? 'given back unsent: no send slot left for this request'
-            : 'given back unsent: no permit left for this request';
-        // An open batch given back stays bound: it still goes again only whole.
-        const bound = request.kind === 'batch' && request.batchId !== undefined ? { batchId: request.batchId, keepBatch: true } : {};
-        for (const intent of membersOf(request)) results.push({ ...unsentResult(intent, token, why, account.name), ...bound });
-        givenBack += 1;
-      }
-      for (const request of going) paid.push({ request, account });
-    }
-    budget.keepSlots(paid.length);
-    // The send timeout starts with the sends, not with the permits' settling before them.
-    const setting: SendSetting = { ...this.sending, token, signal: AbortSignal.timeout(this.sending.sendTimeoutMs) };
-    for (const { request, account } of paid) {
-      this.options.metrics?.emailsPerRequest.observe({ account: account.name }, membersOf(request).length);
-      sends.push(sendRequest(request, account, prepared.messages, setting).finally(() => budget.requestDone()));
-    }
-    // Every request's results, whatever another request did: one that threw
-    // (never for the provider's sake: sendRequest turns those into results)
-    // must not cost the others their record.
-    let error: unknown;
-    for (const sent of await Promise.allSettled(sends)) {
-      if (sent.status === 'fulfilled') results.push(...sent.value);
-      else error ??= sent.reason;
-    }
-    return error === undefined ? { results, givenBack } : { results, givenBack, error };
   }
 
   /** Every account's limiter row, written with its initial policy once per worker (an existing row, with its runtime changes, wins). */
