@@ -22,6 +22,7 @@ import { statusCost } from './status.js';
 import { countTriggers } from './count-triggers.js';
 import { batchDrain } from './batch-drain.js';
 import { leaseCost } from './lease-cost.js';
+import { heldForLater } from './held-for-later.js';
 import { tenantLatency } from './tenant-latency.js';
 import { tracingOverhead } from './tracing-overhead.js';
 import { apiContract } from './api-contract.js';
@@ -29,7 +30,7 @@ import { packageRoot } from '../src/runtime/package-root.js';
 
 process.env.LOG_LEVEL ??= 'silent';
 
-const benchmarks: Benchmark[] = [expiryThroughput, expiryLateness, deliveryThroughput, deliveryLimiter, deliveryLatency, prune, compare, statusCost, countTriggers, importTime, batchDrain, leaseCost, tenantLatency, tracingOverhead, apiContract];
+const benchmarks: Benchmark[] = [expiryThroughput, expiryLateness, deliveryThroughput, deliveryLimiter, deliveryLatency, prune, compare, statusCost, countTriggers, importTime, batchDrain, leaseCost, heldForLater, tenantLatency, tracingOverhead, apiContract];
 
 // The repository root, from dist/bench/run.js or (under tsx) bench/run.ts.
 const root = packageRoot();

@@ -86,8 +86,10 @@ export async function webhookEventsLease(
   const { rows } = await db.query<{ now: Date; id: string | null; type: WebhookEventType; payload: unknown; attempts: number; due_since: Date; lease_token: string }>(
     `WITH clock AS (SELECT coalesce($4::timestamptz, now()) AS now),
      due AS (
-       SELECT w.id FROM ${s}.webhook_events w, clock
-        WHERE w.endpoint = $1 AND w.state = 'pending' AND w.available_at <= clock.now
+       -- The clock as a scalar subquery, not joined: the bound then ends
+       -- the index scan instead of filtering every event still waiting.
+       SELECT w.id FROM ${s}.webhook_events w
+        WHERE w.endpoint = $1 AND w.state = 'pending' AND w.available_at <= (SELECT clock.now FROM clock)
         ORDER BY w.available_at
         LIMIT $2
           FOR UPDATE OF w SKIP LOCKED

@@ -44,3 +44,52 @@ export async function plansOfAll(pool: pg.Pool, call: (db: Queryable) => Promise
   }
   return plans;
 }
+
+/**
+ * Rows a call's statement read from `table`: the statement is captured as
+ * planOf does, then run under EXPLAIN ANALYZE in a transaction that is
+ * rolled back, and every scan of the table counts the rows it returned and
+ * the rows its filters dropped, in every loop. A bound that starts and
+ * stops an index scan keeps this near the rows wanted; a bound applied as a
+ * filter after the scan reads everything the index holds.
+ */
+export async function rowsReadFrom(pool: pg.Pool, table: string, call: (db: Queryable) => Promise<unknown>): Promise<number> {
+  let captured: { text: string; values: unknown[] } | undefined;
+  const recorder: Queryable = {
+    query: async (text: string, values?: unknown[]) => {
+      captured ??= { text, values: values ?? [] };
+      return { rows: [], rowCount: 0, command: '', oid: 0, fields: [] };
+    },
+  };
+  await call(recorder).catch((error: unknown) => {
+    if (!captured) throw error;
+  });
+  if (!captured) throw new Error('the call sent no statement to run');
+  const client = await pool.connect();
+  try {
+    await client.query('BEGIN');
+    const { rows } = await client.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(`EXPLAIN (ANALYZE, FORMAT JSON) ${captured.text}`, captured.values);
+    let read = 0;
+    const walk = (node: PlanNode): void => {
+      if (node['Relation Name'] === table) {
+        const perLoop = (node['Actual Rows'] ?? 0) + (node['Rows Removed by Filter'] ?? 0) + (node['Rows Removed by Index Recheck'] ?? 0);
+        read += perLoop * (node['Actual Loops'] ?? 1);
+      }
+      for (const child of node.Plans ?? []) walk(child);
+    };
+    walk(rows[0]!["QUERY PLAN"][0].Plan);
+    return read;
+  } finally {
+    await client.query('ROLLBACK').catch(() => {});
+    client.release();
+  }
+}
+
+interface PlanNode {
+  'Relation Name'?: string;
+  'Actual Rows'?: number;
+  'Actual Loops'?: number;
+  'Rows Removed by Filter'?: number;
+  'Rows Removed by Index Recheck'?: number;
+  Plans?: PlanNode[];
+}

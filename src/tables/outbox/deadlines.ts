@@ -32,9 +32,12 @@ export async function intentsSweepDeadlines(db: Queryable, schema: string, now: 
     `WITH clock AS (
        SELECT coalesce($1::timestamptz, now()) AS now
      ), past AS (
-       SELECT o.id FROM ${s}.email_outbox o, clock
-        WHERE o.state = 'pending' AND o.send_by IS NOT NULL AND o.send_by <= clock.now AND o.batch_id IS NULL
-          AND (o.lease_token IS NULL OR o.lease_expires_at <= clock.now)
+       -- The clock as a scalar subquery, not joined, so that the bound
+       -- starts and stops the deadline index's scan (joined, it was a join
+       -- filter, and every sweep read all the deadlines still ahead).
+       SELECT o.id FROM ${s}.email_outbox o
+        WHERE o.state = 'pending' AND o.send_by IS NOT NULL AND o.send_by <= (SELECT clock.now FROM clock) AND o.batch_id IS NULL
+          AND (o.lease_token IS NULL OR o.lease_expires_at <= (SELECT clock.now FROM clock))
         ORDER BY o.send_by
         LIMIT $2
           FOR UPDATE OF o SKIP LOCKED
@@ -46,8 +49,10 @@ export async function intentsSweepDeadlines(db: Queryable, schema: string, now: 
                               THEN 'its hold was ' || r.status || ' first'
                               ELSE 'not sent by its deadline ' || to_char(o.send_by AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') END,
             lease_token = NULL, lease_expires_at = NULL
-       FROM past, clock, ${s}.support_reservations r
-      WHERE o.id = past.id AND r.id = o.reservation_id
+       FROM clock, ${s}.support_reservations r
+      -- By key, the ids as one array: joined with past (estimated at its
+      -- LIMIT), a table of a few thousand rows was hashed whole each sweep.
+      WHERE o.id = ANY (ARRAY(SELECT past.id FROM past)) AND r.id = o.reservation_id
       RETURNING o.id, o.reservation_id, o.template, o.tenant, o.state
      ), closed AS (
        -- A dead worker's lease: its attempt never reported back.
