@@ -6,11 +6,14 @@ import { inject } from 'vitest';
 import { intentsChannel, Listener, notifyIntents } from '../../src/db/listener.js';
 import { loadMigrations } from '../../src/db/migrate.js';
 import { createPool, ident } from '../../src/db/pool.js';
+import { preparedRefused } from '../../src/db/prepared.js';
+import { holdsExpireDueWithOutlook } from '../../src/tables/holds.js';
 import { silentLogger } from '../../src/observability/logger.js';
 import { rateLimiterSet } from '../../src/tables/rate-limiter.js';
 import { testDatabase } from '../helpers/database.js';
+import { insertDueHolds } from '../helpers/holds.js';
 import { acceptedStartTimes, countWhere, fleetEnv, insertStaggeredHolds, journalIntents, logEvents, waitForCount, worstWindowExcess } from '../helpers/fleet.js';
-import { pgbouncerBinary, startPgBouncer, type PgBouncer } from '../helpers/pgbouncer.js';
+import { bouncerVersion, pgbouncerBinary, startPgBouncer, type PgBouncer } from '../helpers/pgbouncer.js';
 import { cliPath, startNode, type Child } from '../helpers/processes.js';
 
 /**
@@ -54,6 +57,30 @@ describe.skipIf(!binary)(`behind PgBouncer in transaction mode${skipped}`, () =>
       expect(locks.rows[0]!.n).toBe(0);
     } finally {
       await db.pool.query(`DROP SCHEMA IF EXISTS ${ident(schema)} CASCADE`);
+      await db.close();
+    }
+  });
+
+  it('the expiry batch, a named statement on its pool, runs unnamed once the bouncer loses its name: every batch answers and every hold expires once', async () => {
+    const db = await testDatabase('bouncer_prepared');
+    // Three pooled connections over the bouncer's four servers: a name parsed on one is missing on another.
+    const pool = createPool({ connectionString: bouncer.url, max: 3 });
+    try {
+      await insertDueHolds(db.pool, db.schema, 90);
+      const expired: string[] = [];
+      for (let round = 0; round < 10; round++) {
+        const batches = await Promise.all(Array.from({ length: 3 }, () => holdsExpireDueWithOutlook(pool, db.schema, 3, null, null, null)));
+        for (const batch of batches) expired.push(...batch.expired.map((h) => h.id));
+      }
+      expect(expired).toHaveLength(90);
+      expect(new Set(expired).size).toBe(90);
+      expect(await countWhere(db.pool, db.schema, 'support_reservations', `status = 'expired'`)).toBe(90);
+      expect(await countWhere(db.pool, db.schema, 'email_outbox', 'true')).toBe(90);
+      // PgBouncer before 1.21 keeps no names across server connections: the pool gave up naming.
+      const version = bouncerVersion(binary!);
+      if (version < 1.21) expect(preparedRefused(pool)).toBe(true);
+    } finally {
+      await pool.end();
       await db.close();
     }
   });

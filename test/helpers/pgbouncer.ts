@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import net from 'node:net';
@@ -14,6 +14,14 @@ export function pgbouncerBinary(): string | undefined {
     if (dir && existsSync(path.join(dir, 'pgbouncer'))) return path.join(dir, 'pgbouncer');
   }
   return undefined;
+}
+
+/** The binary's version as major.minor (1.18 for `PgBouncer 1.18.0`). */
+export function bouncerVersion(binary: string): number {
+  const out = execFileSync(binary, ['--version'], { encoding: 'utf8' });
+  const match = out.match(/PgBouncer (\d+)\.(\d+)/);
+  if (!match) throw new Error(`cannot read the version of ${binary}: ${out}`);
+  return Number(match[1]) + Number(match[2]) / 100;
 }
 
 export interface PgBouncer {

@@ -53,7 +53,13 @@ export async function plansOfAll(pool: pg.Pool, call: (db: Queryable) => Promise
  * stops an index scan keeps this near the rows wanted; a bound applied as a
  * filter after the scan reads everything the index holds.
  */
-export async function rowsReadFrom(pool: pg.Pool, table: string, call: (db: Queryable) => Promise<unknown>): Promise<number> {
+export async function rowsReadFrom(
+  pool: pg.Pool,
+  table: string,
+  call: (db: Queryable) => Promise<unknown>,
+  /** Run it as a prepared statement with this plan (plan_cache_mode), as a named statement runs; default: unnamed. */
+  prepared?: 'generic' | 'custom',
+): Promise<number> {
   let captured: { text: string; values: unknown[] } | undefined;
   const recorder: Queryable = {
     query: async (text: string, values?: unknown[]) => {
@@ -68,7 +74,14 @@ export async function rowsReadFrom(pool: pg.Pool, table: string, call: (db: Quer
   const client = await pool.connect();
   try {
     await client.query('BEGIN');
-    const { rows } = await client.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(`EXPLAIN (ANALYZE, FORMAT JSON) ${captured.text}`, captured.values);
+    let explain = { text: `EXPLAIN (ANALYZE, FORMAT JSON) ${captured.text}`, values: captured.values };
+    if (prepared) {
+      await client.query(`SET LOCAL plan_cache_mode = force_${prepared}_plan`);
+      await client.query(`PREPARE rows_read_probe AS ${captured.text}`);
+      const literals = captured.values.map((v) => (v === null || v === undefined ? 'NULL' : client.escapeLiteral(Array.isArray(v) ? `{${v.join(',')}}` : String(v))));
+      explain = { text: `EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE rows_read_probe(${literals.join(', ')})`, values: [] };
+    }
+    const { rows } = await client.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(explain.text, explain.values);
     let read = 0;
     const walk = (node: PlanNode): void => {
       if (node['Relation Name'] === table) {
@@ -81,6 +94,8 @@ export async function rowsReadFrom(pool: pg.Pool, table: string, call: (db: Quer
     return read;
   } finally {
     await client.query('ROLLBACK').catch(() => {});
+    // A prepared statement outlives the transaction.
+    if (prepared) await client.query('DEALLOCATE rows_read_probe').catch(() => {});
     client.release();
   }
 }

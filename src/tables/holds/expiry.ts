@@ -1,5 +1,6 @@
 import type { Queryable } from '../../db/pool.js';
 import { ident } from '../../db/pool.js';
+import { queryPrepared } from '../../db/prepared.js';
 import { EXPIRED_INTENT_PREFIX, EXPIRED_TEMPLATE } from '../../model/hold-states.js';
 import {
   handedIntentFromRow,
@@ -84,7 +85,8 @@ export async function holdsExpireDueWithOutlook(
   handOff: HandOffLease | null = null,
 ): Promise<{ expired: ExpiredHold[]; outlook: DueOutlook | null; handed: HandedIntents | null }> {
   const { text, values } = expireStatement(schema, limit, now, notify, noticeDeadlineSeconds, null, true, handOff);
-  const { rows } = await db.query<Record<string, unknown>>(text, values);
+  // Prepared on a pool (db/prepared.ts): its plan reads the clock at run time either way.
+  const { rows } = await queryPrepared<Record<string, unknown>>(db, text, values);
   const expired: ExpiredHold[] = [];
   const intents: LeasedIntent[] = [];
   for (const row of rows) {
