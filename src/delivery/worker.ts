@@ -277,13 +277,16 @@ export class DeliveryWorker extends LoopWorker<DeliveryEvents> implements HandOf
   /**
    * The expiry lane's question (delivery/hand-off.ts): may the batch it is
    * about to expire be leased to this worker in the expiry statement? Yes,
-   * with a ticket, while the worker runs, takes hand-offs (one account),
-   * has a round loop asleep (its last round found less than it could take:
-   * no backlog here) and a send slot free now; the slots are reserved until
-   * the ticket is delivered.
+   * with a ticket, while the worker runs, takes hand-offs (one account) and
+   * has a send slot free now; the slots are reserved until the ticket is
+   * delivered. Whether older email goes first is the statement's to say
+   * (no older email due and unleased), not the round loops': a loop awake
+   * (woken by a batch that was not handed, or by its poll) may have leased
+   * everything due already, and asking only while one slept kept a lane
+   * that fell off the hand-off once on the lease for seconds.
    */
   handOff(): HandOffTicket | undefined {
-    if (!this.handOffs || this.stopping || !this.loop.isRunning || !this.loops.some((loop) => loop.isSleeping)) return undefined;
+    if (!this.handOffs || this.stopping || !this.loop.isRunning) return undefined;
     const budget = RoundBudget.tryReserve(this.slots, Math.min(this.batchSize, HAND_OFF_MAX), { pool: this.options.pool, schema: this.schema, roundEmails: this.batchSize });
     return budget && this.handOffs.ticket(budget);
   }

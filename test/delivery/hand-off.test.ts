@@ -44,14 +44,15 @@ function deafWorker(gateway: ScriptedGateway, extra: Partial<ConstructorParamete
   return new DeliveryWorker({ pool: db.pool, schema: db.schema, gateway, pollIntervalMs: 600_000, from: 'Support <support@leasehold.test>', logger: silentLogger, ...extra });
 }
 
-/** Started, and its first round (which found nothing) over: its loop sleeps, and it offers hand-offs (the one asked for here is given back). */
+/** Started, and its first round (which found nothing) over: its slots are free, and it offers hand-offs (the one asked for here is given back). */
 async function started(worker: DeliveryWorker): Promise<DeliveryWorker> {
   worker.start();
+  const startedAt = Date.now();
+  // Its last round's end (the lane's round age counts from it) falls after the start once the first round is over.
   await until(() => {
-    const ticket = worker.handOff();
-    ticket?.deliver(null);
-    return ticket !== undefined;
-  }, 'the delivery loop to sleep');
+    const age = worker.lastRoundAgeSeconds();
+    return age !== undefined && Date.now() - age * 1000 > startedAt + 0.5;
+  }, 'the first round to end');
   return worker;
 }
 
@@ -140,7 +141,7 @@ describe('the hand-off', () => {
     expect(await countBy(db.pool, db.schema, 'email_outbox', 'state')).toEqual({ sent: 1 });
   });
 
-  it('is offered only by a running worker with its round loop asleep, and gives its slots back when nothing is handed', async () => {
+  it('is offered only by a running worker with a slot free, and gives its slots back when nothing is handed', async () => {
     // Concurrency equal to the batch: one round loop, asleep for the whole test once started.
     const worker = deafWorker(new ScriptedGateway(), { concurrency: 7, batchSize: 7 });
     expect(worker.handOff()).toBeUndefined();
@@ -155,6 +156,40 @@ describe('the hand-off', () => {
     expect(again?.lease.limit).toBe(7);
     await worker.stop();
     expect(worker.handOff()).toBeUndefined();
+  });
+
+  it('is offered while a round of its own is in flight: an older email that round leased does not stop the hand-off, one still unleased does', async () => {
+    let open: () => void = () => {};
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    const gateway = new ScriptedGateway(async (): Promise<SendResult> => {
+      await gate;
+      return { kind: 'accepted', receipt: 'r' };
+    });
+    const delivery = await started(deafWorker(gateway, { concurrency: 7, batchSize: 7 }));
+    try {
+      // An email that was not handed: pending until a round of the worker's own leases it.
+      await insertDueHolds(db.pool, db.schema, 1, { prefix: 'older' });
+      await new ExpiryWorker({ pool: db.pool, schema: db.schema }).runOnce();
+      // Still unleased, it goes first: the statement hands nothing off.
+      await insertDueHolds(db.pool, db.schema, 1, { prefix: 'early' });
+      const metrics = createMetrics();
+      await new ExpiryWorker({ pool: db.pool, schema: db.schema, handOff: delivery, metrics }).runOnce();
+      expect((await metrics.emailsHandedOff.get()).values[0]?.value ?? 0).toBe(0);
+      // A round leases both and waits on the provider: the worker's one loop is awake.
+      delivery.wake();
+      await until(() => gateway.calls.length === 2, 'the round to send the older emails');
+      expect(await leased()).toBe(2);
+      // Nothing due is unleased now: the next batch is handed off beside the round in flight.
+      await insertDueHolds(db.pool, db.schema, 2, { prefix: 'beside' });
+      await new ExpiryWorker({ pool: db.pool, schema: db.schema, handOff: delivery, metrics }).runOnce();
+      expect((await metrics.emailsHandedOff.get()).values[0]?.value).toBe(2);
+      await until(() => gateway.calls.length === 4, 'the handed batch to be sent');
+      open();
+      await until(async () => (await countBy(db.pool, db.schema, 'email_outbox', 'state'))['sent'] === 4, 'every email to be recorded sent');
+    } finally {
+      open();
+      await delivery.stop();
+    }
   });
 
   it('sends a handed batch as one request on an account that sends keyed batches, a permit per request', async () => {
