@@ -114,7 +114,14 @@ if (workload === 'drain') {
   process.stdin.pause();
   const goAt = Date.now();
   await Promise.race([everyItem, timeout(timeoutMs)]);
-  report = { goAt, handled, distinct, handledAt: Array.from(handledAt), ...(system === 'leasehold' ? { committedAt: Array.from(committedAt) } : {}) };
+  report = {
+    goAt,
+    handled,
+    distinct,
+    handledAt: Array.from(handledAt),
+    ...(system === 'leasehold' ? { committedAt: Array.from(committedAt) } : {}),
+    ...(handle.handedOff ? { handedOff: await handle.handedOff() } : {}),
+  };
 }
 
 // A system that does not stop within 10 s is left behind: the figures are taken.

@@ -16,6 +16,7 @@ import { createPool, ident } from '../src/db/pool.js';
 import { rateLimiterSet } from '../src/tables/rate-limiter.js';
 import { deliveryWorkerFor, expiryWorkerFor } from '../src/service.js';
 import { silentLogger } from '../src/observability/logger.js';
+import { createMetrics } from '../src/observability/metrics.js';
 import type { EmailGateway } from '../src/providers/gateway.js';
 import { seedPendingIntents } from './seed.js';
 import { loadTemplates } from '../src/templates/templates.js';
@@ -206,6 +207,8 @@ async function setUpPgBoss(url: string, pool: pg.Pool, schema: string, drop: () 
 export interface Handle {
   /** A statement answering one boolean column `done`: every item's completion is committed. */
   done: { text: string; values: unknown[] };
+  /** leasehold only: emails handed off in their expiry statement so far (leasehold_emails_handed_off_total). */
+  handedOff?: () => Promise<number>;
   stop(): Promise<void>;
 }
 
@@ -244,8 +247,9 @@ async function startLeasehold(o: StartOptions): Promise<Handle> {
       return { kind: 'accepted', receipt: `noop-${message.intentId}` };
     },
   };
-  // Built as `leasehold start` builds them (src/service.ts), tuned settings on top.
-  const base = { pool, schema: o.schema, logger: silentLogger };
+  // Built as `leasehold start` builds them (src/service.ts), its metrics included, tuned settings on top.
+  const metrics = createMetrics();
+  const base = { pool, schema: o.schema, logger: silentLogger, metrics };
   const delivery = deliveryWorkerFor(config, base, gateway, tuned ? TUNED.leasehold : {});
   // Wired as `leasehold start` wires them: the expiry lane wakes the delivery lane in-process, and its NOTIFY, naming this process, is left to others.
   const ownNotify = `process:${randomBytes(8).toString('hex')}`;
@@ -258,6 +262,7 @@ async function startLeasehold(o: StartOptions): Promise<Handle> {
   expiry?.start();
   return {
     done: { text: `SELECT NOT EXISTS (SELECT 1 FROM ${ident(o.schema)}.email_outbox WHERE state = 'pending') AS done`, values: [] },
+    handedOff: async () => (await metrics.emailsHandedOff.get()).values[0]?.value ?? 0,
     async stop() {
       await expiry?.stop();
       await listener.stop();

@@ -42,7 +42,10 @@ import type { BenchDatabase } from './database.js';
  *   For leasehold, where the time goes, from the tables: when the expiry,
  *   lease, message-store and record statements of each email began (p50 and
  *   p99 after its due time; each statement's now()), and, in-process, when
- *   its expiry was seen committed and how long from there to its send: the
+ *   its expiry was seen committed and how long from there to its send, and
+ *   the share of the run's emails handed off in their expiry statement (the
+ *   process's leasehold_emails_handed_off_total: the workers are built with
+ *   metrics, as `leasehold start` builds them): the
  *   goal row measures the delivery lane from the expiry statement's start,
  *   so the expiry transaction's own run time counts against delivery; the
  *   commit-based rows show the delivery lane's part alone.
@@ -100,6 +103,8 @@ interface DueResult {
   wholeRunP99: number | null;
   /** leasehold only: expired_at - expires_at p99 of the measured holds, from the table (the expiry lane alone). */
   expiryP99?: number;
+  /** leasehold only: share of the run's emails (the warm-up's included) handed off in their expiry statement. */
+  handedOffShare?: number;
   /** leasehold only: where an email's time goes, p50 / p99 ms from its hold's due time (leaseholdPath). */
   path?: LeaseholdPath;
   /** leasehold only, in-process: due -> its expiry seen committed (the `expired` event), p50 / p99 ms. */
@@ -122,6 +127,8 @@ interface DueReport {
   handledAt: number[];
   /** leasehold only: when each hold's expiry was seen committed (0: never). */
   committedAt?: number[];
+  /** leasehold only: emails handed off in their expiry statement, the warm-up's included. */
+  handedOff?: number;
 }
 
 async function runChild(env: Record<string, string>, beforeGo?: () => Promise<void>): Promise<unknown> {
@@ -241,6 +248,7 @@ async function due(db: BenchDatabase, system: System, profile: Profile): Promise
       const from = schedule!.base + warm * schedule!.spacingMs;
       result.path = await leaseholdPath(setup.pool, setup.schema, from);
       result.expiryP99 = result.path.expired[1];
+      if (report.handedOff !== undefined) result.handedOffShare = report.handedOff / (warm + n);
       const split = commitSplit(report.committedAt?.slice(warm) ?? [], report.handledAt.slice(warm), from, schedule!.spacingMs);
       if (split) Object.assign(result, split);
     }
@@ -370,6 +378,12 @@ export const compare: Benchmark = {
           for (const [name, [p50, p99]] of steps) {
             rows.push([`    ${name} starts, p50 / p99 from due`, profile, `${round(p50, 1)} / ${round(p99, 1)} ms`, '', '', '', '', '', '']);
           }
+        }
+        // An email handed off skips the NOTIFY, the wake-up and the lease; one that is not waits for a round.
+        const handed = medianOf(runs.map((d) => (d.handedOffShare === undefined ? null : d.handedOffShare * 100)));
+        if (handed !== null) {
+          rows.push([`    emails handed off in their expiry statement (the whole run)`, profile, show(handed, '%', 1), '', '', '', '', '', '']);
+          figures.push({ name: `due emails handed off in their expiry statement, ${profile}: leasehold`, value: handed, unit: '%' });
         }
         // The same split from the expiry commit: the expiry statement's own run time belongs to the expiry lane.
         if (first?.committed && first.commitToSent) {
