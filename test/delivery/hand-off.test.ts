@@ -56,6 +56,17 @@ async function started(worker: DeliveryWorker): Promise<DeliveryWorker> {
   return worker;
 }
 
+/** A provider that accepts every send once `open()` is called, and holds each until then. */
+function gatedGateway(): { gateway: ScriptedGateway; open: () => void } {
+  let open: () => void = () => {};
+  const gate = new Promise<void>((resolve) => (open = resolve));
+  const gateway = new ScriptedGateway(async (): Promise<SendResult> => {
+    await gate;
+    return { kind: 'accepted', receipt: 'held' };
+  });
+  return { gateway, open };
+}
+
 /** A provider with a batch API that deduplicates batches on their key (as Resend does), accepting every member. */
 class BatchingGateway extends ScriptedGateway {
   readonly maxBatch = 10;
@@ -122,12 +133,7 @@ describe('the hand-off', () => {
   });
 
   it('stop() waits for a hand-off\'s sends and records them', async () => {
-    let open: () => void = () => {};
-    const gate = new Promise<void>((resolve) => (open = resolve));
-    const gateway = new ScriptedGateway(async (): Promise<SendResult> => {
-      await gate;
-      return { kind: 'accepted', receipt: 'late' };
-    });
+    const { gateway, open } = gatedGateway();
     const delivery = await started(deafWorker(gateway));
     await insertDueHolds(db.pool, db.schema, 1, { prefix: 'slow' });
     await new ExpiryWorker({ pool: db.pool, schema: db.schema, handOff: delivery }).runOnce();
@@ -159,12 +165,7 @@ describe('the hand-off', () => {
   });
 
   it('is offered while a round of its own is in flight: an older email that round leased does not stop the hand-off, one still unleased does', async () => {
-    let open: () => void = () => {};
-    const gate = new Promise<void>((resolve) => (open = resolve));
-    const gateway = new ScriptedGateway(async (): Promise<SendResult> => {
-      await gate;
-      return { kind: 'accepted', receipt: 'r' };
-    });
+    const { gateway, open } = gatedGateway();
     const delivery = await started(deafWorker(gateway, { concurrency: 7, batchSize: 7 }));
     try {
       // An email that was not handed: pending until a round of the worker's own leases it.
