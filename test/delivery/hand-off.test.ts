@@ -38,13 +38,25 @@ const until = async (check: () => boolean | Promise<boolean>, what: string) => {
 
 /**
  * A delivery worker that never polls in a test's time and is woken by
- * nothing: only a hand-off can make it send.
+ * nothing: only a hand-off can make it send. One round loop (its
+ * concurrency is its batch), so that once its first round has ended no
+ * round holds a slot.
  */
 function deafWorker(gateway: ScriptedGateway, extra: Partial<ConstructorParameters<typeof DeliveryWorker>[0]> = {}): DeliveryWorker {
-  return new DeliveryWorker({ pool: db.pool, schema: db.schema, gateway, pollIntervalMs: 600_000, from: 'Support <support@leasehold.test>', logger: silentLogger, ...extra });
+  return new DeliveryWorker({
+    pool: db.pool,
+    schema: db.schema,
+    gateway,
+    pollIntervalMs: 600_000,
+    from: 'Support <support@leasehold.test>',
+    logger: silentLogger,
+    concurrency: 50,
+    batchSize: 50,
+    ...extra,
+  });
 }
 
-/** Started, and its first round (which found nothing) over: its slots are free, and it offers hand-offs (the one asked for here is given back). */
+/** Started, and its first round (which found nothing) over: its loop sleeps, every slot is free, and it offers hand-offs. */
 async function started(worker: DeliveryWorker): Promise<DeliveryWorker> {
   worker.start();
   const startedAt = Date.now();
