@@ -62,8 +62,10 @@ async function started(worker: DeliveryWorker): Promise<DeliveryWorker> {
   const startedAt = Date.now();
   // Its last round's end (the lane's round age counts from it) falls after the start once the first round is over.
   await until(() => {
-    const age = worker.lastRoundAgeSeconds();
-    return age !== undefined && Date.now() - age * 1000 > startedAt + 0.5;
+    // One clock reading for both: read twice, a pause between them looked like a round's end.
+    const now = Date.now();
+    const age = worker.lastRoundAgeSeconds(now);
+    return age !== undefined && now - age * 1000 > startedAt + 0.5;
   }, 'the first round to end');
   return worker;
 }
