@@ -125,6 +125,39 @@ function expireStatement(
   withOutlook: boolean,
   handOff: HandOffLease | null = null,
 ): { text: string; values: unknown[] } {
+  const values = [
+    limit,
+    now,
+    notify?.channel ?? null,
+    EXPIRED_INTENT_PREFIX,
+    EXPIRED_TEMPLATE,
+    noticeDeadlineSeconds,
+    notify?.payload ?? '',
+    ...(only ? [only] : []),
+    ...(handOff ? handOffValues(handOff, schema) : []),
+  ];
+  return { text: expireText(schema, only !== null, withOutlook, handOff !== null), values };
+}
+
+/**
+ * The statement's text, built once per schema and shape: it runs a hundred
+ * times a second, and the same string each time is hashed once for its
+ * prepared statement's name (db/prepared.ts) instead of copied and hashed
+ * on every batch.
+ */
+const expireTexts = new Map<string, string>();
+function expireText(schema: string, only: boolean, withOutlook: boolean, handOff: boolean): string {
+  const key = `${schema}\0${only}\0${withOutlook}\0${handOff}`;
+  let text = expireTexts.get(key);
+  if (text === undefined) {
+    if (expireTexts.size >= 64) expireTexts.clear();
+    text = buildExpireText(schema, only, withOutlook, handOff);
+    expireTexts.set(key, text);
+  }
+  return text;
+}
+
+function buildExpireText(schema: string, only: boolean, withOutlook: boolean, handOff: boolean): string {
   const s = ident(schema);
   // The hand-off's parameters follow the others ($8 on: `only` is never given with it).
   const ho = handOff ? handOffParams(8) : null;
@@ -183,18 +216,7 @@ function expireStatement(
        -- handed off are leased already: they wake nobody.
        SELECT pg_notify($3, $7::text) FROM (SELECT 1 FROM intents${ho ? ' WHERE NOT intents.handed' : ''} LIMIT 1) created WHERE $3::text IS NOT NULL
      )`;
-  const values = [
-    limit,
-    now,
-    notify?.channel ?? null,
-    EXPIRED_INTENT_PREFIX,
-    EXPIRED_TEMPLATE,
-    noticeDeadlineSeconds,
-    notify?.payload ?? '',
-    ...(only ? [only] : []),
-    ...(handOff ? handOffValues(handOff, schema) : []),
-  ];
-  if (!withOutlook) return { text: `${ctes}\n     ${picked}`, values };
+  if (!withOutlook) return `${ctes}\n     ${picked}`;
   // The outlook's row comes first and alone when nothing expired; the
   // OFFSET 0 keeps the expired rows' joins planned on their own.
   const outlook = `, outlook AS MATERIALIZED (
@@ -203,12 +225,10 @@ function expireStatement(
        SELECT CASE WHEN (SELECT count(*) FROM due) < $1 THEN ${dueHeldSql(s, '(SELECT clock.now FROM clock)')} - (SELECT count(*) FROM due)::int END AS locked,
               CASE WHEN (SELECT count(*) FROM due) < $1 THEN ${nextDueInMsSql(s, '(SELECT clock.now FROM clock)')} END AS next_in_ms
      )`;
-  return {
-    text: `${ctes}${outlook}
-     SELECT o.locked AS outlook_locked, o.next_in_ms AS outlook_next_in_ms, x.* FROM outlook o LEFT JOIN (${picked} OFFSET 0) x ON true`,
-    values,
-  };
+  return `${ctes}${outlook}
+     SELECT o.locked AS outlook_locked, o.next_in_ms AS outlook_next_in_ms, x.* FROM outlook o LEFT JOIN (${picked} OFFSET 0) x ON true`;
 }
+
 
 /** SQL expression: due holds still held at `now` (not waiting on their hook's back-off), counted up to 10,000. */
 const dueHeldSql = (s: string, now: string): string =>
