@@ -3,6 +3,7 @@ import { DEFAULTS } from '../defaults.js';
 import { isConnectionError } from '../errors.js';
 import { checkFunction, checkKnownOptions, checkPool } from './arguments.js';
 import { DatabaseHosts } from './hosts.js';
+import { withQueryTimeout } from './query-timeout.js';
 
 /**
  * Anything that runs a query: a Pool, a PoolClient or a Client. Library
@@ -52,6 +53,11 @@ export interface PoolOptions {
  *   a transaction-mode PgBouncer refuses; set it on the role as well if
  *   you want the server to stop such statements sooner.
  * - TCP keep-alive on, so a silent peer is noticed even between queries.
+ *
+ * A pool's clients apply the query timeout themselves (db/query-timeout.ts,
+ * pg's behaviour without pg's `query_timeout` option, which kept every
+ * query's rows alive into the old generation); the LISTEN session, a
+ * handful of queries a minute, keeps pg's option.
  */
 export function connectionBounds(options: { connectTimeoutMs?: number; queryTimeoutMs?: number }): {
   connectionTimeoutMillis: number;
@@ -70,8 +76,9 @@ export function connectionBounds(options: { connectTimeoutMs?: number; queryTime
 
 /**
  * A statement that may legitimately run long (a migration's CREATE INDEX,
- * waiting for another migrator): without the client-side timeout. (pg reads
- * `query_timeout` per query; @types/pg does not declare it.)
+ * waiting for another migrator): without the client-side timeout. (pg and
+ * the pool's clients read `query_timeout` per query; @types/pg does not
+ * declare it.)
  */
 export function unboundedQuery(text: string, values: unknown[] = []): pg.QueryConfig {
   return { text, values, query_timeout: 2 ** 31 - 1 } as pg.QueryConfig;
@@ -107,13 +114,15 @@ export function createPool(options: PoolOptions): pg.Pool {
     queryTimeoutMs: r.nonNegative.optional(),
   }), { required: true });
   const hosts = new DatabaseHosts(options.connectionString);
+  // The query timeout is the pool's clients' own (db/query-timeout.ts), not pg's option.
+  const { query_timeout: queryTimeoutMs = 0, ...bounds } = connectionBounds(options);
   const pool = new pg.Pool({
     types: leaseholdTypes,
     connectionString: hosts.firstUrl,
-    ...(hosts.simple ? {} : { Client: hosts.poolClient() }),
+    Client: withQueryTimeout(hosts.simple ? pg.Client : hosts.poolClient(), queryTimeoutMs),
     max: options.max ?? 10,
     application_name: options.applicationName ?? 'leasehold',
-    ...connectionBounds(options),
+    ...bounds,
     idleTimeoutMillis: 30_000,
   });
   // An idle client losing its connection (database restart) must not crash
