@@ -191,16 +191,19 @@ export class SandboxGateway implements EmailGateway {
     const latency = this.options.latencyMs ?? 0;
     const ms = Array.isArray(latency) ? latency[0] + this.random() * (latency[1] - latency[0]) : latency;
     if (ms <= 0) return Promise.resolve();
+    if (signal.aborted) return Promise.reject(signal.reason ?? new Error('aborted'));
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(resolve, ms);
-      signal.addEventListener(
-        'abort',
-        () => {
-          clearTimeout(timer);
-          reject(signal.reason ?? new Error('aborted'));
-        },
-        { once: true },
-      );
+      const onAbort = () => {
+        clearTimeout(timer);
+        reject(signal.reason ?? new Error('aborted'));
+      };
+      // The listener goes with the delay: left on the round's signal, it kept
+      // the signal and this send alive until the send timeout fired.
+      const timer = setTimeout(() => {
+        signal.removeEventListener('abort', onAbort);
+        resolve();
+      }, ms);
+      signal.addEventListener('abort', onAbort, { once: true });
     });
   }
 }
