@@ -10,15 +10,16 @@ import pg from 'pg';
  * heartbeat) replaces the default for that query.
  *
  * Why not pg's option: pg builds its callback wrapper inside
- * `Client.query()`, and with it in place nearly every object a round's
- * queries produce (result rows, their dates and strings, the statement
- * text) outlived the next young-generation collection and was copied into
- * the old generation: 97-98 % of what survived one scavenge survived the
- * next, where the same timeout set up here lets 40 % through, and the due
- * benchmark's process promoted 49 MB instead of 21 MB, with half the full
- * collections (BENCHMARKS.md, "the query timeout and the old generation").
- * The functions below keep each closure's scope to what it needs: nothing
- * but the timer holds the query, and the timer is cleared on the answer.
+ * `Client.query()`, and with it in place nearly every object a query
+ * produces (its rows, their dates and strings, the statement text)
+ * outlived the next young-generation collection and was copied into the
+ * old generation. In a bare loop of pool.query, 99.5 % of what survived
+ * one scavenge survived the next with pg's option, 5 % with the same
+ * wrapper made outside `Client.query()`; the due benchmark's process
+ * promoted 19-22 MB instead of 45-52, with 2-3 full collections instead of
+ * 5-8 (BENCHMARKS.md, "the query timeout and the old generation"). The
+ * functions below keep each closure's scope to what it needs: nothing but
+ * the timer holds the query, and the timer is cleared on the answer.
  */
 export function withQueryTimeout(Base: typeof pg.Client, defaultMs: number): typeof pg.Client {
   if (!(defaultMs > 0)) return Base;
