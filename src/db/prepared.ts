@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import pg from 'pg';
 import type { Queryable } from './pool.js';
+import { remember } from '../runtime/remember.js';
 
 /**
  * The hottest statement run as a named (server-side prepared) statement on
@@ -56,11 +57,5 @@ export const preparedRefused = (pool: pg.Pool): boolean => unnamedPools.has(pool
  */
 const names = new Map<string, string>();
 function statementName(text: string): string {
-  let name = names.get(text);
-  if (name === undefined) {
-    if (names.size >= 256) names.clear();
-    name = `leasehold_${createHash('sha256').update(text).digest('hex').slice(0, 32)}`;
-    names.set(text, name);
-  }
-  return name;
+  return remember(names, text, () => `leasehold_${createHash('sha256').update(text).digest('hex').slice(0, 32)}`, 256);
 }

@@ -1,3 +1,5 @@
+import { remember } from '../runtime/remember.js';
+
 /**
  * Locales and time zones for rendering. A hold names its customer's locale
  * and time zone in its metadata (`locale`, `timeZone`); values that are not
@@ -35,12 +37,3 @@ export function validTimeZone(value: unknown): string | undefined {
 // values, so answers are kept, in bounded maps.
 const locales = new Map<string, string | undefined>();
 const zones = new Map<string, string | undefined>();
-const MAX_REMEMBERED = 1000;
-
-function remember<V>(cache: Map<string, V>, key: string, compute: () => V): V {
-  if (cache.has(key)) return cache.get(key)!;
-  if (cache.size >= MAX_REMEMBERED) cache.clear();
-  const value = compute();
-  cache.set(key, value);
-  return value;
-}

@@ -1,4 +1,5 @@
 import { liquidjs } from './liquid.js';
+import { remember } from '../runtime/remember.js';
 
 /** `de-CH` -> `de`. */
 export const languageOf = (locale: string): string => locale.split('-')[0]!.toLowerCase();
@@ -94,17 +95,9 @@ const STYLE_OPTIONS: Record<Exclude<LocalTimeStyle, 'iso'>, Intl.DateTimeFormatO
 // Building an Intl.DateTimeFormat costs far more than formatting with one
 // (milliseconds against microseconds), and a fleet sees few locale/zone pairs.
 const formatters = new Map<string, Intl.DateTimeFormat>();
-const MAX_FORMATTERS = 1000;
 
 function formatter(locale: string, timeZone: string, style: Exclude<LocalTimeStyle, 'iso'>): Intl.DateTimeFormat {
-  const key = `${locale}|${timeZone}|${style}`;
-  let f = formatters.get(key);
-  if (!f) {
-    if (formatters.size >= MAX_FORMATTERS) formatters.clear();
-    f = new Intl.DateTimeFormat(locale, { timeZone, ...STYLE_OPTIONS[style] });
-    formatters.set(key, f);
-  }
-  return f;
+  return remember(formatters, `${locale}|${timeZone}|${style}`, () => new Intl.DateTimeFormat(locale, { timeZone, ...STYLE_OPTIONS[style] }));
 }
 
 // Every style but iso shows at most minutes (no CLDR short time has

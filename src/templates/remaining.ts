@@ -1,3 +1,5 @@
+import { remember } from '../runtime/remember.js';
+
 /**
  * How long a hold has left, as a reminder says it: "in 5 minutes",
  * "in 2 hours", German "in 5 Minuten". Pure: the render moment is passed in,
@@ -30,16 +32,9 @@ export function remainingUnit(seconds: number): { value: number; unit: Intl.Rela
 // Building an Intl.RelativeTimeFormat costs far more than formatting with
 // one, and a fleet sees few locales.
 const formatters = new Map<string, Intl.RelativeTimeFormat>();
-const MAX_FORMATTERS = 1000;
 
 function formatter(locale: string): Intl.RelativeTimeFormat {
-  let f = formatters.get(locale);
-  if (!f) {
-    if (formatters.size >= MAX_FORMATTERS) formatters.clear();
-    f = new Intl.RelativeTimeFormat(locale, { numeric: 'auto' });
-    formatters.set(locale, f);
-  }
-  return f;
+  return remember(formatters, locale, () => new Intl.RelativeTimeFormat(locale, { numeric: 'auto' }));
 }
 
 /**

@@ -15,6 +15,7 @@ import {
   type LeasedIntent,
 } from '../outbox.js';
 import { hookFailuresAllSql, hookFailuresWaitingSql } from '../hook-failures.js';
+import { remember } from '../../runtime/remember.js';
 
 /**
  * support_reservations, the expiry lane's statements (tables/holds.ts is the
@@ -147,14 +148,7 @@ function expireStatement(
  */
 const expireTexts = new Map<string, string>();
 function expireText(schema: string, only: boolean, withOutlook: boolean, handOff: boolean): string {
-  const key = `${schema}\0${only}\0${withOutlook}\0${handOff}`;
-  let text = expireTexts.get(key);
-  if (text === undefined) {
-    if (expireTexts.size >= 64) expireTexts.clear();
-    text = buildExpireText(schema, only, withOutlook, handOff);
-    expireTexts.set(key, text);
-  }
-  return text;
+  return remember(expireTexts, `${schema}\0${only}\0${withOutlook}\0${handOff}`, () => buildExpireText(schema, only, withOutlook, handOff), 64);
 }
 
 function buildExpireText(schema: string, only: boolean, withOutlook: boolean, handOff: boolean): string {
@@ -228,7 +222,6 @@ function buildExpireText(schema: string, only: boolean, withOutlook: boolean, ha
   return `${ctes}${outlook}
      SELECT o.locked AS outlook_locked, o.next_in_ms AS outlook_next_in_ms, x.* FROM outlook o LEFT JOIN (${picked} OFFSET 0) x ON true`;
 }
-
 
 /** SQL expression: due holds still held at `now` (not waiting on their hook's back-off), counted up to 10,000. */
 const dueHeldSql = (s: string, now: string): string =>
