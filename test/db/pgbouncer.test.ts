@@ -66,6 +66,8 @@ describe.skipIf(!binary)(`behind PgBouncer in transaction mode${skipped}`, () =>
     const db = await testDatabase('bouncer_prepared');
     const pool = createPool({ connectionString: bouncer.url, max: 1 });
     const other = new pg.Client({ connectionString: bouncer.url });
+    const otherErrors: Error[] = [];
+    other.on('error', (error) => otherErrors.push(error));
     try {
       await other.connect();
       await insertDueHolds(db.pool, db.schema, 6);
@@ -86,6 +88,7 @@ describe.skipIf(!binary)(`behind PgBouncer in transaction mode${skipped}`, () =>
       expect(await countWhere(db.pool, db.schema, 'email_outbox', 'true')).toBe(6);
       // Refused and run unnamed: PgBouncer keeps names across server connections only from 1.22 (max_prepared_statements, on by default).
       expect(preparedRefused(pool)).toBe(bouncerVersion(binary!) < 1.22);
+      expect(otherErrors).toEqual([]);
     } finally {
       await other.end().catch(() => {});
       await pool.end();
