@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import pg from 'pg';
 import type { Queryable } from './pool.js';
-import { remember } from '../runtime/remember.js';
+import { remember } from '../remember.js';
 
 /**
  * The hottest statement run as a named (server-side prepared) statement on

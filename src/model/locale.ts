@@ -1,4 +1,4 @@
-import { remember } from '../runtime/remember.js';
+import { remember } from '../remember.js';
 
 /**
  * Locales and time zones for rendering. A hold names its customer's locale

@@ -1,5 +1,5 @@
 import { liquidjs } from './liquid.js';
-import { remember } from '../runtime/remember.js';
+import { remember } from '../remember.js';
 
 /** `de-CH` -> `de`. */
 export const languageOf = (locale: string): string => locale.split('-')[0]!.toLowerCase();

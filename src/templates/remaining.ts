@@ -1,4 +1,4 @@
-import { remember } from '../runtime/remember.js';
+import { remember } from '../remember.js';
 
 /**
  * How long a hold has left, as a reminder says it: "in 5 minutes",

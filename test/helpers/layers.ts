@@ -9,7 +9,7 @@ import path from 'node:path';
  * two the same and the code inside it.
  */
 export const LAYERS: ReadonlyArray<{ name: string; units: string[]; role: string }> = [
-  { name: 'base', units: ['errors.ts', 'text.ts', 'format.ts', 'zod.ts'], role: 'error classes, text rules, number formatting, zod on first use' },
+  { name: 'base', units: ['errors.ts', 'text.ts', 'format.ts', 'zod.ts', 'remember.ts'], role: 'error classes, text rules, number formatting, zod on first use, a bounded memo' },
   { name: 'model', units: ['model/'], role: 'states, input rules, rate and pause policy, address hashing: pure' },
   { name: 'infra', units: ['config.ts', 'config-schema.ts', 'defaults.ts', 'observability/', 'runtime/'], role: 'configuration, logger and metrics, clock, service loop, shutdown' },
   { name: 'db', units: ['db/'], role: 'pool, transactions, migrations, LISTEN, embedded PostgreSQL' },

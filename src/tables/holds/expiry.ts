@@ -15,7 +15,7 @@ import {
   type LeasedIntent,
 } from '../outbox.js';
 import { hookFailuresAllSql, hookFailuresWaitingSql } from '../hook-failures.js';
-import { remember } from '../../runtime/remember.js';
+import { remember } from '../../remember.js';
 
 /**
  * support_reservations, the expiry lane's statements (tables/holds.ts is the

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { remember } from '../../src/runtime/remember.js';
+import { remember } from '../src/remember.js';
 
 describe('remember', () => {
   it('computes a key once, an undefined answer included', () => {
